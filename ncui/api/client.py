@@ -1,0 +1,301 @@
+"""An async client for the National Compute API and its recipe catalog: one method per endpoint.
+
+- The token is a ``SecretStr`` handed to an ``httpx.Auth``: it is never in a repr, a log line, an
+  error message or a local variable of these frames.
+- Idempotent GETs retry network errors, 429 and 5xx with exponential backoff and jitter; PUT and POST
+  never retry (a retried bid or declaration could act twice).
+- Every failure is one of the typed errors of ``errors.py`` with a sentence a researcher can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from datetime import datetime
+from typing import Any, Callable, Optional, TypeVar
+
+import httpx
+from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
+
+from ..config import Endpoints
+from . import models as m
+from .errors import MalformedResponse, NCError, NetworkError, NotFound, ServerError, error_from_response
+from .money import usd
+
+T = TypeVar("T", bound=BaseModel)
+
+USER_AGENT = "ncui/0.1"
+_RECIPES = TypeAdapter(list[m.Recipe])
+
+
+class _BearerAuth(httpx.Auth):
+    """Adds the bearer header at send time; its repr never shows the token."""
+
+    def __init__(self, token: SecretStr) -> None:
+        self._token = token
+
+    def auth_flow(self, request: httpx.Request):
+        request.headers["Authorization"] = "Bearer " + self._token.get_secret_value()
+        yield request
+
+    def __repr__(self) -> str:
+        return "<BearerAuth token=**********>"
+
+
+class RecipeFile(BaseModel):
+    """A catalog file as fetched, and which file the vendor rule settled on."""
+
+    requested: str
+    used: str
+    url: str
+    text: str
+    note: str = ""  # e.g. "nanogpt-job-amd.yaml: 404, using nanogpt-job.yaml"
+
+
+class NCClient:
+    """``async with NCClient(endpoints, token) as nc: await nc.whoami()``."""
+
+    def __init__(
+        self,
+        endpoints: Endpoints,
+        token: Optional[SecretStr],
+        *,
+        timeout: float = 10.0,
+        retries: int = 3,
+        backoff: float = 0.25,
+        transport: Optional[httpx.AsyncBaseTransport] = None,
+        rng: Optional[random.Random] = None,
+    ) -> None:
+        self.endpoints = endpoints
+        self._retries = max(0, retries)
+        self._backoff = backoff
+        self._rng = rng or random.Random()
+        self._http = httpx.AsyncClient(
+            auth=_BearerAuth(token) if token is not None else None,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            transport=transport,
+            follow_redirects=False,
+        )
+
+    async def __aenter__(self) -> "NCClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def __repr__(self) -> str:
+        return f"<NCClient api={self.endpoints.api!r}>"
+
+    # ---- transport ------------------------------------------------------------------------------
+
+    def _api(self, path: str) -> str:
+        return self.endpoints.api.rstrip("/") + path
+
+    async def _send(self, method: str, url: str, *, what: str, params: Optional[dict] = None,
+                    json_body: Any = None, accept_404: bool = False) -> httpx.Response:
+        """Send once (PUT/POST) or with retries (GET); raise a typed error for anything but 2xx."""
+        attempts = 1 + (self._retries if method == "GET" else 0)
+        last: Optional[NCError] = None
+        for attempt in range(attempts):
+            if attempt:
+                await asyncio.sleep(self._delay(attempt))
+            try:
+                resp = await self._http.request(method, url, params=params, json=json_body)
+            except httpx.TimeoutException:
+                last = NetworkError(f"National Compute did not answer in time while {what}.")
+                continue
+            except httpx.TransportError as e:
+                last = NetworkError(f"Cannot reach National Compute at {_origin(url)} while {what} "
+                                    f"({type(e).__name__}).")
+                continue
+            if resp.status_code < 400 or (accept_404 and resp.status_code == 404):
+                return resp
+            err = error_from_response(resp.status_code, _json_or_none(resp), what=what)
+            if isinstance(err, ServerError) or resp.status_code == 429:
+                last = err
+                continue
+            raise err
+        assert last is not None
+        raise last
+
+    def _delay(self, attempt: int) -> float:
+        """Exponential backoff with full jitter."""
+        return self._rng.uniform(0, self._backoff * (2 ** (attempt - 1)))
+
+    async def _get(self, path: str, model: type[T], *, what: str, params: Optional[dict] = None) -> T:
+        resp = await self._send("GET", self._api(path), what=what, params=_clean_params(params))
+        return _parse(resp, model, what)
+
+    async def _write(self, method: str, path: str, body: BaseModel, model: type[T], *, what: str,
+                     params: Optional[dict] = None) -> T:
+        resp = await self._send(method, self._api(path), what=what, params=_clean_params(params),
+                                json_body=body.model_dump(mode="json", exclude_none=True))
+        return _parse(resp, model, what)
+
+    # ---- account and billing --------------------------------------------------------------------
+
+    async def whoami(self) -> m.Whoami:
+        return await self._get("/api/whoami", m.Whoami, what="checking who you are")
+
+    async def billing_summary(self) -> m.BillingSummary:
+        return await self._get("/api/billing/summary", m.BillingSummary, what="reading the balance")
+
+    async def balance(self) -> m.Balance:
+        return await self._get("/api/billing/balance", m.Balance, what="reading the balance and burn rate")
+
+    async def transactions(self, since: Optional[datetime] = None) -> m.Transactions:
+        return await self._get("/api/billing/transactions", m.Transactions, what="reading transactions",
+                               params={"since": since})
+
+    # ---- kubernetes cluster and market ----------------------------------------------------------
+
+    async def k8s_cluster(self, cluster: Optional[str] = None) -> m.K8sCluster:
+        return await self._get("/api/k8s/cluster", m.K8sCluster, what="reading the cluster",
+                               params={"cluster": cluster})
+
+    async def kubeconfig(self, cluster: str) -> str:
+        resp = await self._send("GET", self._api("/api/k8s/cluster/kubeconfig"),
+                                what=f"fetching the kubeconfig of {cluster}", params={"cluster": cluster})
+        text = resp.text
+        if "apiVersion" not in text or "clusters" not in text:
+            raise MalformedResponse("The kubeconfig National Compute sent is not a kubeconfig.")
+        return text
+
+    async def bid(self, cluster: Optional[str] = None) -> m.Bid:
+        return await self._get("/api/k8s/bid", m.Bid, what="reading the limit price",
+                               params={"cluster": cluster})
+
+    async def set_bid(self, max_price_per_gpu_hour: int, cluster: Optional[str] = None) -> m.Bid:
+        """Set the standing limit price (micro-credits per GPU hour); 0 withdraws it. Never retried."""
+        body = m.BidRequest(max_price_per_gpu_hour=usd(max_price_per_gpu_hour))
+        what = "withdrawing the limit price" if max_price_per_gpu_hour == 0 else "setting the limit price"
+        return await self._write("PUT", "/api/k8s/bid", body, m.Bid, what=what, params={"cluster": cluster})
+
+    async def ladder(self, cluster: Optional[str] = None) -> m.Ladder:
+        return await self._get("/api/k8s/market/ladder", m.Ladder, what="reading the price-to-win ladder",
+                               params={"cluster": cluster})
+
+    async def spend(self, cluster: Optional[str] = None) -> m.Spend:
+        return await self._get("/api/k8s/market/spend", m.Spend, what="reading the live market rate",
+                               params={"cluster": cluster})
+
+    async def ticks(self, since: Optional[datetime] = None, gpu_model: Optional[str] = None) -> m.Ticks:
+        return await self._get("/api/market/ticks", m.Ticks, what="reading the market ticks",
+                               params={"since": since, "gpu_model": gpu_model})
+
+    # ---- VM capacity and ssh keys ---------------------------------------------------------------
+
+    async def vm_capacity(self) -> m.VmCapacity:
+        return await self._get("/api/vm/capacity", m.VmCapacity, what="reading VM capacity")
+
+    async def set_vm_capacity(self, max_gpus: int, max_price_per_gpu_hour: int,
+                              expected_version: int) -> m.VmCapacity:
+        """Declare (or release, with ``max_gpus=0``) VM capacity. Never retried."""
+        body = m.VmCapacityRequest(max_gpus=max_gpus, max_price_per_gpu_hour=usd(max_price_per_gpu_hour),
+                                   expected_version=expected_version)
+        what = "releasing VM capacity" if max_gpus == 0 else "declaring VM capacity"
+        return await self._write("PUT", "/api/vm/capacity", body, m.VmCapacity, what=what)
+
+    async def ssh_keys(self, org_id: str) -> m.SshKeys:
+        return await self._get(f"/api/vm/orgs/{_seg(org_id)}/ssh-keys", m.SshKeys, what="listing ssh keys")
+
+    async def add_ssh_key(self, org_id: str, name: str, public_key: str) -> m.SshKey:
+        body = m.SshKeyRequest(name=name, public_key=public_key)
+        return await self._write("POST", f"/api/vm/orgs/{_seg(org_id)}/ssh-keys", body, m.SshKey,
+                                 what="registering the ssh key")
+
+    # ---- recipe catalog -------------------------------------------------------------------------
+
+    async def catalog(self) -> list[m.Recipe]:
+        what = "reading the recipe catalog"
+        resp = await self._send("GET", self.endpoints.catalog_url, what=what)
+        try:
+            return _RECIPES.validate_json(resp.content)
+        except ValidationError as e:
+            raise _malformed(what, e) from None
+
+    def catalog_file_url(self, filename: str) -> str:
+        return self.endpoints.catalog_url + filename
+
+    async def catalog_file(self, filename: str) -> str:
+        resp = await self._send("GET", self.catalog_file_url(filename), what=f"fetching {filename}")
+        return resp.text
+
+    async def recipe_file(self, stem: str, vendor: Optional[str]) -> RecipeFile:
+        """The vendor rule: try ``<stem>-<vendor>.yaml``; a 404 means the default ``<stem>.yaml``.
+
+        Raises NotFound when neither exists (a recipe not offered for this vendor).
+        """
+        default = f"{stem}.yaml"
+        if vendor:
+            variant = f"{stem}-{vendor}.yaml"
+            url = self.catalog_file_url(variant)
+            resp = await self._send("GET", url, what=f"fetching {variant}", accept_404=True)
+            if resp.status_code != 404:
+                return RecipeFile(requested=variant, used=variant, url=url, text=resp.text)
+            note = f"{variant}: 404, using {default}"
+        else:
+            variant, note = default, ""
+        url = self.catalog_file_url(default)
+        resp = await self._send("GET", url, what=f"fetching {default}", accept_404=True)
+        if resp.status_code == 404:
+            raise NotFound(f"{stem} is not offered for {vendor or 'this'} GPUs: neither {variant} "
+                           f"nor {default} exists in the catalog.", status=404)
+        return RecipeFile(requested=variant, used=default, url=url, text=resp.text, note=note)
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+def _parse(resp: httpx.Response, model: type[T], what: str) -> T:
+    try:
+        return model.model_validate_json(resp.content)
+    except ValidationError as e:
+        raise _malformed(what, e) from None
+
+
+def _malformed(what: str, e: ValidationError) -> MalformedResponse:
+    errs = e.errors(include_url=False, include_input=False)
+    first = errs[0] if errs else {}
+    if first.get("type") == "json_invalid":
+        why = "the body is not valid JSON (truncated?)"
+    else:
+        loc = ".".join(str(p) for p in first.get("loc", ())) or "body"
+        why = f"{loc}: {first.get('msg', 'unexpected value')}"
+    return MalformedResponse(f"National Compute sent an answer ncui cannot read while {what} ({why}).")
+
+
+def _json_or_none(resp: httpx.Response) -> Any:
+    try:
+        return json.loads(resp.content)
+    except ValueError:
+        return None
+
+
+def _clean_params(params: Optional[dict]) -> Optional[dict]:
+    if not params:
+        return None
+    out = {}
+    for k, v in params.items():
+        if v is None:
+            continue
+        out[k] = v.isoformat() if isinstance(v, datetime) else v
+    return out or None
+
+
+def _seg(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(value, safe="")
+
+
+def _origin(url: str) -> str:
+    u = httpx.URL(url)
+    return f"{u.scheme}://{u.host}" + (f":{u.port}" if u.port else "")
+
+
+__all__ = ["NCClient", "RecipeFile", "NotFound"]

@@ -1,0 +1,223 @@
+"""The National Compute contract (../shared/CONTRACT.md) as pydantic models.
+
+One model per request and response. The client parses with them, the simulator serves them and
+publishes them as OpenAPI, so both sides cannot drift apart. Unknown fields are accepted (the real
+service may send more). Balances are integer micro-credits; prices per GPU hour are ``Price``
+(dollars on the wire, micro-credits in Python: see ``money.py``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .money import Price
+
+
+class Model(BaseModel):
+    """Base for every wire model: extra fields allowed, frozen (snapshots in the store are immutable)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+ClusterKind = Literal["kubernetes", "vm", "slurm"]
+OrgKind = Literal["research", "company", "public_research"]
+GpuVendor = Literal["nvidia", "amd"]
+
+
+# ---- errors ---------------------------------------------------------------------------------------
+
+class ErrorBody(Model):
+    """Every error: ``{"error": slug, "detail": sentence, ...}`` with the HTTP status."""
+
+    error: str = Field(description="unauthorized | bid-too-low | version-conflict | invalid | not-found | …")
+    detail: str = Field(description="A human sentence")
+    min_price_per_gpu_hour: Optional[Price] = Field(default=None, description="bid-too-low: the floor")
+    version: Optional[int] = Field(default=None, description="version-conflict: the current version")
+
+
+# ---- account --------------------------------------------------------------------------------------
+
+class User(Model):
+    id: str
+    email: str
+
+
+class ClusterRef(Model):
+    name: str
+    kind: ClusterKind
+
+
+class Whoami(Model):
+    user: User
+    org_id: str
+    org_name: str
+    org_kind: OrgKind | str
+    clusters: list[ClusterRef] = Field(default_factory=list)
+
+
+# ---- billing --------------------------------------------------------------------------------------
+
+class BillingSummary(Model):
+    balance_ucredits: int
+    purchases: bool
+
+
+class Balance(Model):
+    balance_ucredits: int
+    burn_ucredits_hr: int = Field(description="The meter's last assessed hourly rate (about 10 min behind)")
+    assessed_at: Optional[datetime] = None
+
+
+class Transaction(Model):
+    id: str
+    at: datetime
+    kind: Literal["charge", "topup", "refund"] | str
+    amount_ucredits: int = Field(description="Negative for charges")
+    description: str
+    gpu_hours: Optional[float] = None
+    price_per_gpu_hour: Optional[Price] = None
+
+
+class Transactions(Model):
+    transactions: list[Transaction] = Field(description="Newest first")
+
+
+# ---- kubernetes cluster and its market ------------------------------------------------------------
+
+class K8sCluster(Model):
+    name: str
+    market: bool = Field(description="true: the market grants nodes; false: a fixed cluster, no limit price")
+    gpus_per_node: int
+    cpu_worker: bool
+    shared_volume: bool
+    gpu_vendor: GpuVendor | str
+    gpu_model: str
+    reservation_packing: bool = False
+    reserved_nodes: int = 0
+
+
+class BidRequest(Model):
+    max_price_per_gpu_hour: Price = Field(description="The most you will pay per GPU hour; 0 withdraws")
+
+
+class Bid(Model):
+    cluster: str
+    max_price_per_gpu_hour: Price = Field(description="0 when no limit price stands")
+    updated_at: Optional[datetime] = None
+
+
+class LadderRung(Model):
+    nodes: int
+    price_per_gpu_hour: Price
+
+
+class Ladder(Model):
+    gpu_model: str
+    gpus_per_node: int
+    as_of: datetime
+    rungs: list[LadderRung]
+    floor_price_per_gpu_hour: Optional[Price] = Field(default=None, description="Below this a bid is refused")
+
+
+class Spend(Model):
+    nodes_held: int
+    gpus_held: int
+    price_per_gpu_hour: Optional[Price] = Field(default=None, description="Live assessed rate; null when nothing held")
+    spend_ucredits_hr: int
+    as_of: datetime
+
+
+# ---- market feed ----------------------------------------------------------------------------------
+
+class Tick(Model):
+    at: datetime
+    gpu_model: str
+    price_per_gpu_hour: Price
+    gpus: int = Field(description="GPUs the winners hold at this price")
+
+
+class Ticks(Model):
+    ticks: list[Tick] = Field(description="Oldest first")
+
+
+# ---- VM capacity ----------------------------------------------------------------------------------
+
+AllocationState = Literal["pending", "provisioning", "active", "released", "reclaimed"]
+
+
+class Allocation(Model):
+    id: str
+    state: AllocationState | str
+    gpus: int
+    gpu_model: str
+    public_ip: Optional[str] = None
+    granted_at: Optional[datetime] = None
+    ssh_port: int = Field(default=22, description="ours: the simulator's nodes listen on loopback ports")
+
+
+class VmEnvironment(Model):
+    ssh_user: str
+
+
+class VmCapacity(Model):
+    version: int
+    max_gpus: int
+    max_price_per_gpu_hour: Price
+    allocations: list[Allocation] = Field(default_factory=list)
+    environment: VmEnvironment
+
+
+class VmCapacityRequest(Model):
+    max_gpus: int = Field(ge=0, le=4096)
+    max_price_per_gpu_hour: Price
+    expected_version: int = Field(ge=0)
+
+
+class SshKey(Model):
+    id: str
+    name: str
+    fingerprint: str
+    public_key: str
+    created_at: datetime
+
+
+class SshKeys(Model):
+    keys: list[SshKey]
+
+
+class SshKeyRequest(Model):
+    name: str = Field(min_length=1, max_length=100)
+    public_key: str = Field(min_length=1, max_length=16_384)
+
+
+# ---- recipe catalog -------------------------------------------------------------------------------
+
+class RecipeStep(Model):
+    stem: str
+    file: str = ""
+    title: str = ""
+    optional: bool = False
+    needs: list[str] = Field(default_factory=list)
+
+
+class RecipeObject(Model):
+    kind: str
+    name: str
+
+
+class Recipe(Model):
+    name: str
+    title: str
+    cluster_kind: str
+    category: str
+    description: str
+    default_file: str
+    vendor_variants: list[str] = Field(default_factory=list)
+    steps: list[RecipeStep] = Field(default_factory=list)
+    needs: list[str] = Field(default_factory=list)
+    stop: list[str] = Field(default_factory=list)
+    objects: list[RecipeObject] = Field(default_factory=list)
+

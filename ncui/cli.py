@@ -1,0 +1,161 @@
+"""``ncui`` — the command line: the app, the demo, and the simulator alone.
+
+  ncui                      the app against National Compute (NC_TOKEN or ~/.config/nationalcompute/token)
+  ncui --demo               the app against National Compute in a box, started in this process
+  ncui --api URL --access URL   the app against another endpoint (e.g. a separate `ncui sim`)
+  ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… NC_TOKEN=… then serves
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+from . import __version__
+
+
+def _sim_args(p: argparse.ArgumentParser) -> None:
+    from .sim.scenarios import DEFAULT_SCENARIO, SCENARIOS
+
+    p.add_argument("--scenario", default=DEFAULT_SCENARIO, choices=sorted(SCENARIOS),
+                   help=f"which organization and cluster to simulate (default {DEFAULT_SCENARIO})")
+    p.add_argument("--speed", type=_speed, default=None,
+                   help="virtual seconds per real second (default 60 for the demo, 1 for sim; 0 freezes)")
+    p.add_argument("--seed", type=int, default=1, help="same seed, same market (default 1)")
+
+
+def _speed(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= v <= 100_000:
+        raise argparse.ArgumentTypeError("speed must be between 0 and 100000")
+    return v
+
+
+def _port(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError("a port is between 0 and 65535 (0 picks a free one)")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ncui",
+        description="Run your first GPU job on National Compute, from the terminal.",
+        epilog="Try it offline first: ncui --demo",
+    )
+    p.add_argument("--version", action="version", version=f"ncui {__version__}")
+    p.add_argument("--demo", action="store_true", help="run against National Compute in a box (offline)")
+    p.add_argument("--api", metavar="URL", help="API origin (default https://nationalcompute.com)")
+    p.add_argument("--access", metavar="URL",
+                   help="recipe catalog origin (default https://access.nationalcompute.com)")
+    _sim_args(p)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    s = sub.add_parser("sim", help="serve National Compute in a box until interrupted",
+                       description="Serve National Compute in a box (API, market, catalog) on loopback. "
+                                   "Prints NC_API=…, NC_ACCESS=… and NC_TOKEN=… first.")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=_port, default=0, help="port (default 0: a free one, printed)")
+    _sim_args(s)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "sim":
+        return run_sim(args)
+    if args.demo:
+        return run_demo(args)
+    return run_app(args)
+
+
+def _world(args, default_speed: float):
+    from .sim.world import World
+
+    speed = default_speed if args.speed is None else args.speed
+    return World(args.scenario, seed=args.seed, speed=speed)
+
+
+def run_sim(args) -> int:
+    from .sim.server import SimServer
+
+    try:
+        server = SimServer(_world(args, 1.0), host=args.host, port=args.port)
+    except OSError as e:
+        print(f"ncui sim: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    for line in server.env_lines():
+        print(line)
+    print(f"# National Compute in a box: scenario {args.scenario}, seed {args.seed}, "
+          f"speed {server.world.clock.speed:g}x. Ctrl-C stops it.")
+    print(f"# Try: curl -H \"Authorization: Bearer $NC_TOKEN\" $NC_API/api/whoami")
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def run_demo(args) -> int:
+    """Until the TUI lands: start the box in this process and say where it listens."""
+    from .sim.server import SimServer
+
+    with SimServer(_world(args, 60.0)) as server:
+        for line in server.env_lines():
+            print(line)
+        print(f"# ncui demo: National Compute in a box is running ({args.scenario}). Ctrl-C stops it.")
+        sys.stdout.flush()
+        try:
+            import threading
+
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def run_app(args) -> int:
+    """Until the TUI lands: a plain status of the account behind the token."""
+    import asyncio
+
+    from .api.client import NCClient
+    from .api.errors import NCError
+    from .api.money import fmt_usd
+    from .config import ACCESS_ORIGIN, API_ORIGIN, Endpoints, load_token
+
+    src = load_token()
+    if src.warning:
+        print(f"warning: {src.warning}", file=sys.stderr)
+    if src.token is None:
+        print("ncui needs your National Compute token: save it to ~/.config/nationalcompute/token "
+              "(chmod 600) or set NC_TOKEN. To try ncui without one: ncui --demo", file=sys.stderr)
+        return 2
+    endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
+
+    async def status() -> None:
+        async with NCClient(endpoints, src.token) as nc:
+            me = await nc.whoami()
+            summary = await nc.billing_summary()
+            print(f"{me.user.email} · {me.org_name} ({me.org_kind})")
+            for c in me.clusters:
+                print(f"  cluster {c.name} ({c.kind})")
+            print(f"  balance {fmt_usd(summary.balance_ucredits)}")
+
+    try:
+        asyncio.run(status())
+    except NCError as e:
+        print(f"ncui: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Paths and settings: where the token lives, the real service's origins, XDG state."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from pydantic import SecretStr
+
+API_ORIGIN = "https://nationalcompute.com"
+ACCESS_ORIGIN = "https://access.nationalcompute.com"
+
+
+def token_path() -> Path:
+    return Path(os.path.expanduser("~/.config/nationalcompute/token"))
+
+
+def state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(base) / "ncui"
+
+
+@dataclass(frozen=True)
+class TokenSource:
+    """A token and where it came from. ``warning`` is set when the token file is too open."""
+
+    token: Optional[SecretStr]
+    origin: str  # "NC_TOKEN", the file's path, or "" when none was found
+    warning: str = ""
+
+
+def load_token(env: Optional[dict] = None, path: Optional[Path] = None) -> TokenSource:
+    """The token from ``NC_TOKEN``, else ``~/.config/nationalcompute/token``.
+
+    Like ssh with a private key, warn when the file can be read by group or others.
+    """
+    env = os.environ if env is None else env
+    value = (env.get("NC_TOKEN") or "").strip()
+    if value:
+        return TokenSource(SecretStr(value), "NC_TOKEN")
+    path = path or token_path()
+    try:
+        st = path.stat()
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return TokenSource(None, "")
+    except OSError as e:
+        return TokenSource(None, str(path), warning=f"Cannot read {path}: {e.strerror or e}")
+    warning = ""
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        warning = (f"{path} is readable by others (mode {stat.S_IMODE(st.st_mode):04o}); "
+                   f"run: chmod 600 {path}")
+    if not text:
+        return TokenSource(None, str(path), warning=warning or f"{path} is empty")
+    return TokenSource(SecretStr(text), str(path), warning=warning)
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Where the API and the recipe catalog live (the real service, or a simulator)."""
+
+    api: str = API_ORIGIN
+    access: str = ACCESS_ORIGIN
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def catalog_url(self) -> str:
+        return self.access.rstrip("/") + "/first-job/"

@@ -1,0 +1,480 @@
+"""National Compute in a box: the HTTP face of the simulated world (FastAPI).
+
+Serves CONTRACT.md under ``/api``, the recipe catalog under ``<access prefix>/first-job/``, one OpenAPI
+document per area at ``/api/<area>/openapi.json`` (no token needed), and a few ``/_sim`` controls
+(advance the clock, inject faults) that are not part of the contract.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from typing import Any, Optional
+
+import yaml
+from fastapi import Depends, FastAPI, Query, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..api import models as m
+from ..api.money import usd
+from .world import OrgState, SimError, World
+
+AREAS = {
+    "billing": ("Billing and account", ("/api/whoami", "/api/billing/")),
+    "k8s": ("Kubernetes clusters", ("/api/k8s/",)),
+    "market": ("Market feed", ("/api/market/",)),
+    "vm": ("VM capacity", ("/api/vm/",)),
+}
+
+ERR = {"model": m.ErrorBody}
+AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {**ERR, "description": "Missing or wrong token"},
+    422: {**ERR, "description": "Invalid request"},
+}
+NOT_FOUND = {404: {**ERR, "description": "No such cluster or resource in this organization"}}
+
+_bearer = HTTPBearer(auto_error=False, description="The National Compute token")
+
+
+# ---- faults -------------------------------------------------------------------------------------
+
+class FaultRule(BaseModel):
+    """A fault for requests whose path starts with ``path_prefix``, for the next ``count`` of them."""
+
+    path_prefix: str = "/api/"
+    count: int = Field(default=1, ge=1, le=1_000_000)
+    status: Optional[int] = Field(default=None, ge=400, le=599)
+    delay: float = Field(default=0.0, ge=0, le=60)
+    truncate: bool = False  # send half of the body: malformed JSON
+    drop: bool = False  # cut the connection mid-body
+
+
+class Faults:
+    def __init__(self) -> None:
+        self._rules: list[FaultRule] = []
+        self._lock = threading.Lock()
+
+    def add(self, rule: FaultRule) -> None:
+        with self._lock:
+            self._rules.append(rule.model_copy())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rules.clear()
+
+    def take(self, path: str) -> Optional[FaultRule]:
+        with self._lock:
+            for i, r in enumerate(self._rules):
+                if path.startswith(r.path_prefix):
+                    left = r.count - 1
+                    if left <= 0:
+                        del self._rules[i]
+                    else:
+                        self._rules[i] = r.model_copy(update={"count": left})
+                    return r
+        return None
+
+
+class _Dropped(Exception):
+    """Raised to make the server cut a connection mid-body (fault injection)."""
+
+
+class FaultMiddleware:
+    def __init__(self, app, faults: Faults) -> None:
+        self.app, self.faults = app, faults
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["path"].startswith("/_sim"):
+            return await self.app(scope, receive, send)
+        rule = self.faults.take(scope["path"])
+        if rule is None:
+            return await self.app(scope, receive, send)
+        if rule.delay:
+            await asyncio.sleep(rule.delay)
+        if rule.status:
+            body = json.dumps({"error": "server-error" if rule.status >= 500 else "fault",
+                               "detail": f"Injected fault: HTTP {rule.status}."}).encode()
+            await send({"type": "http.response.start", "status": rule.status,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if not (rule.truncate or rule.drop):
+            return await self.app(scope, receive, send)
+        start: dict = {}
+        chunks: list[bytes] = []
+
+        async def capture(message):
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await self.app(scope, receive, capture)
+        body = b"".join(chunks)
+        half = body[: len(body) // 2]
+        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        length = len(body) if rule.drop else len(half)
+        headers.append((b"content-length", str(length).encode()))
+        await send({"type": "http.response.start", "status": start.get("status", 200), "headers": headers})
+        await send({"type": "http.response.body", "body": half, "more_body": rule.drop})
+        if rule.drop:
+            raise _Dropped("fault injection: connection dropped")
+
+
+# ---- the app ------------------------------------------------------------------------------------
+
+@dataclass
+class SimConfig:
+    access_prefix: str = "/access"
+
+
+def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
+    config = config or SimConfig()
+    app = FastAPI(title="National Compute in a box", version="0.1.0", openapi_url=None, docs_url=None,
+                  redoc_url=None)
+    app.state.world = world
+    app.state.faults = Faults()
+    app.state.config = config
+    app.add_middleware(FaultMiddleware, faults=app.state.faults)
+    _install_error_handlers(app)
+
+    def org_dep(request: Request,
+                creds: Optional[HTTPAuthorizationCredentials] = Security(_bearer)) -> OrgState:
+        if creds is None or not creds.credentials:
+            raise SimError(401, "unauthorized", "A token is required: send Authorization: Bearer <token>.")
+        org = world.org_for_token(creds.credentials)
+        if org is None:
+            raise SimError(401, "unauthorized", "That token is not valid for National Compute.")
+        world.sync()
+        return org
+
+    Org = Depends(org_dep)
+
+    # ---- account and billing ----------------------------------------------------------------
+
+    @app.get("/api/whoami", response_model=m.Whoami, responses=AUTH_ERRORS, tags=["account"])
+    def whoami(org: OrgState = Org) -> m.Whoami:
+        s = org.spec
+        return m.Whoami(user=m.User(id=f"user_{s.key}", email=s.email), org_id=s.org_id, org_name=s.org_name,
+                        org_kind=s.org_kind,
+                        clusters=[m.ClusterRef(name=c.name, kind=c.kind) for c in s.clusters])
+
+    @app.get("/api/billing/summary", response_model=m.BillingSummary, responses=AUTH_ERRORS, tags=["billing"])
+    def billing_summary(org: OrgState = Org) -> m.BillingSummary:
+        with world.lock:
+            return m.BillingSummary(balance_ucredits=org.balance, purchases=org.spec.purchases)
+
+    @app.get("/api/billing/balance", response_model=m.Balance, responses=AUTH_ERRORS, tags=["billing"])
+    def billing_balance(org: OrgState = Org) -> m.Balance:
+        with world.lock:
+            return m.Balance(balance_ucredits=org.balance, burn_ucredits_hr=org.burn_hr,
+                             assessed_at=org.assessed_at)
+
+    @app.get("/api/billing/transactions", response_model=m.Transactions, responses=AUTH_ERRORS,
+             tags=["billing"])
+    def billing_transactions(org: OrgState = Org, since: Optional[datetime] = None,
+                             limit: int = Query(100, ge=1, le=1000)) -> m.Transactions:
+        since = _utc(since)
+        with world.lock:
+            txs = [t for t in org.transactions if since is None or t.at > since]
+            txs = sorted(txs, key=lambda t: (t.at, t.id), reverse=True)[:limit]
+            return m.Transactions(transactions=[
+                m.Transaction(id=t.id, at=t.at, kind=t.kind, amount_ucredits=t.amount, description=t.description,
+                              gpu_hours=t.gpu_hours,
+                              price_per_gpu_hour=usd(t.price) if t.price is not None else None)
+                for t in txs])
+
+    # ---- kubernetes -------------------------------------------------------------------------
+
+    k8s_errors = {**AUTH_ERRORS, **NOT_FOUND}
+
+    @app.get("/api/k8s/cluster", response_model=m.K8sCluster, responses=k8s_errors, tags=["k8s"])
+    def k8s_cluster(org: OrgState = Org, cluster: Optional[str] = None) -> m.K8sCluster:
+        with world.lock:
+            st = world.k8s_cluster(org, cluster)
+            c = st.spec
+            return m.K8sCluster(name=c.name, market=c.market, gpus_per_node=c.gpus_per_node,
+                                cpu_worker=c.cpu_worker, shared_volume=c.shared_volume, gpu_vendor=c.gpu_vendor,
+                                gpu_model=c.gpu_model, reservation_packing=c.reservation_packing,
+                                reserved_nodes=c.reserved_nodes if c.market else len(st.gpu_nodes()))
+
+    @app.get("/api/k8s/cluster/kubeconfig", response_class=PlainTextResponse, responses=k8s_errors,
+             tags=["k8s"])
+    def k8s_kubeconfig(request: Request, cluster: str, org: OrgState = Org) -> PlainTextResponse:
+        with world.lock:
+            st = world.k8s_cluster(org, cluster)
+        base = str(request.base_url).rstrip("/")
+        return PlainTextResponse(kubeconfig_yaml(st.spec.name, base), media_type="application/yaml")
+
+    def _bid(st) -> m.Bid:
+        return m.Bid(cluster=st.spec.name, max_price_per_gpu_hour=usd(st.bid), updated_at=st.bid_updated_at)
+
+    @app.get("/api/k8s/bid", response_model=m.Bid, responses=k8s_errors, tags=["k8s"])
+    def get_bid(org: OrgState = Org, cluster: Optional[str] = None) -> m.Bid:
+        with world.lock:
+            st = world.k8s_cluster(org, cluster)
+            world.market_of(st)
+            return _bid(st)
+
+    @app.put("/api/k8s/bid", response_model=m.Bid, responses=k8s_errors, tags=["k8s"])
+    def put_bid(body: m.BidRequest, org: OrgState = Org, cluster: Optional[str] = None) -> m.Bid:
+        with world.lock:
+            st = world.k8s_cluster(org, cluster)
+            world.set_bid(st, body.max_price_per_gpu_hour)
+            return _bid(st)
+
+    @app.get("/api/k8s/market/ladder", response_model=m.Ladder, responses=k8s_errors, tags=["k8s"])
+    def ladder(org: OrgState = Org, cluster: Optional[str] = None) -> m.Ladder:
+        with world.lock:
+            st = world.k8s_cluster(org, cluster)
+            market = world.market_of(st)
+            return m.Ladder(gpu_model=market.gpu_model, gpus_per_node=market.gpus_per_node,
+                            as_of=world.at_step(world.step_index),
+                            rungs=[m.LadderRung(nodes=n, price_per_gpu_hour=usd(p)) for n, p in market.ladder(8)],
+                            floor_price_per_gpu_hour=usd(market.floor))
+
+    @app.get("/api/k8s/market/spend", response_model=m.Spend, responses=k8s_errors, tags=["k8s"])
+    def spend(org: OrgState = Org, cluster: Optional[str] = None) -> m.Spend:
+        with world.lock:
+            st = world.k8s_cluster(org, cluster)
+            now = world.now()
+            if not st.spec.market:
+                nodes = st.gpu_nodes()
+                return m.Spend(nodes_held=len(nodes), gpus_held=sum(n.gpus for n in nodes),
+                               price_per_gpu_hour=None, spend_ucredits_hr=0, as_of=now)
+            held = [n for n in st.market_nodes() if n.ready(now)]
+            gpus = sum(n.gpus for n in held)
+            price = world.markets[st.spec.gpu_model].last.price
+            return m.Spend(nodes_held=len(held), gpus_held=gpus,
+                           price_per_gpu_hour=usd(price) if held else None,
+                           spend_ucredits_hr=price * gpus if held else 0, as_of=now)
+
+    # ---- market feed ------------------------------------------------------------------------
+
+    @app.get("/api/market/ticks", response_model=m.Ticks, responses=AUTH_ERRORS, tags=["market"])
+    def ticks(org: OrgState = Org, since: Optional[datetime] = None, gpu_model: Optional[str] = None,
+              limit: int = Query(360, ge=1, le=10_000)) -> m.Ticks:
+        with world.lock:
+            rows = world.tick_list(gpu_model, _utc(since), limit)
+        return m.Ticks(ticks=[m.Tick(at=t, gpu_model=g, price_per_gpu_hour=usd(p), gpus=n) for t, g, p, n in rows])
+
+    # ---- VM ---------------------------------------------------------------------------------
+
+    vm_errors = {**AUTH_ERRORS, **NOT_FOUND}
+
+    def _capacity(vm, now) -> m.VmCapacity:
+        allocs = []
+        for a in vm.allocations:
+            state = a.state_at(now)
+            allocs.append(m.Allocation(id=a.id, state=state, gpus=a.gpus, gpu_model=a.gpu_model,
+                                       public_ip=a.public_ip if state == "active" else None,
+                                       granted_at=a.granted_at, ssh_port=a.ssh_port))
+        return m.VmCapacity(version=vm.version, max_gpus=vm.max_gpus, max_price_per_gpu_hour=usd(vm.price),
+                            allocations=allocs, environment=m.VmEnvironment(ssh_user=vm.ssh_user))
+
+    @app.get("/api/vm/capacity", response_model=m.VmCapacity, responses=vm_errors, tags=["vm"])
+    def vm_capacity(org: OrgState = Org) -> m.VmCapacity:
+        with world.lock:
+            return _capacity(world.vm_cluster(org), world.now())
+
+    @app.put("/api/vm/capacity", response_model=m.VmCapacity,
+             responses={**vm_errors, 409: {**ERR, "description": "expected_version is stale"}}, tags=["vm"])
+    def put_vm_capacity(body: m.VmCapacityRequest, org: OrgState = Org) -> m.VmCapacity:
+        with world.lock:
+            vm = world.set_vm_capacity(org, body.max_gpus, body.max_price_per_gpu_hour, body.expected_version)
+            return _capacity(vm, world.now())
+
+    def _org_path(org: OrgState, org_id: str) -> None:
+        if org_id != org.spec.org_id:
+            raise SimError(404, "not-found", f"No organization {org_id[:60]} for this token.")
+
+    def _key(k) -> m.SshKey:
+        return m.SshKey(id=k.id, name=k.name, fingerprint=k.fingerprint, public_key=k.public_key,
+                        created_at=k.created_at)
+
+    @app.get("/api/vm/orgs/{org_id}/ssh-keys", response_model=m.SshKeys, responses=vm_errors, tags=["vm"])
+    def list_keys(org_id: str, org: OrgState = Org) -> m.SshKeys:
+        _org_path(org, org_id)
+        with world.lock:
+            return m.SshKeys(keys=[_key(k) for k in org.ssh_keys])
+
+    @app.post("/api/vm/orgs/{org_id}/ssh-keys", response_model=m.SshKey, responses=vm_errors, tags=["vm"],
+              status_code=201)
+    def add_key(org_id: str, body: m.SshKeyRequest, org: OrgState = Org) -> m.SshKey:
+        _org_path(org, org_id)
+        with world.lock:
+            return _key(world.add_ssh_key(org, body.name, body.public_key))
+
+    # ---- openapi ----------------------------------------------------------------------------
+
+    docs: dict[str, dict] = {}
+
+    def openapi_for(area: Optional[str]) -> dict:
+        key = area or "all"
+        if key not in docs:
+            if area:
+                title, prefixes = AREAS[area]
+                routes = [r for r in app.routes if getattr(r, "path", "").startswith(prefixes)]
+            else:
+                title, routes = "National Compute", [r for r in app.routes
+                                                     if getattr(r, "path", "").startswith("/api/")
+                                                     and not getattr(r, "path", "").endswith("openapi.json")]
+            docs[key] = get_openapi(title=f"National Compute — {title}", version="0.1.0", routes=routes,
+                                    description="Served by ncui's National Compute in a box.")
+        return docs[key]
+
+    for area in AREAS:
+        def serve(area=area) -> JSONResponse:
+            return JSONResponse(openapi_for(area))
+        app.add_api_route(f"/api/{area}/openapi.json", serve, include_in_schema=False, methods=["GET"])
+    app.add_api_route("/api/openapi.json", lambda: JSONResponse(openapi_for(None)), include_in_schema=False,
+                      methods=["GET"])
+
+    # ---- the recipe catalog -----------------------------------------------------------------
+
+    prefix = config.access_prefix.rstrip("/")
+
+    @app.get(prefix + "/first-job/", include_in_schema=False)
+    def catalog_index() -> Response:
+        return Response(_catalog_json(), media_type="application/json")
+
+    @app.get(prefix + "/first-job/{filename}", include_in_schema=False)
+    def catalog_file(filename: str) -> Response:
+        data = _catalog_file(filename)
+        if data is None:
+            raise SimError(404, "not-found", f"{filename[:80]} is not in the catalog.")
+        media = "application/yaml" if filename.endswith((".yaml", ".yml")) else "text/plain"
+        return Response(data, media_type=f"{media}; charset=utf-8")
+
+    # ---- simulator controls (not part of the contract) --------------------------------------
+
+    class Advance(BaseModel):
+        seconds: float = Field(ge=0, le=30 * 24 * 3600)
+
+    class Speed(BaseModel):
+        speed: float = Field(ge=0, le=100_000)
+
+    class Demand(BaseModel):
+        nodes: int = Field(ge=0, le=64)
+
+    @app.post("/_sim/advance", include_in_schema=False)
+    def sim_advance(body: Advance, org: OrgState = Org) -> dict:
+        now = world.advance(body.seconds)
+        return {"now": now.isoformat()}
+
+    @app.post("/_sim/speed", include_in_schema=False)
+    def sim_speed(body: Speed, org: OrgState = Org) -> dict:
+        world.sync()
+        world.clock.set_speed(body.speed)
+        return {"speed": world.clock.speed}
+
+    @app.post("/_sim/faults", include_in_schema=False)
+    def sim_fault(rule: FaultRule, org: OrgState = Org) -> dict:
+        app.state.faults.add(rule)
+        return {"ok": True}
+
+    @app.delete("/_sim/faults", include_in_schema=False)
+    def sim_faults_clear(org: OrgState = Org) -> dict:
+        app.state.faults.clear()
+        return {"ok": True}
+
+    @app.post("/_sim/k8s/demand", include_in_schema=False)
+    def sim_demand(body: Demand, org: OrgState = Org, cluster: Optional[str] = None) -> dict:
+        with world.lock:
+            st = world.k8s_cluster(org, cluster)
+            st.requested_nodes = body.nodes
+        return {"ok": True}
+
+    return app
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(SimError)
+    async def sim_error(request: Request, exc: SimError) -> JSONResponse:
+        body: dict[str, Any] = {"error": exc.slug, "detail": exc.detail}
+        for k, v in exc.extra.items():
+            body[k] = float(usd(v)) if k.endswith("price_per_gpu_hour") else v
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return JSONResponse(body, status_code=exc.status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errs = exc.errors()
+        first = errs[0] if errs else {}
+        loc = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")) or "body"
+        msg = str(first.get("msg", "is not valid")).removeprefix("Value error, ")
+        return JSONResponse({"error": "invalid", "detail": f"{loc}: {msg}"}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        slug = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "error")
+        detail = exc.detail if isinstance(exc.detail, str) else "error"
+        if exc.status_code == 404:
+            detail = f"Nothing at {request.url.path[:120]}."
+        return JSONResponse({"error": slug, "detail": detail}, status_code=exc.status_code)
+
+
+def _utc(t: Optional[datetime]) -> Optional[datetime]:
+    if t is None:
+        return None
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
+
+
+_CATALOG_CACHE: dict[str, bytes] = {}
+
+
+def _catalog_root():
+    return resources.files("ncui.sim.catalog")
+
+
+def _catalog_json() -> bytes:
+    if "index" not in _CATALOG_CACHE:
+        raw = json.loads((_catalog_root() / "catalog.json").read_text(encoding="utf-8"))
+        recipes = raw["recipes"] if isinstance(raw, dict) else raw
+        checked = [m.Recipe.model_validate(r).model_dump(mode="json") for r in recipes]
+        _CATALOG_CACHE["index"] = json.dumps(checked, indent=1).encode()
+    return _CATALOG_CACHE["index"]
+
+
+def _catalog_file(filename: str) -> Optional[bytes]:
+    if "/" in filename or "\\" in filename or filename.startswith("."):
+        return None
+    f = _catalog_root() / "files" / filename
+    try:
+        return f.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+def kubeconfig_yaml(cluster: str, api_base: str) -> str:
+    """A kubeconfig whose user signs in through ncui's exec credential plugin (a device-code flow)."""
+    import sys
+
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": cluster, "cluster": {"server": f"{api_base}/k8s/{cluster}"}}],
+        "users": [{"name": f"{cluster}-user", "user": {"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": ["-m", "ncui.kube.signin", "--api", api_base, "--cluster", cluster],
+            "interactiveMode": "IfAvailable",
+            "provideClusterInfo": False,
+        }}}],
+        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": f"{cluster}-user",
+                                                   "namespace": "default"}}],
+        "current-context": cluster,
+    }
+    return yaml.safe_dump(doc, sort_keys=False)

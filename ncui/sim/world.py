@@ -1,0 +1,476 @@
+"""The simulated world: organizations, their clusters and nodes, the markets, billing and VM capacity.
+
+Time moves in steps of one virtual minute. ``sync()`` runs every step due by the clock, in order, so the
+state at a virtual instant depends only on the seed and on what was asked of it, not on how often
+anybody looked. Every public method takes the world's lock: the HTTP server (its own thread) and a
+test (another) may both touch it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import itertools
+import random
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from fractions import Fraction
+from typing import Callable, Optional
+
+from .clock import VirtualClock
+from .market import Demand, Market
+from .scenarios import SCENARIOS, ClusterSpec, OrgSpec, Scenario
+
+STEP = 60.0  # virtual seconds per market step
+ASSESS_EVERY = 10  # steps between billing assessments (the burn rate lags by about this much)
+WARMUP_STEPS = 6 * 60  # market history before the world's start (six hours of ticks)
+IDLE_GRACE_STEPS = 10  # an idle market node is kept this long in case another job comes
+JOIN_MIN, JOIN_MAX = 10 * 60, 15 * 60  # a granted node takes 10–15 minutes to build and join
+TICKS_KEPT = 7 * 24 * 60
+SSH_KEY_TYPES = {"ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+                 "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com"}
+
+
+class SimError(Exception):
+    """A refusal the API turns into ``{"error": slug, "detail": ...}`` with ``status``."""
+
+    def __init__(self, status: int, slug: str, detail: str, **extra) -> None:
+        super().__init__(detail)
+        self.status, self.slug, self.detail, self.extra = status, slug, detail, extra
+
+
+@dataclass
+class Node:
+    name: str
+    cluster: str
+    role: str  # "gpu" | "cpu"
+    source: str  # "market" | "reserved" | "cpu"
+    gpus: int
+    gpu_model: str
+    gpu_vendor: str
+    granted_at: datetime
+    ready_at: datetime
+    price_key: str = ""  # the market demand that holds it
+
+    def ready(self, now: datetime) -> bool:
+        return now >= self.ready_at
+
+
+@dataclass
+class K8sState:
+    spec: ClusterSpec
+    org: str
+    bid: int = 0  # µcredits per GPU hour; 0 = no standing limit price
+    last_ceiling: int = 0  # what held nodes keep bidding after a withdrawal
+    bid_updated_at: Optional[datetime] = None
+    nodes: list[Node] = field(default_factory=list)
+    requested_nodes: int = 0  # GPU nodes the workloads need (the Kubernetes layer sets demand_fn)
+    demand_fn: Optional[Callable[[], int]] = None
+    idle_since_step: Optional[int] = None
+
+    def gpu_nodes(self) -> list[Node]:
+        return [n for n in self.nodes if n.role == "gpu"]
+
+    def market_nodes(self) -> list[Node]:
+        return [n for n in self.nodes if n.source == "market"]
+
+    def wanted(self) -> int:
+        return self.demand_fn() if self.demand_fn is not None else self.requested_nodes
+
+
+@dataclass
+class AllocationState:
+    id: str
+    gpus: int
+    gpu_model: str
+    granted_at: datetime
+    ready_at: datetime
+    public_ip: str
+    ssh_port: int
+    keys: tuple[str, ...]  # fingerprints installed at grant
+    state: str = "pending"  # pending → provisioning → active; released | reclaimed
+
+    def state_at(self, now: datetime) -> str:
+        if self.state in ("released", "reclaimed"):
+            return self.state
+        if now >= self.ready_at:
+            return "active"
+        if now >= self.granted_at + timedelta(minutes=1):
+            return "provisioning"
+        return "pending"
+
+
+@dataclass
+class VmState:
+    spec: ClusterSpec
+    version: int = 1
+    max_gpus: int = 0
+    price: int = 0
+    allocations: list[AllocationState] = field(default_factory=list)
+    ssh_user: str = "ubuntu"
+
+
+@dataclass
+class SshKeyState:
+    id: str
+    name: str
+    fingerprint: str
+    public_key: str
+    created_at: datetime
+
+
+@dataclass
+class TxState:
+    id: str
+    at: datetime
+    kind: str
+    amount: int
+    description: str
+    gpu_hours: Optional[float] = None
+    price: Optional[int] = None
+
+
+@dataclass
+class OrgState:
+    spec: OrgSpec
+    token: str
+    balance: int
+    transactions: list[TxState] = field(default_factory=list)
+    owed: Fraction = Fraction(0)  # exact charges accrued since the start
+    debited: int = 0  # what assessments took so far (whole µcredits)
+    interval_owed: Fraction = Fraction(0)
+    interval_gpu_hours: Fraction = Fraction(0)
+    burn_hr: int = 0
+    assessed_at: Optional[datetime] = None
+    k8s: dict[str, K8sState] = field(default_factory=dict)
+    vm: dict[str, VmState] = field(default_factory=dict)
+    ssh_keys: list[SshKeyState] = field(default_factory=list)
+
+
+def token_for(seed: int, scenario: str, org: str) -> str:
+    digest = hashlib.sha256(f"ncsim:{seed}:{scenario}:{org}".encode()).hexdigest()[:24]
+    return f"ncsim_{org}_{digest}"
+
+
+class World:
+    def __init__(self, scenario: str | Scenario = "k8s-market", *, seed: int = 1, speed: float = 1.0,
+                 start: Optional[datetime] = None, volatility: float = 1.0) -> None:
+        self.scenario = SCENARIOS[scenario] if isinstance(scenario, str) else scenario
+        self.seed = seed
+        if start is None:
+            start = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+        self.start = start.astimezone(timezone.utc)
+        self.epoch = self.start - timedelta(seconds=WARMUP_STEPS * STEP)
+        self.clock = VirtualClock(self.epoch, speed, elapsed=WARMUP_STEPS * STEP)
+        self.lock = threading.RLock()
+        self.step_index = 0  # steps done; the next step happens at epoch + step_index × STEP
+        self._grant_rng = random.Random(f"grants:{seed}")
+        self._ids = itertools.count(1)
+        self.listeners: list[Callable[[str, object], None]] = []
+        self.markets: dict[str, Market] = {
+            ms.gpu_model: Market.generate(ms.gpu_model, ms.gpus_per_node, capacity=ms.capacity,
+                                          floor=ms.floor, typical=ms.typical, seed=seed,
+                                          volatility=volatility)
+            for ms in self.scenario.markets
+        }
+        self.ticks: dict[str, deque] = {k: deque(maxlen=TICKS_KEPT) for k in self.markets}
+        self.orgs: dict[str, OrgState] = {}
+        for spec in [self.scenario.org] + ([self.scenario.other] if self.scenario.other else []):
+            self._add_org(spec)
+        self.main_org = self.orgs[self.scenario.org.key]
+        with self.lock:
+            self._run_until(WARMUP_STEPS * STEP)
+
+    # ---- set-up -------------------------------------------------------------------------------
+
+    def _add_org(self, spec: OrgSpec) -> None:
+        org = OrgState(spec, token_for(self.seed, self.scenario.name, spec.key), spec.balance)
+        org.transactions.append(TxState(self._id("tx"), self.epoch, "topup", spec.balance,
+                                        "Credits purchased"))
+        for c in spec.clusters:
+            if c.kind == "kubernetes":
+                st = K8sState(c, spec.key)
+                if c.cpu_worker:
+                    st.nodes.append(Node(f"{c.name}-cpu-worker-0", c.name, "cpu", "cpu", 0, "", "",
+                                         self.epoch, self.epoch))
+                for i in range(c.reserved_nodes if c.market else max(1, c.reserved_nodes)):
+                    st.nodes.append(Node(f"{c.name}-{_short(c.gpu_model)}-r{i}", c.name, "gpu", "reserved",
+                                         c.gpus_per_node, c.gpu_model, c.gpu_vendor, self.epoch, self.epoch))
+                org.k8s[c.name] = st
+            elif c.kind == "vm":
+                org.vm[c.name] = VmState(c)
+        self.orgs[spec.key] = org
+
+    def _id(self, prefix: str) -> str:
+        return f"{prefix}-{next(self._ids):06d}"
+
+    # ---- time ---------------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def sync(self) -> datetime:
+        """Run every step that is due; return now."""
+        with self.lock:
+            elapsed = self.clock.elapsed()
+            self._run_until(elapsed)
+            return self.epoch + timedelta(seconds=elapsed)
+
+    def advance(self, seconds: float) -> datetime:
+        """Move the virtual clock forward (tests, demos) and run what became due."""
+        with self.lock:
+            self.clock.advance(seconds)
+            return self.sync()
+
+    def _run_until(self, elapsed: float) -> None:
+        while (self.step_index + 1) * STEP <= elapsed + 1e-9:
+            self.step_index += 1
+            self._step(self.epoch + timedelta(seconds=self.step_index * STEP))
+
+    def at_step(self, k: int) -> datetime:
+        return self.epoch + timedelta(seconds=k * STEP)
+
+    # ---- one step -----------------------------------------------------------------------------
+
+    def _step(self, t: datetime) -> None:
+        for market in self.markets.values():
+            market.evolve()
+        for model, market in self.markets.items():
+            demands, owners = self._demands(model, t)
+            clearing = market.clear(demands)
+            self.ticks[model].append((t, clearing.price, clearing.gpus))
+            for d in demands:
+                self._settle(owners[d.key], d, clearing.winners.get(d.key, 0), t)
+        self._meter(t)
+        if self.step_index % ASSESS_EVERY == 0:
+            self._assess(t)
+        self._emit("step", t)
+
+    def _demands(self, model: str, t: datetime) -> tuple[list[Demand], dict]:
+        demands, owners = [], {}
+        for org in self.orgs.values():
+            broke = org.balance - (org.owed.__floor__() - org.debited) <= 0
+            for st in org.k8s.values():
+                if not st.spec.market or st.spec.gpu_model != model:
+                    continue
+                held = len(st.market_nodes())
+                reserved = sum(1 for n in st.gpu_nodes() if n.source == "reserved")
+                need = max(0, st.wanted() - reserved)
+                if st.bid > 0:
+                    nodes, price = need, st.bid
+                else:  # withdrawn: keep what is held while it is busy, pull nothing new
+                    nodes, price = min(need, held), st.last_ceiling
+                if nodes < held:  # idle held nodes stay a while for the next job
+                    if st.idle_since_step is None:
+                        st.idle_since_step = self.step_index
+                    if self.step_index - st.idle_since_step < IDLE_GRACE_STEPS and price > 0:
+                        nodes = held
+                else:
+                    st.idle_since_step = None
+                if broke or price <= 0:
+                    nodes = 0
+                key = f"k8s:{org.spec.key}:{st.spec.name}"
+                demands.append(Demand(key, price, nodes, min(held, nodes)))
+                owners[key] = st
+            for vm in org.vm.values():
+                if vm.spec.gpu_model != model:
+                    continue
+                live = [a for a in vm.allocations if a.state not in ("released", "reclaimed")]
+                nodes = 0 if broke else vm.max_gpus // vm.spec.gpus_per_node
+                key = f"vm:{org.spec.key}:{vm.spec.name}"
+                demands.append(Demand(key, vm.price, nodes, min(len(live), nodes)))
+                owners[key] = vm
+        return demands, owners
+
+    def _settle(self, owner, d: Demand, won: int, t: datetime) -> None:
+        """Grant or take back nodes so that ``owner`` holds what it won."""
+        if isinstance(owner, K8sState):
+            held = owner.market_nodes()
+            if won > len(held):
+                for _ in range(won - len(held)):
+                    delay = self._grant_rng.uniform(JOIN_MIN, JOIN_MAX)
+                    spec = owner.spec
+                    node = Node(f"{spec.name}-{_short(spec.gpu_model)}-{next(self._ids):04d}", spec.name,
+                                "gpu", "market", spec.gpus_per_node, spec.gpu_model, spec.gpu_vendor,
+                                t, t + timedelta(seconds=round(delay)), d.key)
+                    owner.nodes.append(node)
+                    self._emit("node-granted", node)
+            elif won < len(held):
+                # Joining nodes go first, then the newest; a drop we asked for is a release.
+                victims = sorted(held, key=lambda n: (n.ready(t), -n.granted_at.timestamp()))
+                reason = "released" if d.nodes < len(held) else "reclaimed"
+                for node in victims[: len(held) - won]:
+                    owner.nodes.remove(node)
+                    self._emit(f"node-{reason}", node)
+        else:
+            live = [a for a in owner.allocations if a.state not in ("released", "reclaimed")]
+            if won > len(live):
+                org = self._org_of_vm(owner)
+                for _ in range(won - len(live)):
+                    delay = self._grant_rng.uniform(JOIN_MIN, JOIN_MAX)
+                    n = next(self._ids)
+                    a = AllocationState(f"alloc-{n:06d}", owner.spec.gpus_per_node, owner.spec.gpu_model,
+                                        t, t + timedelta(seconds=round(delay)),
+                                        f"127.10.{(n >> 8) & 255}.{n & 255 or 1}", 22,
+                                        tuple(k.fingerprint for k in org.ssh_keys))
+                    owner.allocations.append(a)
+                    self._emit("vm-granted", a)
+            elif won < len(live):
+                victims = sorted(live, key=lambda a: (a.state_at(t) == "active", -a.granted_at.timestamp()))
+                for a in victims[: len(live) - won]:
+                    a.state = "reclaimed"
+                    self._emit("vm-reclaimed", a)
+
+    def _org_of_vm(self, vm: VmState) -> OrgState:
+        return next(o for o in self.orgs.values() if vm in o.vm.values())
+
+    def _meter(self, t: datetime) -> None:
+        """Charge every market node that is up this minute its market's assessed price."""
+        for org in self.orgs.values():
+            for st in org.k8s.values():
+                if not st.spec.market:
+                    continue
+                price = self.markets[st.spec.gpu_model].last.price
+                for node in st.market_nodes():
+                    if node.ready(t):
+                        self._accrue(org, price, node.gpus)
+            for vm in org.vm.values():
+                price = self.markets[vm.spec.gpu_model].last.price
+                for a in vm.allocations:
+                    if a.state_at(t) == "active":
+                        self._accrue(org, price, a.gpus)
+
+    def _accrue(self, org: OrgState, price: int, gpus: int) -> None:
+        amount = Fraction(price * gpus, 60)
+        org.owed += amount
+        org.interval_owed += amount
+        org.interval_gpu_hours += Fraction(gpus, 60)
+
+    def _assess(self, t: datetime) -> None:
+        for org in self.orgs.values():
+            charge = org.owed.__floor__() - org.debited
+            if charge > 0:
+                gh = org.interval_gpu_hours
+                avg = round(org.interval_owed / gh) if gh else None
+                org.debited += charge
+                org.balance -= charge
+                org.transactions.append(TxState(self._id("tx"), t, "charge", -charge,
+                                                f"GPU market: {float(gh):.2f} GPU-hours", float(gh), avg))
+            org.burn_hr = round(org.interval_owed * (60 // ASSESS_EVERY))
+            org.assessed_at = t
+            org.interval_owed = Fraction(0)
+            org.interval_gpu_hours = Fraction(0)
+
+    def _emit(self, event: str, payload: object) -> None:
+        for fn in list(self.listeners):
+            fn(event, payload)
+
+    # ---- lookups ------------------------------------------------------------------------------
+
+    def org_for_token(self, token: str) -> Optional[OrgState]:
+        for org in self.orgs.values():
+            if hashlib.sha256(token.encode()).digest() == hashlib.sha256(org.token.encode()).digest():
+                return org
+        return None
+
+    def k8s_cluster(self, org: OrgState, name: Optional[str]) -> K8sState:
+        if not name:
+            if not org.k8s:
+                raise SimError(404, "not-found", f"{org.spec.org_name} has no Kubernetes cluster.")
+            return next(iter(org.k8s.values()))
+        if name in org.k8s:
+            return org.k8s[name]
+        if any(c.name == name for c in org.spec.clusters):
+            raise SimError(404, "not-found", f"{name} is not a Kubernetes cluster.")
+        raise SimError(404, "not-found", f"No cluster named {name} in {org.spec.org_name}.")
+
+    def vm_cluster(self, org: OrgState) -> VmState:
+        if not org.vm:
+            raise SimError(404, "not-found", f"{org.spec.org_name} has no VM cluster.")
+        return next(iter(org.vm.values()))
+
+    def market_of(self, st: K8sState) -> Market:
+        if not st.spec.market:
+            raise SimError(422, "not-a-market",
+                           f"{st.spec.name} is a fixed cluster: it has no market and no limit price.")
+        return self.markets[st.spec.gpu_model]
+
+    # ---- actions ------------------------------------------------------------------------------
+
+    def set_bid(self, st: K8sState, price: int) -> None:
+        market = self.market_of(st)
+        if 0 < price < market.floor:
+            raise SimError(422, "bid-too-low",
+                           f"${price / 1e6:.2f} per GPU hour is under the market's floor of "
+                           f"${market.floor / 1e6:.2f}: it would never clear.",
+                           min_price_per_gpu_hour=market.floor)
+        st.bid = price
+        if price > 0:
+            st.last_ceiling = price
+        st.bid_updated_at = self.now()
+
+    def set_vm_capacity(self, org: OrgState, max_gpus: int, price: int, expected_version: int) -> VmState:
+        vm = self.vm_cluster(org)
+        if expected_version != vm.version:
+            raise SimError(409, "version-conflict",
+                           f"expected_version {expected_version} is stale: the capacity is at version "
+                           f"{vm.version}.", version=vm.version)
+        gpn = vm.spec.gpus_per_node
+        if max_gpus % gpn:
+            raise SimError(422, "invalid", f"max_gpus must be a multiple of {gpn} (whole nodes).")
+        market = self.markets[vm.spec.gpu_model]
+        if max_gpus > 0 and price < market.floor:
+            raise SimError(422, "bid-too-low",
+                           f"${price / 1e6:.2f} per GPU hour is under the market's floor of "
+                           f"${market.floor / 1e6:.2f}: it would never clear.",
+                           min_price_per_gpu_hour=market.floor)
+        vm.max_gpus, vm.price = max_gpus, price
+        vm.version += 1
+        if max_gpus == 0:
+            for a in vm.allocations:
+                if a.state not in ("released", "reclaimed"):
+                    a.state = "released"
+                    self._emit("vm-released", a)
+        return vm
+
+    def add_ssh_key(self, org: OrgState, name: str, public_key: str) -> SshKeyState:
+        fp = fingerprint(public_key)
+        for k in org.ssh_keys:
+            if k.fingerprint == fp:
+                return k
+        key = SshKeyState(self._id("key"), name.strip(), fp, public_key.strip(), self.now())
+        org.ssh_keys.append(key)
+        return key
+
+    def tick_list(self, model: Optional[str], since: Optional[datetime], limit: int) -> list[tuple]:
+        out = []
+        for m, ticks in self.ticks.items():
+            if model and m != model:
+                continue
+            sel = [(t, m, p, g) for (t, p, g) in ticks if since is None or t > since]
+            out.extend(sel[-limit:])
+        out.sort(key=lambda x: (x[0], x[1]))
+        return out[-limit:]
+
+
+def fingerprint(public_key: str) -> str:
+    """OpenSSH's SHA256 fingerprint of a public key line; SimError(422) when it is not one."""
+    parts = public_key.strip().split()
+    if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
+        raise SimError(422, "invalid", "public_key must be an OpenSSH public key line, "
+                                       "like 'ssh-ed25519 AAAA… you@host'.")
+    try:
+        blob = base64.b64decode(parts[1], validate=True)
+    except (binascii.Error, ValueError):
+        raise SimError(422, "invalid", "public_key's base64 part is not valid.") from None
+    n = int.from_bytes(blob[:4], "big") if len(blob) >= 4 else -1
+    if n <= 0 or blob[4:4 + n].decode("ascii", "replace") != parts[0]:
+        raise SimError(422, "invalid", "public_key's key data does not match its type.")
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+
+
+def _short(gpu_model: str) -> str:
+    return gpu_model.split("-")[0].lower()
