@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from ..api import models as m
 from ..api.money import usd
@@ -32,7 +33,7 @@ AREAS = {
     "billing": ("Billing and account", ("/api/whoami", "/api/billing/")),
     "k8s": ("Kubernetes clusters", ("/api/k8s/",)),
     "market": ("Market feed", ("/api/market/",)),
-    "vm": ("VM capacity", ("/api/vm/",)),
+    "vm": ("VM capacity", ("/api/vm/", "/api/whoami")),
 }
 
 ERR = {"model": m.ErrorBody}
@@ -162,7 +163,13 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
 
     # ---- account and billing ----------------------------------------------------------------
 
-    @app.get("/api/whoami", response_model=m.Whoami, responses=AUTH_ERRORS, tags=["account"])
+    whoami_links = {200: {"description": "Who the token belongs to", "links": {
+        "ListSshKeys": {"operationId": "list_ssh_keys", "parameters": {"org_id": "$response.body#/org_id"}},
+        "AddSshKey": {"operationId": "add_ssh_key", "parameters": {"org_id": "$response.body#/org_id"}},
+    }}}
+
+    @app.get("/api/whoami", response_model=m.Whoami, responses={**AUTH_ERRORS, **whoami_links}, tags=["account"],
+             operation_id="whoami")
     def whoami(org: OrgState = Org) -> m.Whoami:
         s = org.spec
         return m.Whoami(user=m.User(id=f"user_{s.key}", email=s.email), org_id=s.org_id, org_name=s.org_name,
@@ -182,11 +189,11 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
 
     @app.get("/api/billing/transactions", response_model=m.Transactions, responses=AUTH_ERRORS,
              tags=["billing"])
-    def billing_transactions(org: OrgState = Org, since: Optional[datetime] = None,
+    def billing_transactions(org: OrgState = Org, since: Optional[str] = SINCE,
                              limit: int = Query(100, ge=1, le=1000)) -> m.Transactions:
-        since = _utc(since)
+        after = _since(since)
         with world.lock:
-            txs = [t for t in org.transactions if since is None or t.at > since]
+            txs = [t for t in org.transactions if after is None or t.at > after]
             txs = sorted(txs, key=lambda t: (t.at, t.id), reverse=True)[:limit]
             return m.Transactions(transactions=[
                 m.Transaction(id=t.id, at=t.at, kind=t.kind, amount_ucredits=t.amount, description=t.description,
@@ -208,8 +215,10 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
                                 gpu_model=c.gpu_model, reservation_packing=c.reservation_packing,
                                 reserved_nodes=c.reserved_nodes if c.market else len(st.gpu_nodes()))
 
-    @app.get("/api/k8s/cluster/kubeconfig", response_class=PlainTextResponse, responses=k8s_errors,
-             tags=["k8s"])
+    @app.get("/api/k8s/cluster/kubeconfig", tags=["k8s"], response_model=None,
+             responses={**k8s_errors, 200: {"description": "A kubeconfig (YAML)", "content": {
+                 "application/yaml": {"schema": {
+                     "type": "object", "required": ["apiVersion", "kind", "clusters", "users", "contexts"]}}}}})
     def k8s_kubeconfig(request: Request, cluster: str, org: OrgState = Org) -> PlainTextResponse:
         with world.lock:
             st = world.k8s_cluster(org, cluster)
@@ -262,10 +271,10 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
     # ---- market feed ------------------------------------------------------------------------
 
     @app.get("/api/market/ticks", response_model=m.Ticks, responses=AUTH_ERRORS, tags=["market"])
-    def ticks(org: OrgState = Org, since: Optional[datetime] = None, gpu_model: Optional[str] = None,
+    def ticks(org: OrgState = Org, since: Optional[str] = SINCE, gpu_model: Optional[str] = None,
               limit: int = Query(360, ge=1, le=10_000)) -> m.Ticks:
         with world.lock:
-            rows = world.tick_list(gpu_model, _utc(since), limit)
+            rows = world.tick_list(gpu_model, _since(since), limit)
         return m.Ticks(ticks=[m.Tick(at=t, gpu_model=g, price_per_gpu_hour=usd(p), gpus=n) for t, g, p, n in rows])
 
     # ---- VM ---------------------------------------------------------------------------------
@@ -302,14 +311,15 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
         return m.SshKey(id=k.id, name=k.name, fingerprint=k.fingerprint, public_key=k.public_key,
                         created_at=k.created_at)
 
-    @app.get("/api/vm/orgs/{org_id}/ssh-keys", response_model=m.SshKeys, responses=vm_errors, tags=["vm"])
+    @app.get("/api/vm/orgs/{org_id}/ssh-keys", response_model=m.SshKeys, responses=vm_errors, tags=["vm"],
+             operation_id="list_ssh_keys")
     def list_keys(org_id: str, org: OrgState = Org) -> m.SshKeys:
         _org_path(org, org_id)
         with world.lock:
             return m.SshKeys(keys=[_key(k) for k in org.ssh_keys])
 
     @app.post("/api/vm/orgs/{org_id}/ssh-keys", response_model=m.SshKey, responses=vm_errors, tags=["vm"],
-              status_code=201)
+              status_code=201, operation_id="add_ssh_key")
     def add_key(org_id: str, body: m.SshKeyRequest, org: OrgState = Org) -> m.SshKey:
         _org_path(org, org_id)
         with world.lock:
@@ -419,16 +429,38 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        slug = {404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "error")
+        status, headers = exc.status_code, dict(getattr(exc, "headers", None) or {})
+        slug = {404: "not-found", 405: "method-not-allowed"}.get(status, "error")
         detail = exc.detail if isinstance(exc.detail, str) else "error"
-        if exc.status_code == 404:
+        if status == 404:
             detail = f"Nothing at {request.url.path[:120]}."
-        return JSONResponse({"error": slug, "detail": detail}, status_code=exc.status_code)
+        elif status == 400:  # FastAPI's "error parsing the body": the contract calls that invalid
+            status, slug, detail = 422, "invalid", "The request body is not valid JSON."
+        elif status == 405:  # list every method of the path, not just the first route's
+            methods: set[str] = set()
+            for route in app.router.routes:
+                if getattr(route, "path", None) == request.url.path or (
+                        route.matches(request.scope)[0] != Match.NONE):
+                    methods |= set(getattr(route, "methods", None) or ())
+            headers["Allow"] = ", ".join(sorted(methods))
+            detail = f"{request.method} is not supported here; use {headers['Allow']}."
+        return JSONResponse({"error": slug, "detail": detail}, status_code=status, headers=headers or None)
 
 
-def _utc(t: Optional[datetime]) -> Optional[datetime]:
-    if t is None:
+SINCE = Query(None, description="Only what is newer than this instant (RFC 3339)",
+              json_schema_extra={"format": "date-time"})
+
+
+def _since(text: Optional[str]) -> Optional[datetime]:
+    """An RFC 3339 instant (``2026-11-29T18:00:00Z``); 422 for anything else."""
+    if text is None:
         return None
+    try:
+        t = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+        if "T" not in text.upper():
+            raise ValueError
+    except ValueError:
+        raise SimError(422, "invalid", "since must be an RFC 3339 time, like 2026-11-29T18:00:00Z.") from None
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
 
 

@@ -56,7 +56,11 @@ fi
 [ -s "$DIR/nanoGPT/data/shakespeare_char/input.txt" ] ||
     fetch "$SHAKESPEARE" "$DIR/nanoGPT/data/shakespeare_char/input.txt"
 
-say "starting nanoGPT on $GPUS GPUs in $IMAGE (the first start pulls the image: several minutes)"
+if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
+    say "pulling $IMAGE (the first start takes several minutes)"
+    docker pull "$IMAGE"
+fi
+say "starting nanoGPT on $GPUS GPUs in $IMAGE, time-boxed to $TIME_BOX seconds"
 docker run -d --name nanogpt --ipc=host "$@" \
     -v "$DIR:/workspace" -w /workspace/nanoGPT \
     -e PYTHONUNBUFFERED=1 \
