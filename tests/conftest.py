@@ -1,0 +1,64 @@
+"""Shared fixtures: a seeded simulator on real loopback HTTP, with a frozen virtual clock by default."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Callable, Iterator
+
+import pytest
+
+from ncui.api.client import NCClient
+from ncui.config import Endpoints
+from ncui.sim.server import SimServer
+from ncui.sim.world import World
+from pydantic import SecretStr
+
+START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
+
+
+def make_world(scenario: str = "k8s-market", *, seed: int = 7, speed: float = 0.0, **kw) -> World:
+    return World(scenario, seed=seed, speed=speed, start=START, **kw)
+
+
+@pytest.fixture
+def sim_factory() -> Iterator[Callable[..., SimServer]]:
+    """Start simulators (stopped at the end): ``sim_factory("vm", seed=3)``."""
+    servers: list[SimServer] = []
+
+    def start(scenario: str = "k8s-market", **kw) -> SimServer:
+        server = SimServer(make_world(scenario, **kw)).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for s in servers:
+        s.stop()
+
+
+@pytest.fixture
+def sim(sim_factory) -> SimServer:
+    return sim_factory("k8s-market")
+
+
+def endpoints_of(server: SimServer) -> Endpoints:
+    return Endpoints(api=server.api_url, access=server.access_url)
+
+
+@pytest.fixture
+async def nc(sim) -> NCClient:
+    client = NCClient(endpoints_of(sim), SecretStr(sim.token), timeout=5, backoff=0.01)
+    yield client
+    await client.aclose()
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.01, what: str = ""):
+    """Wait on a condition with a deadline (never a fixed sleep); returns the predicate's value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(interval)
