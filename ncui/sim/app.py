@@ -132,6 +132,18 @@ class FaultMiddleware:
             raise _Dropped("fault injection: connection dropped")
 
 
+class Advance(BaseModel):
+    seconds: float = Field(ge=0, le=30 * 24 * 3600)
+
+
+class Speed(BaseModel):
+    speed: float = Field(ge=0, le=100_000)
+
+
+class DemandBody(BaseModel):
+    nodes: int = Field(ge=0, le=64)
+
+
 # ---- the app ------------------------------------------------------------------------------------
 
 @dataclass
@@ -339,8 +351,9 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
                 title, routes = "National Compute", [r for r in app.routes
                                                      if getattr(r, "path", "").startswith("/api/")
                                                      and not getattr(r, "path", "").endswith("openapi.json")]
-            docs[key] = get_openapi(title=f"National Compute — {title}", version="0.1.0", routes=routes,
-                                    description="Served by ncui's National Compute in a box.")
+            doc = get_openapi(title=f"National Compute — {title}", version="0.1.0", routes=routes,
+                              description="Served by ncui's National Compute in a box.")
+            docs[key] = _prune_links(doc)
         return docs[key]
 
     for area in AREAS:
@@ -368,15 +381,6 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
 
     # ---- simulator controls (not part of the contract) --------------------------------------
 
-    class Advance(BaseModel):
-        seconds: float = Field(ge=0, le=30 * 24 * 3600)
-
-    class Speed(BaseModel):
-        speed: float = Field(ge=0, le=100_000)
-
-    class Demand(BaseModel):
-        nodes: int = Field(ge=0, le=64)
-
     @app.post("/_sim/advance", include_in_schema=False)
     def sim_advance(body: Advance, org: OrgState = Org) -> dict:
         now = world.advance(body.seconds)
@@ -399,7 +403,7 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
         return {"ok": True}
 
     @app.post("/_sim/k8s/demand", include_in_schema=False)
-    def sim_demand(body: Demand, org: OrgState = Org, cluster: Optional[str] = None) -> dict:
+    def sim_demand(body: DemandBody, org: OrgState = Org, cluster: Optional[str] = None) -> dict:
         with world.lock:
             st = world.k8s_cluster(org, cluster)
             st.requested_nodes = body.nodes
@@ -409,6 +413,23 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
+def _prune_links(doc: dict) -> dict:
+    """Drop response links to operations that this document does not contain."""
+    ops = {op.get("operationId") for item in doc.get("paths", {}).values() for op in item.values()
+           if isinstance(op, dict)}
+    for item in doc.get("paths", {}).values():
+        for op in item.values():
+            for resp in (op.get("responses") or {}).values() if isinstance(op, dict) else ():
+                links = resp.get("links")
+                if links:
+                    kept = {k: v for k, v in links.items() if v.get("operationId") in ops}
+                    if kept:
+                        resp["links"] = kept
+                    else:
+                        del resp["links"]
+    return doc
+
 
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SimError)

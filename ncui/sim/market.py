@@ -98,15 +98,17 @@ class Market:
     # ---- clearing -----------------------------------------------------------------------------
 
     def clear(self, ours: list[Demand]) -> Clearing:
-        units: list[tuple[int, int, int, str]] = []  # (-price, not-held, order, key)
+        # (-price, not held, ours, order, key): at one price, held units first, then the others' (a
+        # new bid must beat a price, not match it: that is what the ladder quotes), then in order.
+        units: list[tuple[int, int, int, int, str]] = []
         order = 0
         for d in ours:
             for i in range(max(0, d.nodes)):
-                units.append((-d.price, 0 if i < d.held else 1, order, d.key))
+                units.append((-d.price, 0 if i < d.held else 1, 1, order, d.key))
                 order += 1
         for b in self.bidders:
             for i in range(b.nodes):
-                units.append((-b.price, 0 if i < b.held else 1, order, b.name))
+                units.append((-b.price, 0 if i < b.held else 1, 0, order, b.name))
                 order += 1
         units.sort()
         won = units[: self.capacity]
@@ -114,7 +116,7 @@ class Market:
         price = max(self.floor, -lost[0][0]) if lost else self.floor
         winners: dict[str, int] = {}
         for u in won:
-            winners[u[3]] = winners.get(u[3], 0) + 1
+            winners[u[4]] = winners.get(u[4], 0) + 1
         for b in self.bidders:
             b.held = winners.get(b.name, 0)
         self.last = Clearing(price, winners, len(won) * self.gpus_per_node)
