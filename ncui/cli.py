@@ -105,55 +105,34 @@ def run_sim(args) -> int:
 
 
 def run_demo(args) -> int:
-    """Until the TUI lands: start the box in this process and say where it listens."""
-    from .sim.server import SimServer
+    """The app against National Compute in a box, started in this process on a free loopback port."""
+    from .app import NCApp
+    from .backend import Backend, DemoOptions
 
-    with SimServer(_world(args, 60.0)) as server:
-        for line in server.env_lines():
-            print(line)
-        print(f"# ncui demo: National Compute in a box is running ({args.scenario}). Ctrl-C stops it.")
-        sys.stdout.flush()
-        try:
-            import threading
-
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
+    speed = 60.0 if args.speed is None else args.speed
+    app = NCApp(Backend(demo=DemoOptions(args.scenario, speed, args.seed)), mode="demo")
+    app.run()
     return 0
 
 
 def run_app(args) -> int:
-    """Until the TUI lands: a plain status of the account behind the token."""
-    import asyncio
-
-    from .api.client import NCClient
-    from .api.errors import NCError
-    from .api.money import fmt_usd
-    from .config import ACCESS_ORIGIN, API_ORIGIN, Endpoints, load_token
+    """The app against the real service (or --api/--access), or a first-run screen without a token."""
+    from .app import NCApp, first_run_message
+    from .backend import Backend
+    from .config import ACCESS_ORIGIN, API_ORIGIN, Endpoints, load_token, token_path
 
     src = load_token()
+    if src.token is None:
+        if not sys.stdout.isatty():
+            print("ncui needs your National Compute token: save it to ~/.config/nationalcompute/token "
+                  "(chmod 600) or set NC_TOKEN. To try ncui without one: ncui --demo", file=sys.stderr)
+            return 2
+        NCApp(None, first_run=first_run_message(str(token_path()), src.warning)).run()
+        return 2
     if src.warning:
         print(f"warning: {src.warning}", file=sys.stderr)
-    if src.token is None:
-        print("ncui needs your National Compute token: save it to ~/.config/nationalcompute/token "
-              "(chmod 600) or set NC_TOKEN. To try ncui without one: ncui --demo", file=sys.stderr)
-        return 2
     endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
-
-    async def status() -> None:
-        async with NCClient(endpoints, src.token) as nc:
-            me = await nc.whoami()
-            summary = await nc.billing_summary()
-            print(f"{me.user.email} · {me.org_name} ({me.org_kind})")
-            for c in me.clusters:
-                print(f"  cluster {c.name} ({c.kind})")
-            print(f"  balance {fmt_usd(summary.balance_ucredits)}")
-
-    try:
-        asyncio.run(status())
-    except NCError as e:
-        print(f"ncui: {e}", file=sys.stderr)
-        return 1
+    NCApp(Backend(endpoints, src.token)).run()
     return 0
 
 

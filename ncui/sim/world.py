@@ -27,6 +27,7 @@ from .scenarios import SCENARIOS, ClusterSpec, OrgSpec, Scenario
 STEP = 60.0  # virtual seconds per market step
 ASSESS_EVERY = 10  # steps between billing assessments (the burn rate lags by about this much)
 WARMUP_STEPS = 6 * 60  # market history before the world's start (six hours of ticks)
+SETTLE_STEPS = 120  # unrecorded market steps before the history starts
 IDLE_GRACE_STEPS = 10  # an idle market node is kept this long in case another job comes
 JOIN_MIN, JOIN_MAX = 10 * 60, 15 * 60  # a granted node takes 10–15 minutes to build and join
 TICKS_KEPT = 7 * 24 * 60
@@ -181,6 +182,10 @@ class World:
         for spec in [self.scenario.org] + ([self.scenario.other] if self.scenario.other else []):
             self._add_org(spec)
         self.main_org = self.orgs[self.scenario.org.key]
+        for market in self.markets.values():  # let the bidders settle before history starts
+            for _ in range(SETTLE_STEPS):
+                market.evolve()
+                market.clear([])
         with self.lock:
             self._run_until(WARMUP_STEPS * STEP)
 

@@ -1,0 +1,238 @@
+"""The ncui app: header, five screens on keys 1–5, help on ?, the command palette, q to quit.
+
+Screens read the store and call actions; the backend's pollers feed the store.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterable, Optional
+
+from rich.text import Text
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher, Footer, Static, Tab, Tabs
+
+from .api.errors import NCError
+from .backend import Backend
+from .screens.account import AccountView
+from .screens.base import View
+from .screens.market import MarketView
+from .screens.modals import ConfirmModal, HelpModal
+from .screens.more import LeaseView, RecipesView, WorkloadsView
+from .store import Store
+from .widgets.header import StatusHeader
+
+log = logging.getLogger("ncui")
+
+VIEWS: tuple[tuple[str, type[View]], ...] = (
+    ("account", AccountView), ("market", MarketView), ("recipes", RecipesView),
+    ("workloads", WorkloadsView), ("lease", LeaseView),
+)
+CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity")
+
+GLOBAL_HELP = """
+[b]Keys[/b]  1–5 screens · Tab/Shift-Tab move focus · ? help · Ctrl-P commands · r refresh · q quit
+"""
+
+
+class NCApp(App):
+    CSS_PATH = "styles/app.tcss"
+    TITLE = "ncui"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("1", "show('account')", "Account", show=False),
+        Binding("2", "show('market')", "Market", show=False),
+        Binding("3", "show('recipes')", "Recipes", show=False),
+        Binding("4", "show('workloads')", "Workloads", show=False),
+        Binding("5", "show('lease')", "Lease", show=False),
+        Binding("question_mark,f1", "help", "Help"),
+        Binding("r", "refresh", "Refresh"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, backend: Optional[Backend], *, store: Optional[Store] = None, mode: str = "",
+                 first_run: str = "") -> None:
+        super().__init__()
+        self.backend = backend
+        self.store = store or Store()
+        self.mode = mode
+        self.first_run = first_run  # a message when there is no token
+        self.pollers = None
+        self._unsubs: list = []
+
+    # ---- layout -------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield StatusHeader(self.store, mode=self.mode)
+        if self.first_run:
+            yield Static(self.first_run, id="first-run", markup=False)
+            yield Footer()
+            return
+        yield Tabs(*[Tab(f"{i} {cls.TITLE}", id=f"tab-{name}") for i, (name, cls) in enumerate(VIEWS, 1)],
+                   id="tabs")
+        with ContentSwitcher(initial="account", id="views"):
+            for name, cls in VIEWS:
+                yield cls(self.store, id=name)
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        if self.first_run:
+            return
+        self.query_one("#account", View).activate(True)
+        self._unsubs.append(self.store.subscribe("whoami", self._on_whoami, interested=False))
+        self._unsubs.append(self.store.subscribe("cluster", self._on_cluster, interested=False))
+        self.call_after_refresh(self._start)
+
+    def _start(self) -> None:
+        self.run_worker(self._connect(), name="connect", exit_on_error=False)
+
+    async def _connect(self) -> None:
+        try:
+            await self.backend.connect()
+        except Exception as e:  # the box failed to start, or a bad endpoint: say so, keep the app up
+            log.exception("connect failed")
+            self.store.fail("balance", f"Cannot start: {e}" if not isinstance(e, NCError) else str(e))
+            return
+        self.pollers = self.backend.pollers(self.store)
+        self.pollers.start()
+
+    async def on_unmount(self) -> None:
+        for u in self._unsubs:
+            u()
+        if self.pollers is not None:
+            await self.pollers.stop()
+        if self.backend is not None:
+            await self.backend.close()
+
+    # ---- data-driven decisions ----------------------------------------------------------------
+
+    def _on_whoami(self, s) -> None:
+        who = s.value
+        if who is None:
+            return
+        active = self.store.meta.get("cluster")
+        names = [c.name for c in who.clusters]
+        if active is None or active.name not in names:
+            first = next((c for c in who.clusters if c.kind == "kubernetes"), None) or (
+                who.clusters[0] if who.clusters else None)
+            self.select_cluster(first)
+
+    def _on_cluster(self, s) -> None:
+        # The market slices are enabled only once the cluster is known to be a market cluster.
+        if self.pollers is not None and s.value is not None:
+            self.pollers.refresh("bid", "ladder", "spend", "ticks")
+
+    def select_cluster(self, ref) -> None:
+        old = self.store.meta.get("cluster")
+        self.store.meta["cluster"] = ref
+        if old is not None and ref is not None and old.name == ref.name:
+            return
+        self.store.clear(*CLUSTER_SLICES)
+        if self.pollers is not None:
+            self.pollers.refresh(*CLUSTER_SLICES)
+        if ref is not None and old is not None:
+            self.notify(f"Active cluster: {ref.name} ({ref.kind})")
+
+    # ---- actions ------------------------------------------------------------------------------
+
+    def action_show(self, name: str) -> None:
+        if self.first_run:
+            return
+        switcher = self.query_one("#views", ContentSwitcher)
+        if switcher.current == name:
+            return
+        if switcher.current:
+            self.query_one(f"#{switcher.current}", View).activate(False)
+        switcher.current = name
+        view = self.query_one(f"#{name}", View)
+        view.activate(True)
+        self.query_one("#tabs", Tabs).active = f"tab-{name}"
+        if self.pollers is not None:  # anything stale that this screen needs: fetch it now
+            stale = [n for n in view.NEEDS if (self.store.get(n).age(self.store.now()) or 1e9) > 5]
+            if stale:
+                self.pollers.refresh(*stale)
+
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        if event.tab is not None and event.tab.id:
+            self.action_show(event.tab.id.removeprefix("tab-"))
+
+    def current_view(self) -> Optional[View]:
+        if self.first_run:
+            return None
+        cur = self.query_one("#views", ContentSwitcher).current
+        return self.query_one(f"#{cur}", View) if cur else None
+
+    def action_help(self) -> None:
+        view = self.current_view()
+        body = (view.HELP if view else "[b]Welcome to ncui[/b]") + "\n" + GLOBAL_HELP
+        self.push_screen(HelpModal(body))
+
+    def action_refresh(self) -> None:
+        if self.pollers is not None:
+            self.pollers.refresh()
+            self.notify("Refreshing…", timeout=1.5)
+
+    def confirm_withdraw(self) -> None:
+        bid = self.store.value("bid")
+        ref = self.store.meta.get("cluster")
+        if bid is None or ref is None:
+            return
+        from .api.money import fmt_price
+
+        body = (f"Withdraw the standing limit price of {fmt_price(bid.max_price_per_gpu_hour)} on "
+                f"{ref.name}?\nNo new nodes will be pulled for GPU jobs. Nodes still running a job stay "
+                "until it ends.")
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self._withdraw(ref.name), name="withdraw", exit_on_error=False)
+
+        self.push_screen(ConfirmModal("Withdraw the limit price?", body, yes="Withdraw", no="Keep"), done)
+
+    async def _withdraw(self, cluster: str) -> None:
+        from .actions import withdraw_bid
+
+        try:
+            await withdraw_bid(self.backend.nc, self.store, cluster)
+        except NCError as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return
+        self.notify("Limit price withdrawn: nothing is bid now.")
+        if self.pollers is not None:
+            self.pollers.refresh("bid", "spend", "ladder")
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if self.first_run:
+            return
+        for i, (name, cls) in enumerate(VIEWS, 1):
+            yield SystemCommand(f"Go to {cls.TITLE}", f"Show the {cls.TITLE} screen (key {i})",
+                                lambda name=name: self.action_show(name))
+        yield SystemCommand("Refresh", "Fetch everything now (key r)", self.action_refresh)
+        yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)",
+                            self.action_help)
+
+
+def first_run_message(token_path: str, warning: str = "") -> str:
+    lines = [
+        "Welcome to ncui.",
+        "",
+        "ncui needs your National Compute token to show your account, the market and your jobs.",
+        "",
+        f"  Save it to {token_path} (then: chmod 600 {token_path})",
+        "  or set NC_TOKEN in the environment, and start ncui again.",
+        "",
+        "Inside a Marshall workspace the daemon holds the credential: never mint a token there.",
+        "",
+        "To try everything offline first, with a simulated National Compute:  ncui --demo",
+        "",
+        "Press q to quit.",
+    ]
+    if warning:
+        lines[1:1] = ["", f"Note: {warning}"]
+    return "\n".join(lines)
+
+
+__all__ = ["NCApp", "first_run_message", "Text"]

@@ -1,0 +1,131 @@
+"""What the app talks to: the National Compute client, the pollers that feed the store, and — in the
+demo — National Compute in a box started in this process. No Textual here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Optional
+
+from pydantic import SecretStr
+
+from .api import models as m
+from .api.client import NCClient
+from .config import Endpoints
+from .pollers import PollSpec, Pollers
+from .store import Store
+
+TICKS_KEPT = 720  # twelve hours of one-minute ticks
+
+
+@dataclass
+class DemoOptions:
+    scenario: str = "k8s-market"
+    speed: float = 60.0
+    seed: int = 1
+
+
+class Backend:
+    """Holds the client and, in the demo, the simulator; builds the pollers for a store."""
+
+    def __init__(self, endpoints: Optional[Endpoints] = None, token: Optional[SecretStr] = None, *,
+                 demo: Optional[DemoOptions] = None, timeout: float = 10.0) -> None:
+        self.endpoints = endpoints
+        self.token = token
+        self.demo = demo
+        self.sim = None  # SimServer in the demo
+        self.nc: Optional[NCClient] = None
+        self.timeout = timeout
+
+    @property
+    def label(self) -> str:
+        if self.demo:
+            return f"demo · {self.demo.scenario}"
+        return self.endpoints.api if self.endpoints else ""
+
+    async def connect(self) -> NCClient:
+        """Start the box when this is the demo (off the event loop: it imports a web stack), then a client."""
+        if self.demo and self.sim is None:
+            self.sim = await asyncio.to_thread(_start_sim, self.demo)
+            self.endpoints = Endpoints(api=self.sim.api_url, access=self.sim.access_url)
+            self.token = SecretStr(self.sim.token)
+        assert self.endpoints is not None
+        self.nc = NCClient(self.endpoints, self.token, timeout=self.timeout)
+        return self.nc
+
+    async def close(self) -> None:
+        if self.nc is not None:
+            await self.nc.aclose()
+        if self.sim is not None:
+            await asyncio.to_thread(self.sim.stop)
+            self.sim = None
+
+    # ---- pollers --------------------------------------------------------------------------------
+
+    def pollers(self, store: Store) -> Pollers:
+        nc = self.nc
+        assert nc is not None
+
+        def active() -> Optional[m.ClusterRef]:
+            return store.meta.get("cluster")
+
+        def kind() -> str:
+            c = active()
+            return c.kind if c else ""
+
+        def k8s() -> bool:
+            return kind() == "kubernetes"
+
+        def market() -> bool:
+            info = store.value("cluster")
+            return k8s() and info is not None and info.market and info.name == active().name
+
+        def name() -> Optional[str]:
+            c = active()
+            return c.name if c else None
+
+        async def ticks():
+            old: tuple = store.value("ticks") or ()
+            info = store.value("cluster")
+            model = info.gpu_model if (k8s() and info is not None) else None
+            if old and store.meta.get("ticks_model") == model:
+                new = (await nc.ticks(since=old[-1].at, gpu_model=model)).ticks
+                return (old + tuple(new))[-TICKS_KEPT:]
+            store.meta["ticks_model"] = model
+            return tuple((await nc.ticks(gpu_model=model)).ticks)[-TICKS_KEPT:]
+
+        def waiting_for_nodes() -> bool:
+            bid, spend = store.value("bid"), store.value("spend")
+            return bool(bid and bid.max_price_per_gpu_hour and spend is not None and spend.nodes_held == 0)
+
+        def vm_changing() -> bool:
+            cap = store.value("vm_capacity")
+            return bool(cap and any(a.state in ("pending", "provisioning") for a in cap.allocations))
+
+        async def transactions():
+            return tuple((await nc.transactions()).transactions)
+
+        specs = [
+            PollSpec("whoami", nc.whoami, 300, 600),
+            PollSpec("summary", nc.billing_summary, 30, 120),
+            PollSpec("balance", nc.balance, 10, 30),
+            PollSpec("transactions", transactions, 30, 120),
+            PollSpec("cluster", lambda: nc.k8s_cluster(name()), 300, 600, enabled=k8s),
+            PollSpec("bid", lambda: nc.bid(name()), 15, 60, enabled=market),
+            PollSpec("ladder", lambda: nc.ladder(name()), 10, 60, enabled=market),
+            PollSpec("spend", lambda: nc.spend(name()), 10, 30, fast_interval=3, fast_when=waiting_for_nodes,
+                     enabled=k8s),
+            PollSpec("ticks", ticks, 15, 60, enabled=lambda: kind() in ("kubernetes", "vm")),
+            PollSpec("vm_capacity", nc.vm_capacity, 10, 30, fast_interval=3, fast_when=vm_changing,
+                     enabled=lambda: kind() == "vm"),
+            PollSpec("catalog", nc.catalog, 600, 0),
+        ]
+        return Pollers(store, specs)
+
+
+def _start_sim(opts: DemoOptions):
+    from .sim.server import SimServer
+    from .sim.world import World
+
+    return SimServer(World(opts.scenario, seed=opts.seed, speed=opts.speed)).start()

@@ -1,0 +1,71 @@
+"""Small, exact formatting for people: ages, runways, rates, plans. No Textual."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Optional
+
+from .api.money import cost_ucredits, fmt_price, fmt_usd
+
+COVER_HOURS = 2  # a Kubernetes job is refused unless the balance covers two hours at the ceiling
+
+
+def fmt_age(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "—"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        h, m = divmod(s // 60, 60)
+        return f"{h}h {m}m" if m else f"{h}h"
+    return f"{s // 86400}d {s % 86400 // 3600}h"
+
+
+def fmt_rate(ucredits_per_hour: Optional[int]) -> str:
+    return "—" if ucredits_per_hour is None else f"{fmt_usd(ucredits_per_hour)}/h"
+
+
+def runway_hours(balance: int, burn_per_hour: int) -> Optional[float]:
+    if burn_per_hour <= 0:
+        return None
+    return max(0.0, balance / burn_per_hour)
+
+
+def fmt_runway(balance: Optional[int], burn_per_hour: Optional[int]) -> str:
+    if balance is None or burn_per_hour is None:
+        return "—"
+    if burn_per_hour <= 0:
+        return "no burn"
+    h = runway_hours(balance, burn_per_hour) or 0.0
+    if h < 1:
+        return f"{int(h * 60)} min"
+    if h < 48:
+        return f"{h:.1f} h"
+    return f"{h / 24:.1f} days"
+
+
+def fmt_clock(t: Optional[datetime]) -> str:
+    return "—" if t is None else t.strftime("%H:%M")
+
+
+def plan_sentence(gpus: int, ceiling: int, balance: int, purchases: bool, *,
+                  hours: int = COVER_HOURS) -> tuple[str, int]:
+    """The seed's money check as a sentence, and the top-up needed (0 when covered).
+
+    "8 GPUs × $5.00 × 2 h = $80.00; you have $42.10; top up $37.90 on the console's Billing page"
+    """
+    need = cost_ucredits(ceiling, gpus, hours)
+    head = f"{gpus} GPUs × {fmt_usd(ceiling)} × {hours} h = {fmt_usd(need)}"
+    if balance >= need:
+        return f"{head}; you have {fmt_usd(balance)}: covered.", 0
+    short = need - balance
+    where = ("top up " + fmt_usd(short) + " on the console's Billing page" if purchases else
+             "ask your organization's admin to add " + fmt_usd(short) + " (this account cannot buy credits)")
+    return f"{head}; you have {fmt_usd(balance)}; {where}.", short
+
+
+__all__ = ["fmt_age", "fmt_rate", "fmt_runway", "fmt_clock", "plan_sentence", "fmt_price", "fmt_usd",
+           "runway_hours", "COVER_HOURS"]

@@ -1,0 +1,218 @@
+"""Account & balance: who you are, your clusters (choose the active one), balance, burn, runway, what a
+first job needs, recent transactions, and the balance over time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Static
+
+from ..api.money import fmt_price, fmt_usd
+from ..formatting import COVER_HOURS, fmt_rate, fmt_runway, plan_sentence
+from ..widgets.chart import Chart, ChartData, Series
+from .base import View
+
+
+class AccountView(View):
+    NEEDS = ("whoami", "summary", "balance", "transactions", "cluster", "bid", "ladder", "vm_capacity", "ticks")
+    TITLE = "Account"
+    HELP = """\
+[b]Account & balance[/b]
+
+Who the token belongs to, your organization's clusters and its money.
+
+• [b]Clusters[/b]: the cluster's kind picks the flow (kubernetes, vm, slurm). Move with ↑/↓ and press
+  [b]Enter[/b] to make a cluster the active one: the header and the other screens follow it.
+• [b]Balance[/b] is what the organization has now; [b]burn[/b] is the hourly rate the meter last
+  assessed (it runs about ten minutes behind); [b]runway[/b] is how long the balance lasts at that burn.
+• [b]First job[/b]: a Kubernetes job is refused unless the balance covers two hours of it at your
+  ceiling. The line shows that sum and, when short, the exact top-up to ask for.
+• [b]Transactions[/b]: charges, top-ups and refunds, newest first. The chart shows the balance over time.
+"""
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="row"):
+            with Vertical(classes="col"):
+                yield Static(id="identity", classes="card")
+                yield DataTable(id="clusters", cursor_type="row", zebra_stripes=False, show_cursor=True)
+                yield Static(id="clusters-note", classes="note")
+            yield Static(id="money", classes="card col")
+        with Horizontal(classes="row"):
+            yield DataTable(id="transactions", cursor_type="none", classes="col")
+            yield Chart(id="balance-chart", classes="col")
+
+    def on_mount(self) -> None:
+        t = self.query_one("#clusters", DataTable)
+        t.add_columns("cluster", "kind")
+        tx = self.query_one("#transactions", DataTable)
+        tx.add_columns("when", "amount", "what")
+        super().on_mount()
+
+    def refresh_view(self) -> None:
+        st = self.store
+        who = st.value("whoami")
+        ident = self.query_one("#identity", Static)
+        if who is None:
+            ident.update(self.problem("whoami") or Text("Loading who you are…", style="dim"))
+        else:
+            t = Text()
+            t.append(who.user.email, style="bold")
+            t.append(f"\n{who.org_name}")
+            t.append(f" · {who.org_kind.replace('_', ' ')}", style="dim")
+            ident.update(t)
+        self._clusters(who)
+        self._money()
+        self._transactions()
+
+    def _clusters(self, who) -> None:
+        table = self.query_one("#clusters", DataTable)
+        note = self.query_one("#clusters-note", Static)
+        rows = [] if who is None else [(c.name, c.kind) for c in who.clusters]
+        active = self.store.meta.get("cluster")
+        shown = [tuple(str(c.plain if isinstance(c, Text) else c) for c in table.get_row_at(i))
+                 for i in range(table.row_count)]
+        want = [(("▸ " if active and active.name == n else "  ") + n, k) for n, k in rows]
+        if shown != want:
+            cursor = table.cursor_row
+            table.clear()
+            for name, kind in want:
+                table.add_row(name, kind)
+            if table.row_count:
+                table.move_cursor(row=min(cursor, table.row_count - 1))
+        table.display = bool(rows)
+        if who is not None and not rows:
+            if who.org_kind == "public_research":
+                note.update(Text(
+                    "A public research organization has no clusters: its members get whole GPU nodes "
+                    "from Marshall inside a workspace (public_research_request), reached over ssh. "
+                    "A node request needs a balance for one full lease.", style="italic"))
+            else:
+                note.update(Text("This organization has no clusters yet.", style="italic"))
+        elif len(rows) > 1:
+            note.update(Text("↑/↓ and Enter: choose the active cluster", style="dim"))
+        else:
+            note.update("")
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id != "clusters":
+            return
+        who = self.store.value("whoami")
+        if who and 0 <= event.cursor_row < len(who.clusters):
+            self.ncapp.select_cluster(who.clusters[event.cursor_row])
+
+    def _money(self) -> None:
+        st = self.store
+        money = self.query_one("#money", Static)
+        summary, bal = st.value("summary"), st.value("balance")
+        if bal is None and summary is None:
+            money.update(self.problem("balance", "summary") or Text("Loading the balance…", style="dim"))
+            return
+        balance = bal.balance_ucredits if bal else summary.balance_ucredits
+        t = Text()
+        t.append("Balance  ", style="dim")
+        t.append(fmt_usd(balance), style="bold")
+        if summary is not None:
+            t.append("  (can top up)" if summary.purchases else "  (no purchases)", style="dim")
+        if bal is not None:
+            t.append("\nBurn     ", style="dim")
+            t.append(fmt_rate(bal.burn_ucredits_hr))
+            if bal.assessed_at:
+                t.append(f"  assessed {bal.assessed_at:%H:%M}, ~10 min behind", style="dim")
+            t.append("\nRunway   ", style="dim")
+            t.append(fmt_runway(balance, bal.burn_ucredits_hr))
+            if bal.burn_ucredits_hr:
+                t.append(" at that burn", style="dim")
+        problem = self.problem("balance", "summary")
+        if problem:
+            t.append("\n")
+            t.append_text(problem)
+        plan = self._plan(balance, summary.purchases if summary else False)
+        if plan is not None:
+            t.append("\n\n")
+            t.append_text(plan)
+        money.update(t)
+
+    def _plan(self, balance: int, purchases: bool) -> Text | None:
+        """The seed's money check for a first job on the active cluster."""
+        st = self.store
+        active = st.meta.get("cluster")
+        info, bid, ladder = st.value("cluster"), st.value("bid"), st.value("ladder")
+        t = Text()
+        if active is None:
+            return None
+        if active.kind == "kubernetes":
+            if info is None or info.name != active.name:
+                return None
+            if not info.market:
+                t.append("First job: ", style="bold")
+                t.append(f"{active.name} is a fixed cluster: no limit price; jobs run on its "
+                         f"{info.reserved_nodes} reserved node(s).")
+                return t
+            gpus = info.gpus_per_node
+            if bid is not None and bid.max_price_per_gpu_hour:
+                ceiling, basis = bid.max_price_per_gpu_hour, "at your limit price"
+            elif ladder is not None and ladder.rungs:
+                ceiling, basis = ladder.rungs[0].price_per_gpu_hour, "at today's price to win one node"
+            else:
+                return None
+            sentence, short = plan_sentence(gpus, ceiling, balance, purchases)
+            t.append(f"First job (one node, {COVER_HOURS} h cover, {basis}):\n", style="bold")
+            t.append(sentence, style="bold red" if short else "green")
+            return t
+        if active.kind == "vm":
+            cap = st.value("vm_capacity")
+            if cap is not None and cap.max_gpus:
+                sentence, short = plan_sentence(cap.max_gpus, cap.max_price_per_gpu_hour, balance, purchases)
+                t.append("Declared capacity for two hours:\n", style="bold")
+                t.append(sentence, style="bold red" if short else "green")
+                return t
+            ticks = st.value("ticks") or ()
+            if ticks:
+                t.append("VM market: ", style="bold")
+                t.append(f"winners were last assessed {fmt_price(ticks[-1].price_per_gpu_hour)}.")
+                return t
+            return None
+        if active.kind == "slurm":
+            t.append("Slurm: ", style="bold")
+            t.append(f"sign in with the setup script and slurm-login, then ssh {active.name}.")
+            return t
+        return None
+
+    def _transactions(self) -> None:
+        table = self.query_one("#transactions", DataTable)
+        txs = self.store.value("transactions") or ()
+        rows = [(f"{t.at:%m-%d %H:%M}",
+                 Text(fmt_usd(t.amount_ucredits, sign=True), style="green" if t.amount_ucredits > 0 else "red",
+                      justify="right"),
+                 t.description) for t in txs[:50]]
+        sig = [(r[0], r[1].plain, r[2]) for r in rows]
+        if sig != getattr(self, "_tx_sig", None):
+            self._tx_sig = sig
+            table.clear()
+            for r in rows:
+                table.add_row(*r)
+        self._chart(txs)
+
+    def _chart(self, txs) -> None:
+        chart = self.query_one("#balance-chart", Chart)
+        bal = self.store.value("balance")
+        if bal is None or not txs:
+            chart.set_data(ChartData(empty="Balance over time: no transactions yet"))
+            return
+        # Walk back from the balance now through the transactions (newest first).
+        points: list[tuple[datetime, int]] = []
+        b = bal.balance_ucredits
+        for t in txs:
+            points.append((t.at, b))
+            b -= t.amount_ucredits
+        points.reverse()
+        if bal.assessed_at and bal.assessed_at > points[-1][0]:
+            points.append((bal.assessed_at, bal.balance_ucredits))
+        t0 = points[0][0]
+        xs = tuple((p[0] - t0).total_seconds() / 3600 for p in points)
+        ys = tuple(p[1] / 1e6 for p in points)
+        ticks = ((xs[0], xs[-1]), (f"{points[0][0]:%m-%d %H:%M}", f"{points[-1][0]:%H:%M}"))
+        chart.set_data(ChartData(series=(Series(xs, ys, "balance $", "green"),), xticks=ticks))

@@ -1,0 +1,62 @@
+"""A view: one of the app's five panes. It reads the store, re-renders when its slices change, and
+counts as interest in them only while it is shown (so hidden panes let their pollers slow down)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+
+from ..store import Interest, Store
+
+if TYPE_CHECKING:
+    from ..app import NCApp
+
+
+class View(VerticalScroll):
+    NEEDS: ClassVar[tuple[str, ...]] = ()
+    TITLE: ClassVar[str] = ""
+    HELP: ClassVar[str] = ""
+
+    def __init__(self, store: Store, *, id: str) -> None:
+        super().__init__(id=id)
+        self.store = store
+        self._interest = Interest(store, self.NEEDS)
+        self._unsub = None
+
+    @property
+    def ncapp(self) -> "NCApp":
+        return self.app  # type: ignore[return-value]
+
+    def on_mount(self) -> None:
+        self._unsub = self.store.subscribe(self.NEEDS + ("whoami",), self._changed, interested=False)
+        self.refresh_view()
+
+    def on_unmount(self) -> None:
+        if self._unsub:
+            self._unsub()
+        self._interest.off()
+
+    def activate(self, shown: bool) -> None:
+        if shown:
+            self._interest.on()
+            self.refresh_view()
+        else:
+            self._interest.off()
+
+    def _changed(self, _slice) -> None:
+        if self.display:
+            self.refresh_view()
+
+    def refresh_view(self) -> None:  # pragma: no cover - every view overrides it
+        pass
+
+    def problem(self, *names: str) -> Text | None:
+        """A line saying why data is missing or stale, or None when all is well."""
+        for n in names:
+            s = self.store.get(n)
+            if s.error and (s.error_at or 0) >= (s.fetched_at or 0):
+                prefix = "Stale: " if s.loaded else ""
+                return Text(f"⚠ {prefix}{s.error}", style="bold red")
+        return None

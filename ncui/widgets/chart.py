@@ -1,0 +1,71 @@
+"""A plotext chart drawn into a Static: sized to the widget, redrawn on resize and on new data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+@dataclass(frozen=True)
+class Series:
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+    label: str = ""
+    color: str = "cyan"
+
+
+@dataclass(frozen=True)
+class HLine:
+    y: float
+    color: str = "red"
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class ChartData:
+    series: tuple[Series, ...] = ()
+    hlines: tuple[HLine, ...] = ()
+    xticks: tuple[tuple[float, ...], tuple[str, ...]] = ((), ())
+    ylabel: str = ""
+    empty: str = "no data yet"
+
+
+class Chart(Static):
+    DEFAULT_CSS = "Chart { height: 10; }"
+
+    def __init__(self, *, id: Optional[str] = None, classes: str = "") -> None:
+        super().__init__("", id=id, classes=classes)
+        self._data = ChartData()
+
+    def set_data(self, data: ChartData) -> None:
+        if data != self._data:
+            self._data = data
+            self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        w, h = self.content_size.width, self.content_size.height
+        d = self._data
+        if w < 20 or h < 5 or not any(s.xs for s in d.series):
+            self.update(Text(d.empty, style="dim"))
+            return
+        import plotext as plt  # 30 ms: only when a chart is first drawn
+
+        plt.clf()
+        plt.plotsize(w, h)
+        plt.theme("clear")
+        for s in d.series:
+            if s.xs:
+                plt.plot(list(s.xs), list(s.ys), marker="braille", color=s.color, label=s.label or None)
+        for line in d.hlines:
+            plt.hline(line.y, line.color)
+        if d.xticks[0]:
+            plt.xticks(list(d.xticks[0]), list(d.xticks[1]))
+        if d.ylabel:
+            plt.ylabel(d.ylabel)
+        self.update(Text.from_ansi(plt.build().replace("\x1b[0m\n", "\n")))

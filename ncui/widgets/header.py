@@ -1,0 +1,94 @@
+"""The header: who, which cluster, balance, burn, runway, the standing limit price, and live/stale."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ..api.money import fmt_price, fmt_usd
+from ..formatting import fmt_age, fmt_rate, fmt_runway
+from ..store import Store
+
+WATCH = ("whoami", "summary", "balance", "bid", "cluster", "spend")
+STALE_AFTER = 45.0  # seconds without a fresh balance before the header says stale
+
+
+class StatusHeader(Static):
+    DEFAULT_CSS = """
+    StatusHeader { height: 2; background: $panel; color: $text; padding: 0 1; }
+    """
+
+    def __init__(self, store: Store, *, mode: str = "") -> None:
+        super().__init__("")
+        self.store = store
+        self.mode = mode
+        self._last = None
+
+    def on_mount(self) -> None:
+        self._unsub = self.store.subscribe(WATCH, lambda s: self.render_now(), interested=True)
+        self.set_interval(1.0, self.render_now)
+        self.render_now()
+
+    def on_unmount(self) -> None:
+        self._unsub()
+
+    def render_now(self) -> None:
+        text = self.compose_text()
+        if text.plain != getattr(self._last, "plain", None) or text != self._last:
+            self._last = text
+            self.update(text)
+
+    def compose_text(self) -> Text:
+        st = self.store
+        who, cluster_ref = st.value("whoami"), st.meta.get("cluster")
+        info, summary, bal, bid = st.value("cluster"), st.value("summary"), st.value("balance"), st.value("bid")
+        top = Text(no_wrap=True, overflow="ellipsis")
+        top.append("ncui ", style="bold")
+        if self.mode:
+            top.append(f"[{self.mode}] ", style="bold magenta")
+        if who is None:
+            top.append("connecting…", style="dim")
+        else:
+            top.append(who.org_name, style="bold")
+            if cluster_ref is not None:
+                top.append(f" · {cluster_ref.name} ({cluster_ref.kind}")
+                if info is not None and info.name == cluster_ref.name:
+                    top.append(f", {info.gpu_model}")
+                    top.append(", market" if info.market else ", fixed")
+                top.append(")")
+            elif who.org_kind == "public_research":
+                top.append(" · public research (no clusters)")
+        top.append("  ")
+        top.append_text(self._liveness())
+
+        line = Text(no_wrap=True, overflow="ellipsis")
+        balance = bal.balance_ucredits if bal else (summary.balance_ucredits if summary else None)
+        burn = bal.burn_ucredits_hr if bal else None
+        line.append("balance ", style="dim")
+        line.append(fmt_usd(balance), style="bold")
+        line.append("  burn ", style="dim")
+        line.append(fmt_rate(burn))
+        line.append("  runway ", style="dim")
+        line.append(fmt_runway(balance, burn))
+        if bid is not None and bid.max_price_per_gpu_hour:
+            line.append("  ")
+            line.append(f" limit {fmt_price(bid.max_price_per_gpu_hour)} ", style="bold black on yellow")
+        elif info is not None and info.market:
+            line.append("  limit ", style="dim")
+            line.append("none")
+        out = Text(no_wrap=True)
+        out.append_text(top)
+        out.append("\n")
+        out.append_text(line)
+        return out
+
+    def _liveness(self) -> Text:
+        s = self.store.get("balance")
+        age = s.age(self.store.now())
+        if not s.loaded:
+            return Text("● connecting", style="yellow") if not s.error else Text("● offline", style="bold red")
+        if s.error and (s.error_at or 0) >= (s.fetched_at or 0):
+            return Text(f"● stale {fmt_age(age)}", style="bold red")
+        if age is not None and age > STALE_AFTER:
+            return Text(f"● stale {fmt_age(age)}", style="yellow")
+        return Text("● live", style="green")
