@@ -80,7 +80,9 @@ class NCApp(App):
     async def on_mount(self) -> None:
         if self.first_run:
             return
-        self.query_one("#account", View).activate(True)
+        account = self.query_one("#account", View)
+        account.activate(True)
+        account.focus()
         self._unsubs.append(self.store.subscribe("whoami", self._on_whoami, interested=False))
         self._unsubs.append(self.store.subscribe("cluster", self._on_cluster, interested=False))
         self.call_after_refresh(self._start)
@@ -148,6 +150,7 @@ class NCApp(App):
         switcher.current = name
         view = self.query_one(f"#{name}", View)
         view.activate(True)
+        view.focus()
         self.query_one("#tabs", Tabs).active = f"tab-{name}"
         if self.pollers is not None:  # anything stale that this screen needs: fetch it now
             stale = [n for n in view.NEEDS if (self.store.get(n).age(self.store.now()) or 1e9) > 5]

@@ -46,9 +46,12 @@ Who the token belongs to, your organization's clusters and its money.
 
     def on_mount(self) -> None:
         t = self.query_one("#clusters", DataTable)
-        t.add_columns("cluster", "kind")
+        t.add_column("cluster", width=16)
+        t.add_column("kind", width=10)
         tx = self.query_one("#transactions", DataTable)
-        tx.add_columns("when", "amount", "what")
+        tx.add_column("when", width=11)
+        tx.add_column("amount", width=10)
+        tx.add_column("what", width=30)
         super().on_mount()
 
     def refresh_view(self) -> None:

@@ -47,11 +47,11 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
 
     def on_mount(self) -> None:
         table = self.query_one("#ladder", DataTable)
-        table.add_column("nodes", key="nodes")
-        table.add_column("$/GPU-h", key="gpu")
-        table.add_column("$/node-h", key="node")
-        table.add_column(f"{COVER_HOURS}-h cover", key="cover")
-        table.add_column("", key="mark")
+        table.add_column("nodes", key="nodes", width=5)
+        table.add_column("$/GPU-h", key="gpu", width=8)
+        table.add_column("$/node-h", key="node", width=9)
+        table.add_column(f"{COVER_HOURS}-h cover", key="cover", width=10)
+        table.add_column("", key="mark", width=18)
         super().on_mount()
 
     def refresh_view(self) -> None:

@@ -64,10 +64,10 @@ class Market:
         """A market whose other bidders want a little more than ``capacity`` around price ``typical``."""
         rng = random.Random(f"market:{gpu_model}:{seed}")
         bidders = []
-        want = int(capacity * 1.15) + 1
+        want = capacity + max(3, capacity // 4)  # a little more demand than supply: a price forms
         for i in range(n_bidders):
             nodes = max(1, want // n_bidders + (1 if i < want % n_bidders else 0))
-            spread = rng.uniform(-0.35, 0.35)
+            spread = rng.uniform(-0.25, 0.25)
             price = _cents(max(floor, typical * (1 + spread)))
             bidders.append(Bidder(f"bidder-{i + 1}", nodes, price, nodes, price))
         return cls(gpu_model, gpus_per_node, capacity, floor, rng, bidders, volatility)
@@ -83,15 +83,15 @@ class Market:
             if b.pinned:
                 continue
             drift = (b.base_price - b.price) * 0.08
-            noise = r_price * b.base_price * 0.012 * self.volatility
+            noise = r_price * b.base_price * 0.008 * self.volatility
             b.price = _cents(max(self.floor, b.price + drift + noise))
             if r_jump < 0.004 * self.volatility:  # a rare surge or slump
                 b.price = _cents(max(self.floor, b.price * (1.25 if r_dir < 0.6 else 0.8)))
-            if r_nodes < 0.05 * self.volatility:
+            if r_nodes < 0.04 * self.volatility:
                 step = 1 if r_dir < 0.5 else -1
-                if b.nodes < b.base_nodes - 2:
+                if b.nodes <= b.base_nodes - 1:
                     step = 1
-                elif b.nodes > b.base_nodes + 2:
+                elif b.nodes >= b.base_nodes + 1:
                     step = -1
                 b.nodes = max(0, b.nodes + step)
 

@@ -61,7 +61,8 @@ class Chart(Static):
         plt.theme("clear")
         for s in d.series:
             if s.xs:
-                plt.plot(list(s.xs), list(s.ys), marker="braille", color=s.color, label=s.label or None)
+                xs, ys = downsample(s.xs, s.ys, max(10, 2 * (w - 8)))
+                plt.plot(xs, ys, marker="braille", color=s.color, label=s.label or None)
         for line in d.hlines:
             plt.hline(line.y, line.color)
         if d.xticks[0]:
@@ -69,3 +70,16 @@ class Chart(Static):
         if d.ylabel:
             plt.ylabel(d.ylabel)
         self.update(Text.from_ansi(plt.build().replace("\x1b[0m\n", "\n")))
+
+
+def downsample(xs, ys, n: int) -> tuple[list[float], list[float]]:
+    """At most ``n`` points: the mean of each run of neighbours (a braille cell holds two columns)."""
+    if len(xs) <= n:
+        return list(xs), list(ys)
+    out_x, out_y = [], []
+    size = len(xs) / n
+    for i in range(n):
+        a, b = int(i * size), max(int(i * size) + 1, int((i + 1) * size))
+        out_x.append(sum(xs[a:b]) / (b - a))
+        out_y.append(sum(ys[a:b]) / (b - a))
+    return out_x, out_y

@@ -1,0 +1,48 @@
+"""Helpers for driving the app with Textual's pilot against a simulator."""
+
+from __future__ import annotations
+
+import time
+
+from pydantic import SecretStr
+
+from ncui.app import NCApp
+from ncui.backend import Backend
+from ncui.store import Store
+
+from .conftest import endpoints_of
+
+
+def app_for(sim, *, frozen: bool = True) -> NCApp:
+    store = Store(clock=(lambda: 1000.0)) if frozen else Store()
+    return NCApp(Backend(endpoints_of(sim), SecretStr(sim.token), timeout=5), store=store, mode="test")
+
+
+async def until(pilot, cond, timeout: float = 15.0, what: str = "") -> None:
+    """Let the app run until ``cond()`` holds, with a deadline."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or cond}")
+        await pilot.pause(0.02)
+
+
+def screen_text(app) -> str:
+    """Everything on screen as plain text (what a person reads)."""
+    from textual.widgets import DataTable, Static
+
+    parts = []
+    for w in app.screen.query("*"):
+        if not w.display:
+            continue
+        if isinstance(w, Static):
+            r = w.render()
+            parts.append(getattr(r, "plain", str(r)))
+        elif isinstance(w, DataTable):
+            for i in range(w.row_count):
+                parts.append(" ".join(getattr(c, "plain", str(c)) for c in w.get_row_at(i)))
+    return "\n".join(parts)
+
+
+def loaded(app, *names: str) -> bool:
+    return all(app.store.get(n).loaded for n in names)

@@ -1,0 +1,127 @@
+"""The TUI driven as a person would (Textual pilot), against a seeded simulator over loopback HTTP."""
+
+from __future__ import annotations
+
+import httpx
+
+from ncui.app import NCApp, first_run_message
+from ncui.screens.modals import ConfirmModal, HelpModal
+
+from .apphelp import app_for, loaded, screen_text, until
+
+
+async def test_account_screen_shows_who_money_and_plan(sim):
+    app = app_for(sim)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "ladder", "cluster"))
+        await pilot.pause()
+        text = screen_text(app)
+        assert "ada@halcyon.example" in text and "Halcyon Lab" in text
+        assert "halcyon" in text and "kubernetes" in text
+        assert "$250.00" in text and "Credits purchased" in text
+        assert "8 GPUs × $" in text and "covered" in text
+        header = app.query_one("StatusHeader").render().plain
+        assert "halcyon (kubernetes, H100-SXM-80GB, market)" in header and "● live" in header
+        assert "limit none" in header
+
+
+async def test_keys_switch_screens_and_help(sim):
+    app = app_for(sim)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami"))
+        await pilot.press("2")
+        await until(pilot, lambda: loaded(app, "ladder", "ticks", "bid", "spend"))
+        await pilot.pause()
+        assert app.query_one("#views").current == "market"
+        text = screen_text(app)
+        assert "Price to win H100-SXM-80GB" in text and "floor $1.50/GPU-h" in text
+        ladder = app.store.value("ladder")
+        assert f"${ladder.rungs[0].price_per_gpu_hour / 1e6:.2f}" in text
+        assert "Your limit none" in text
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpModal) and "Price to win" in app.screen.body
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpModal)
+        for key, name in [("3", "recipes"), ("4", "workloads"), ("5", "lease"), ("1", "account")]:
+            await pilot.press(key)
+            assert app.query_one("#views").current == name
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_standing_limit_shows_in_header_and_market_and_withdraw_asks_first(sim):
+    async with httpx.AsyncClient() as h:
+        ladder = (await h.get(sim.api_url + "/api/k8s/market/ladder",
+                              headers={"Authorization": f"Bearer {sim.token}"})).json()
+        price = ladder["rungs"][2]["price_per_gpu_hour"]
+        await h.put(sim.api_url + "/api/k8s/bid", json={"max_price_per_gpu_hour": price},
+                    headers={"Authorization": f"Bearer {sim.token}"})
+    app = app_for(sim)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "bid", "ladder"))
+        await pilot.pause()
+        assert f"limit ${price:.2f}/GPU-h" in app.query_one("StatusHeader").render().plain
+        await pilot.press("2")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "clears now: wins up to 3 nodes" in text or "clears now: wins up to" in text
+        await pilot.press("5")
+        await pilot.press("w")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.press("n")  # no: nothing changes
+        await pilot.pause()
+        assert sim.world.main_org.k8s["halcyon"].bid > 0
+        await pilot.press("w")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
+        await pilot.press("y")
+        await until(pilot, lambda: sim.world.main_org.k8s["halcyon"].bid == 0, what="the withdrawal")
+        await until(pilot, lambda: "limit none" in app.query_one("StatusHeader").render().plain)
+
+
+async def test_header_goes_stale_on_errors_and_live_again(sim):
+    app = app_for(sim, frozen=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "balance"))
+        async with httpx.AsyncClient() as h:
+            await h.post(sim.api_url + "/_sim/faults", json={"path_prefix": "/api/billing/balance",
+                                                            "status": 500, "count": 1000},
+                         headers={"Authorization": f"Bearer {sim.token}"})
+        app.pollers.refresh("balance")
+        header = lambda: app.query_one("StatusHeader").render().plain  # noqa: E731
+        await until(pilot, lambda: "stale" in header(), what="stale")
+        assert "$250.00" in header()  # the last good value stays on screen
+        async with httpx.AsyncClient() as h:
+            await h.delete(sim.api_url + "/_sim/faults", headers={"Authorization": f"Bearer {sim.token}"})
+        app.pollers.failures["balance"] = 0
+        app.pollers.refresh("balance")
+        await until(pilot, lambda: "● live" in header(), what="live again")
+
+
+async def test_fixed_cluster_says_no_limit_price(sim_factory):
+    sim = sim_factory("k8s-fixed-amd")
+    app = app_for(sim)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "cluster", "spend"))
+        await pilot.press("2")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "fixed cluster: there is no market and no limit price" in text
+        assert "MI300X" in text and "Held  2 nodes (16 GPUs) (reserved: no market rate)" in text
+
+
+async def test_public_research_explains_its_path(sim_factory):
+    sim = sim_factory("public-research")
+    app = app_for(sim)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance"))
+        await pilot.pause()
+        text = screen_text(app)
+        assert "public research organization has no clusters" in text and "Marshall" in text
+
+
+async def test_first_run_without_token():
+    app = NCApp(None, first_run=first_run_message("/home/x/.config/nationalcompute/token"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        text = screen_text(app)
+        assert "/home/x/.config/nationalcompute/token" in text and "ncui --demo" in text
+        await pilot.press("q")
