@@ -6,6 +6,7 @@ Screens read the store and call actions; the backend's pollers feed the store.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Iterable, Optional
 
 from rich.text import Text
@@ -38,7 +39,7 @@ GLOBAL_HELP = """
 
 
 class NCApp(App):
-    CSS_PATH = "styles/app.tcss"
+    CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
@@ -73,8 +74,7 @@ class NCApp(App):
         yield Tabs(*[Tab(f"{i} {cls.TITLE}", id=f"tab-{name}") for i, (name, cls) in enumerate(VIEWS, 1)],
                    id="tabs")
         with ContentSwitcher(initial="account", id="views"):
-            for name, cls in VIEWS:
-                yield cls(self.store, id=name)
+            yield AccountView(self.store, id="account")  # the others are built when first shown
         yield Footer()
 
     async def on_mount(self) -> None:
@@ -139,12 +139,14 @@ class NCApp(App):
 
     # ---- actions ------------------------------------------------------------------------------
 
-    def action_show(self, name: str) -> None:
-        if self.first_run:
+    async def action_show(self, name: str) -> None:
+        if self.first_run or name not in dict(VIEWS):
             return
         switcher = self.query_one("#views", ContentSwitcher)
         if switcher.current == name:
             return
+        if not switcher.query(f"#{name}"):
+            await switcher.mount(dict(VIEWS)[name](self.store, id=name))
         if switcher.current:
             self.query_one(f"#{switcher.current}", View).activate(False)
         switcher.current = name
@@ -157,9 +159,9 @@ class NCApp(App):
             if stale:
                 self.pollers.refresh(*stale)
 
-    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+    async def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
         if event.tab is not None and event.tab.id:
-            self.action_show(event.tab.id.removeprefix("tab-"))
+            await self.action_show(event.tab.id.removeprefix("tab-"))
 
     def current_view(self) -> Optional[View]:
         if self.first_run:
@@ -182,7 +184,7 @@ class NCApp(App):
         ref = self.store.meta.get("cluster")
         if bid is None or ref is None:
             return
-        from .api.money import fmt_price
+        from .money import fmt_price
 
         body = (f"Withdraw the standing limit price of {fmt_price(bid.max_price_per_gpu_hour)} on "
                 f"{ref.name}?\nNo new nodes will be pulled for GPU jobs. Nodes still running a job stay "
@@ -212,7 +214,7 @@ class NCApp(App):
             return
         for i, (name, cls) in enumerate(VIEWS, 1):
             yield SystemCommand(f"Go to {cls.TITLE}", f"Show the {cls.TITLE} screen (key {i})",
-                                lambda name=name: self.action_show(name))
+                                lambda name=name: self.run_action(f"show('{name}')"))
         yield SystemCommand("Refresh", "Fetch everything now (key r)", self.action_refresh)
         yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)",
                             self.action_help)

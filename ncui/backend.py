@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from pydantic import SecretStr
-
-from .api import models as m
-from .api.client import NCClient
-from .config import Endpoints
-from .pollers import PollSpec, Pollers
 from .store import Store
+
+if TYPE_CHECKING:  # imported when first needed: the first frame does not wait for httpx or pydantic
+    from pydantic import SecretStr
+
+    from .api import models as m
+    from .api.client import NCClient
+    from .config import Endpoints
+    from .pollers import Pollers
 
 TICKS_KEPT = 720  # twelve hours of one-minute ticks
 
@@ -29,13 +31,13 @@ class DemoOptions:
 class Backend:
     """Holds the client and, in the demo, the simulator; builds the pollers for a store."""
 
-    def __init__(self, endpoints: Optional[Endpoints] = None, token: Optional[SecretStr] = None, *,
+    def __init__(self, endpoints: "Optional[Endpoints]" = None, token: "Optional[SecretStr]" = None, *,
                  demo: Optional[DemoOptions] = None, timeout: float = 10.0) -> None:
         self.endpoints = endpoints
         self.token = token
         self.demo = demo
         self.sim = None  # SimServer in the demo
-        self.nc: Optional[NCClient] = None
+        self.nc: "Optional[NCClient]" = None
         self.timeout = timeout
 
     @property
@@ -44,8 +46,13 @@ class Backend:
             return f"demo · {self.demo.scenario}"
         return self.endpoints.api if self.endpoints else ""
 
-    async def connect(self) -> NCClient:
+    async def connect(self) -> "NCClient":
         """Start the box when this is the demo (off the event loop: it imports a web stack), then a client."""
+        from pydantic import SecretStr
+
+        from .api.client import NCClient
+        from .config import Endpoints
+
         if self.demo and self.sim is None:
             self.sim = await asyncio.to_thread(_start_sim, self.demo)
             self.endpoints = Endpoints(api=self.sim.api_url, access=self.sim.access_url)
@@ -63,11 +70,13 @@ class Backend:
 
     # ---- pollers --------------------------------------------------------------------------------
 
-    def pollers(self, store: Store) -> Pollers:
+    def pollers(self, store: Store) -> "Pollers":
+        from .pollers import PollSpec, Pollers
+
         nc = self.nc
         assert nc is not None
 
-        def active() -> Optional[m.ClusterRef]:
+        def active() -> "Optional[m.ClusterRef]":
             return store.meta.get("cluster")
 
         def kind() -> str:

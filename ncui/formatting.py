@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Optional
 
-from .api.money import cost_ucredits, fmt_price, fmt_usd
+from .money import cost_ucredits, fmt_price, fmt_usd
 
 COVER_HOURS = 2  # a Kubernetes job is refused unless the balance covers two hours at the ceiling
 

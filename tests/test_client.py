@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from ncui.api import errors as E
 from ncui.api.client import NCClient
-from ncui.api.money import dollars_to_ucredits
+from ncui.money import dollars_to_ucredits
 from ncui.config import load_token
 
 from .conftest import endpoints_of

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ncui.api import models as m
-from ncui.api.money import cost_ucredits, dollars_to_ucredits, fmt_price, fmt_usd, usd
+from ncui.money import cost_ucredits, dollars_to_ucredits, fmt_price, fmt_usd, usd
 
 
 @pytest.mark.parametrize("text,uc", [("4.10", 4_100_000), ("$4.1", 4_100_000), (" 5 ", 5_000_000),

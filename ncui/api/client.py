@@ -21,7 +21,7 @@ from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
 from ..config import Endpoints
 from . import models as m
 from .errors import MalformedResponse, NCError, NetworkError, NotFound, ServerError, error_from_response
-from .money import usd
+from ..money import usd
 
 T = TypeVar("T", bound=BaseModel)
 

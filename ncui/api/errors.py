@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .money import fmt_price
+from ..money import fmt_price
 
 
 class NCError(Exception):
@@ -98,7 +98,7 @@ def error_from_response(status: int, body: object, *, what: str) -> NCError:
     if status == 403:
         return Forbidden(f"Not allowed while {what} (403){tail}", status=status, detail=detail)
     if slug == "bid-too-low":
-        from .money import dollars_to_ucredits
+        from ..money import dollars_to_ucredits
 
         floor = None
         try:

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
-from ..api.money import fmt_price, fmt_usd
+from ..money import fmt_price, fmt_usd
 from ..formatting import COVER_HOURS, fmt_rate, fmt_runway, plan_sentence
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View

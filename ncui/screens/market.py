@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from ..api.money import cost_ucredits, fmt_price, fmt_usd
+from ..money import cost_ucredits, fmt_price, fmt_usd
 from ..formatting import COVER_HOURS, fmt_rate
 from ..widgets.chart import Chart, ChartData, HLine, Series
 from .base import View

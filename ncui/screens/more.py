@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from ..api.money import fmt_price
+from ..money import fmt_price
 from .base import View
 
 

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from ..api import models as m
-from ..api.money import usd
+from ..money import usd
 from .world import OrgState, SimError, World
 
 AREAS = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from ..api.money import fmt_price, fmt_usd
+from ..money import fmt_price, fmt_usd
 from ..formatting import fmt_age, fmt_rate, fmt_runway
 from ..store import Store
 

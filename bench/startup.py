@@ -1,0 +1,98 @@
+"""Start-up: time to first frame and to live data, ncui --demo beside a bare Textual app, in one run.
+
+    .venv/bin/python bench/startup.py [--runs 7]
+
+Each run is a fresh process (headless Textual); times are measured by this parent from spawn to the
+moment the child reports the event on fd 1. Targets (issue 4): first frame within 1.2x the bare app's,
+live data within 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+BARE = r'''
+import os
+from textual.app import App
+from textual.widgets import DataTable, Footer, Header
+class Bare(App):
+    def compose(self):
+        yield Header(); yield DataTable(); yield Footer()
+    def on_mount(self):
+        t = self.query_one(DataTable); t.add_columns("a", "b", "c")
+        for i in range(20): t.add_row(i, i * 2, i * 3)
+        self.call_after_refresh(self.done)
+    def done(self):
+        os.write(1, b"first-frame\n"); self.exit()
+Bare().run(headless=True, size=(80, 24))
+'''
+
+NCUI = r'''
+import os
+from ncui.app import NCApp
+from ncui.backend import Backend, DemoOptions
+class Bench(NCApp):
+    async def on_mount(self):
+        self.call_after_refresh(lambda: os.write(1, b"first-frame\n"))  # before the app's own start-up
+        await super().on_mount()
+        def live(s):
+            if s.loaded:
+                os.write(1, b"live\n"); self.exit()
+        self.store.subscribe("balance", live, interested=False)
+import sys
+if len(sys.argv) > 1:  # against a separately started box: the path the real service takes
+    from pydantic import SecretStr
+    from ncui.config import Endpoints
+    backend = Backend(Endpoints(sys.argv[1], sys.argv[1] + "/access"), SecretStr(sys.argv[2]))
+else:
+    backend = Backend(demo=DemoOptions("k8s-market", 60, 1))
+Bench(backend, mode="bench").run(headless=True, size=(80, 24))
+'''
+
+
+def run(code: str, *args: str) -> dict[str, float]:
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         env={**os.environ, "TEXTUAL": ""})
+    out: dict[str, float] = {}
+    assert p.stdout is not None
+    for line in p.stdout:
+        out[line.decode().strip()] = (time.perf_counter() - t0) * 1000
+    p.wait(30)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args()
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from ncui.sim.server import SimServer
+    from ncui.sim.world import World
+
+    bare, ncui, remote = [], [], []
+    with SimServer(World("k8s-market", seed=1, speed=60)) as sim:
+        for _ in range(args.runs):  # interleaved, so drift hits all alike
+            bare.append(run(BARE))
+            ncui.append(run(NCUI))
+            remote.append(run(NCUI, sim.api_url, sim.token))
+    b_first = statistics.median(r["first-frame"] for r in bare)
+    n_first = statistics.median(r["first-frame"] for r in ncui)
+    n_live = statistics.median(r["live"] for r in ncui)
+    print(f"runs: {args.runs} (median, ms, spawn to event, headless 80x24)")
+    print(f"  bare Textual app   first frame {b_first:7.0f}")
+    print(f"  ncui --demo        first frame {n_first:7.0f}   ratio {n_first / b_first:.2f}x  (target <= 1.20x)")
+    print(f"  ncui --demo        live data   {n_live:7.0f}   (includes importing and starting the box)")
+    r_first = statistics.median(r["first-frame"] for r in remote)
+    r_live = statistics.median(r["live"] for r in remote)
+    print(f"  ncui --api (box running)  first frame {r_first:5.0f}   ratio {r_first / b_first:.2f}x")
+    print(f"  ncui --api (box running)  live data   {r_live:5.0f}   (target <= 1000 ms)")
+
+
+if __name__ == "__main__":
+    main()
