@@ -99,10 +99,10 @@ class Backend:
             info = store.value("cluster")
             model = info.gpu_model if (k8s() and info is not None) else None
             if old and store.meta.get("ticks_model") == model:
-                new = (await nc.ticks(since=old[-1].at, gpu_model=model)).ticks
+                new = (await nc.ticks(since=old[-1].at, gpu_model=model, limit=TICKS_KEPT)).ticks
                 return (old + tuple(new))[-TICKS_KEPT:]
             store.meta["ticks_model"] = model
-            return tuple((await nc.ticks(gpu_model=model)).ticks)[-TICKS_KEPT:]
+            return tuple((await nc.ticks(gpu_model=model, limit=TICKS_KEPT)).ticks)[-TICKS_KEPT:]
 
         def waiting_for_nodes() -> bool:
             bid, spend = store.value("bid"), store.value("spend")

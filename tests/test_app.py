@@ -125,3 +125,19 @@ async def test_first_run_without_token():
         text = screen_text(app)
         assert "/home/x/.config/nationalcompute/token" in text and "ncui --demo" in text
         await pilot.press("q")
+
+
+async def test_vm_cluster_shows_its_market_and_capacity(sim_factory):
+    sim = sim_factory("vm")
+    app = app_for(sim)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "ticks", "vm_capacity"))
+        await pilot.pause()
+        h100 = [t for t in app.store.value("ticks") if t.gpu_model == "H100-SXM-80GB"]
+        assert len(h100) > 300  # hours of history, not a few minutes
+        text = screen_text(app)
+        assert f"H100-SXM-80GB winners were last assessed ${h100[-1].price_per_gpu_hour / 1e6:.2f}" in text
+        await pilot.press("2")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "VM market" in text and "Declared nothing" in text and "Allocations none" in text

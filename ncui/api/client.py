@@ -184,9 +184,10 @@ class NCClient:
         return await self._get("/api/k8s/market/spend", m.Spend, what="reading the live market rate",
                                params={"cluster": cluster})
 
-    async def ticks(self, since: Optional[datetime] = None, gpu_model: Optional[str] = None) -> m.Ticks:
+    async def ticks(self, since: Optional[datetime] = None, gpu_model: Optional[str] = None,
+                    limit: Optional[int] = None) -> m.Ticks:
         return await self._get("/api/market/ticks", m.Ticks, what="reading the market ticks",
-                               params={"since": since, "gpu_model": gpu_model})
+                               params={"since": since, "gpu_model": gpu_model, "limit": limit})
 
     # ---- VM capacity and ssh keys ---------------------------------------------------------------
 

@@ -172,10 +172,13 @@ Who the token belongs to, your organization's clusters and its money.
                 t.append("Declared capacity for two hours:\n", style="bold")
                 t.append(sentence, style="bold red" if short else "green")
                 return t
-            ticks = st.value("ticks") or ()
+            from .market import vm_gpu_model
+
+            model = vm_gpu_model(st)
+            ticks = [x for x in (st.value("ticks") or ()) if x.gpu_model == model]
             if ticks:
                 t.append("VM market: ", style="bold")
-                t.append(f"winners were last assessed {fmt_price(ticks[-1].price_per_gpu_hour)}.")
+                t.append(f"{model} winners were last assessed {fmt_price(ticks[-1].price_per_gpu_hour)}.")
                 return t
             return None
         if active.kind == "slurm":

@@ -13,6 +13,15 @@ from ..widgets.chart import Chart, ChartData, HLine, Series
 from .base import View
 
 
+def vm_gpu_model(store) -> str | None:
+    """The GPU model a VM cluster trades: its allocations', else the first model the feed has."""
+    cap = store.value("vm_capacity")
+    if cap is not None and cap.allocations:
+        return cap.allocations[0].gpu_model
+    models = sorted({t.gpu_model for t in (store.value("ticks") or ())})
+    return models[0] if models else None
+
+
 def nodes_won(ladder, price: int) -> int:
     """How many nodes a limit price would win now, read off the ladder."""
     won = 0
@@ -188,10 +197,8 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
     def _vm(self, title: Static, table: DataTable, status: Static, chart: Chart) -> None:
         table.display = False
         chart.display = status.display = True
-        ticks = self.store.value("ticks") or ()
-        models = sorted({t.gpu_model for t in ticks})
         cap = self.store.value("vm_capacity")
-        model = cap.allocations[0].gpu_model if cap and cap.allocations else (models[0] if models else None)
+        model = vm_gpu_model(self.store)
         t = Text()
         t.append("VM market ", style="bold")
         t.append("· what winners are assessed" + (f" · {model}" if model else ""), style="dim")
