@@ -7,11 +7,13 @@ event loop), synchronously, in subscription order.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 Callback = Callable[["Slice"], None]
+log = logging.getLogger("ncui.store")
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,10 @@ class Store:
     def _notify(self, s: Slice) -> None:
         for sub in list(self._subs):
             if sub.active and s.name in sub.names:
-                sub.fn(s)
+                try:
+                    sub.fn(s)
+                except Exception:  # one broken subscriber must not stop the writer (a poller) or the rest
+                    log.exception("subscriber of %s failed", s.name)
 
 
 @dataclass

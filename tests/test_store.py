@@ -53,3 +53,16 @@ def test_clear_forgets_values():
     s.set("ladder", 1)
     s.clear("ladder")
     assert s.value("ladder") is None and not s.get("ladder").loaded
+
+
+def test_a_failing_subscriber_does_not_stop_the_others():
+    s = Store()
+    seen = []
+
+    def broken(sl):
+        raise RuntimeError("a bug in a view")
+
+    s.subscribe("a", broken)
+    s.subscribe("a", lambda sl: seen.append(sl.value))
+    s.set("a", 1)  # does not raise
+    assert seen == [1] and s.value("a") == 1
