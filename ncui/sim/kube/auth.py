@@ -90,6 +90,10 @@ class Auth:
             return "expired_token", None
         return "authorization_pending", None
 
+    def cluster_of(self, token: str) -> Optional[str]:
+        s = self.sessions.get(_h(token))
+        return s.cluster if s else None
+
     def check(self, token: str, cluster: str, now: datetime) -> Optional[Session]:
         """The session for a valid, not idle token of ``cluster`` (and mark it used)."""
         h = _h(token)

@@ -126,7 +126,7 @@ def weights(c: Context, model: str, size: str, minutes: float, base: str, checkp
                   if checkpoint else f"Kimi K3 weights are already staged in /mnt/shared/{base}/weights")]
         return Plan([(0, "creating"), (pull, "running"), (pull + 2, "succeeded")], 0, {"download": lines})
     t = pull + 1
-    lines = [(t, f"staging {name} (about {size}) to /mnt/shared/{base}/weights"
+    lines = [(t, f"staging {name} ({size}) to /mnt/shared/{base}/weights"
               + ("; the volume needs about 1.5 TB free:" if not checkpoint else ":")),
              (t + 0.2, "Filesystem      Size  Used Avail Use% Mounted on"),
              (t + 0.3, "nfs-shared       10T  1.2T  8.8T  12% /mnt/shared")]

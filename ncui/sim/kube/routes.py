@@ -117,17 +117,18 @@ class Stream(Response):
 
         tasks = [asyncio.ensure_future(listen()), asyncio.ensure_future(produce())]
         try:
-            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-            for t in pending:
-                t.cancel()
-            for t in done:
-                exc = t.exception()
-                if exc is not None and not isinstance(exc, (OSError, asyncio.CancelledError)):
-                    raise exc
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for t in tasks:
                 t.cancel()
-            await self.gen.aclose() if hasattr(self.gen, "aclose") else None
+            results = await asyncio.gather(*tasks, return_exceptions=True)
+            try:
+                await self.gen.aclose()
+            except RuntimeError:
+                pass
+        for exc in results:
+            if isinstance(exc, Exception) and not isinstance(exc, OSError):
+                raise exc
 
 
 # ---- discovery --------------------------------------------------------------------------------
@@ -209,6 +210,27 @@ def mount_kube(app: FastAPI, world: World) -> Kube:
 
     for path in ("/k8s/{cluster}/{rest:path}", "/k8s/{cluster}"):
         app.add_api_route(path, k8s, methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
+
+    async def k8s_root(request: Request) -> Response:
+        """``kubectl get/create --raw`` drops the server URL's path: on the HTTPS listener, serve the API at
+        the root too, for the cluster the bearer token signed in to."""
+        if request.url.scheme != "https":
+            return JSONResponse({"error": "not-found", "detail": f"Nothing at {request.url.path[:120]}."}, 404)
+        auth = request.headers.get("authorization", "")
+        token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+        cname = kube.auth.cluster_of(token) if token else None
+        rest = request.url.path.lstrip("/")
+        if cname is None:
+            if rest == "version":
+                return jresp(_version(""))
+            return jresp({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                          "message": "Unauthorized", "reason": "Unauthorized", "code": 401}, 401)
+        return await k8s(request, cname, rest)
+
+    for path in ("/api", "/api/v1", "/api/v1/{rest:path}", "/apis", "/apis/{rest:path}", "/openapi/v3",
+                 "/openapi/v3/{rest:path}", "/version"):
+        app.add_api_route(path, k8s_root, methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                          include_in_schema=False)
 
     _device_routes(app, kube)
     _sim_routes(app, kube)
