@@ -96,4 +96,5 @@ class Store:
         """Forget the event history (a test's way to make the next watch from an old rv get 410)."""
         with self.lock:
             self.events.clear()
+            self.rv += 1  # the compaction's own revision: watching from any earlier one is too old
             self.oldest_rv = self.rv
