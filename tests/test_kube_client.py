@@ -82,6 +82,7 @@ def test_client_lists_watches_recovers_from_410_and_follows_logs(kube_factory, m
     assert sum(1 for x in got if re.match(r"^iter \d+: loss \d", x)) == 201
     job = client.BatchV1Api(api).read_namespaced_job("nanogpt", "default")
     assert job.status.succeeded == 1 and any(c.type == "Complete" for c in job.status.conditions)
+    api.close()
 
 
 def test_inkling_reasoning_field_and_engine_container(kube_factory):

@@ -167,7 +167,7 @@ class Cluster:
             ctl = self.jobs.get(key)
             if ctl and ctl.gpus >= gpn:
                 need += ctl.gpus // gpn
-        return need
+        return need + self.st.requested_nodes  # plus what /_sim/k8s/demand asks for by hand
 
     def node_busy(self, node: Node) -> bool:
         return any(r.active and r.node == node.name for r in self.runs.values())
