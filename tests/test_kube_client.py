@@ -151,3 +151,21 @@ def test_reclaim_disruption_and_replacement(kube_factory):
     nano = k.api("/apis/batch/v1/namespaces/default/jobs/nanogpt")["status"]
     assert nano.get("failed", 0) == 0 and nano["active"] == 1
     assert "Error" in k.kubectl("get", "pods").stdout
+
+
+def test_streams_end_when_the_client_goes_and_runs_repeat_by_seed(kube_factory):
+    runs = []
+    for _ in range(2):
+        k = kube_factory("k8s-market", seed=11)
+        kube = k.sim.app.state.kube
+        k.set_bid(5.0)
+        k.kubectl("apply", "-f", k.file("nanogpt-job-nvidia.yaml"))
+        url = f"{k.sim.kube_url}/k8s/{k.cluster}/api/v1/namespaces/default/pods?watch=true"
+        with httpx.Client(verify=False, headers={"Authorization": f"Bearer {k.token()}"}) as c:
+            with c.stream("GET", url) as r:
+                assert r.status_code == 200
+                wait_for(lambda: kube.streams == 1, 10, what="the watch is open")
+        wait_for(lambda: kube.streams == 0, 10, what="the server notices the client went away")
+        k.advance_until(lambda: "Completed 0/1" in k.pod_statuses().values(), step=300)
+        runs.append((sorted(k.pod_statuses()), k.kubectl("logs", "job/nanogpt", "--timestamps").stdout))
+    assert runs[0] == runs[1] and "iter 2000" in runs[0][1]  # same seed, same requests: same run

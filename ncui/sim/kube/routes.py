@@ -43,6 +43,7 @@ class Kube:
         self.defaults: dict[str, Any] = {"tune_defective": None}
         self.clusters: dict[str, Cluster] = {}
         self.closed = False
+        self.streams = 0  # open watch and log-follow streams (tests check they end)
         self._last_tick = 0.0
         with world.lock:
             for org in world.orgs.values():
@@ -102,6 +103,14 @@ class Stream(Response):
         del self.headers["content-length"]
 
     async def __call__(self, scope, receive, send) -> None:
+        kube = scope["app"].state.kube
+        kube.streams += 1
+        try:
+            await self._run(scope, receive, send)
+        finally:
+            kube.streams -= 1
+
+    async def _run(self, scope, receive, send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
 
         async def listen() -> None:
