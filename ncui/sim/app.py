@@ -235,7 +235,9 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
         with world.lock:
             st = world.k8s_cluster(org, cluster)
         base = str(request.base_url).rstrip("/")
-        return PlainTextResponse(kubeconfig_yaml(st.spec.name, base), media_type="application/yaml")
+        tls = getattr(request.app.state, "kube_tls", None)  # SimServer's HTTPS listener for kubectl
+        return PlainTextResponse(kubeconfig_yaml(st.spec.name, base, tls.url if tls else None,
+                                                 tls.ca_pem if tls else None), media_type="application/yaml")
 
     def _bid(st) -> m.Bid:
         return m.Bid(cluster=st.spec.name, max_price_per_gpu_hour=usd(st.bid), updated_at=st.bid_updated_at)
@@ -409,6 +411,8 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
             st.requested_nodes = body.nodes
         return {"ok": True}
 
+    from .kube import mount_kube  # the Kubernetes API at /k8s/<cluster>, sign-in, /_sim/k8s controls
+    mount_kube(app, world)
     return app
 
 
@@ -511,14 +515,23 @@ def _catalog_file(filename: str) -> Optional[bytes]:
         return None
 
 
-def kubeconfig_yaml(cluster: str, api_base: str) -> str:
-    """A kubeconfig whose user signs in through ncui's exec credential plugin (a device-code flow)."""
+def kubeconfig_yaml(cluster: str, api_base: str, kube_base: Optional[str] = None,
+                    ca_pem: Optional[bytes] = None) -> str:
+    """A kubeconfig whose user signs in through ncui's exec credential plugin (a device-code flow).
+
+    ``kube_base`` is the Kubernetes API's https origin (kubectl sends credentials only over TLS) and
+    ``ca_pem`` the certificate it pins; without them the cluster is served at ``api_base``.
+    """
+    import base64
     import sys
 
+    server: dict[str, Any] = {"server": f"{kube_base or api_base}/k8s/{cluster}"}
+    if ca_pem:
+        server["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": cluster, "cluster": {"server": f"{api_base}/k8s/{cluster}"}}],
+        "clusters": [{"name": cluster, "cluster": server}],
         "users": [{"name": f"{cluster}-user", "user": {"exec": {
             "apiVersion": "client.authentication.k8s.io/v1",
             "command": sys.executable,

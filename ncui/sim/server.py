@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import socket
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Optional
 
 import uvicorn
 
 from .app import SimConfig, create_app
+from .kube.tls import KubeTLS, self_signed
 from .world import World
 
 
@@ -33,6 +37,22 @@ class SimServer:
         self._server = uvicorn.Server(uvicorn.Config(
             self.app, log_level=log_level, access_log=False, lifespan="off",
             timeout_graceful_shutdown=2, timeout_keep_alive=5))
+        # The same app over HTTPS for kubectl: client-go sends credentials (the sign-in plugin's token)
+        # only to https servers. The kubeconfig points there and pins this self-signed certificate.
+        self.tls_sock = socket.socket(self.sock.family, socket.SOCK_STREAM)
+        self.tls_sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.tls_sock.bind((host, 0))
+        self._tls_dir = Path(tempfile.mkdtemp(prefix="ncui-sim-tls-"))
+        cert, key = self_signed(host)
+        (self._tls_dir / "cert.pem").write_bytes(cert)
+        (self._tls_dir / "key.pem").write_bytes(key)
+        (self._tls_dir / "key.pem").chmod(0o600)
+        h = f"[{host}]" if ":" in host else host
+        self.app.state.kube_tls = KubeTLS(f"https://{h}:{self.tls_sock.getsockname()[1]}", cert)
+        self._tls_server = uvicorn.Server(uvicorn.Config(
+            self.app, log_level=log_level, access_log=False, lifespan="off", timeout_graceful_shutdown=2,
+            timeout_keep_alive=5, ssl_certfile=str(self._tls_dir / "cert.pem"),
+            ssl_keyfile=str(self._tls_dir / "key.pem")))
         self._thread: Optional[threading.Thread] = None
 
     # ---- where it listens ---------------------------------------------------------------------
@@ -55,31 +75,46 @@ class SimServer:
 
     # ---- running ------------------------------------------------------------------------------
 
+    @property
+    def kube_url(self) -> str:
+        """The Kubernetes API's HTTPS origin (``<kube_url>/k8s/<cluster>``)."""
+        return self.app.state.kube_tls.url
+
     def serve_forever(self) -> None:
         """Serve in this thread until interrupted."""
-        asyncio.run(self._server.serve(sockets=[self.sock]))
+        async def both() -> None:
+            await asyncio.gather(self._server.serve(sockets=[self.sock]),
+                                 self._tls_server.serve(sockets=[self.tls_sock]))
+        asyncio.run(both())
 
     def start(self, timeout: float = 10.0) -> "SimServer":
         self._thread = threading.Thread(target=self.serve_forever, name="ncui-sim", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout
-        while not self._server.started:
+        while not (self._server.started and self._tls_server.started):
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("the simulator did not start")
             time.sleep(0.005)
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
+        kube = getattr(self.app.state, "kube", None)
+        if kube is not None:  # end the open watch and log streams now, not after the graceful timeout
+            kube.close()
         self._server.should_exit = True
+        self._tls_server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout)
             if self._thread.is_alive():
                 self._server.force_exit = True
+                self._tls_server.force_exit = True
                 self._thread.join(timeout)
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        for s in (self.sock, self.tls_sock):
+            try:
+                s.close()
+            except OSError:
+                pass
+        shutil.rmtree(self._tls_dir, ignore_errors=True)
 
     def __enter__(self) -> "SimServer":
         return self.start()

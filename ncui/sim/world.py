@@ -70,6 +70,7 @@ class K8sState:
     nodes: list[Node] = field(default_factory=list)
     requested_nodes: int = 0  # GPU nodes the workloads need (the Kubernetes layer sets demand_fn)
     demand_fn: Optional[Callable[[], int]] = None
+    busy_fn: Optional[Callable[["Node"], bool]] = None  # the Kubernetes layer: does a pod run on this node
     idle_since_step: Optional[int] = None
 
     def gpu_nodes(self) -> list[Node]:
@@ -305,8 +306,9 @@ class World:
                     self._emit("node-granted", node)
             elif won < len(held):
                 # Joining nodes go first, then the newest; a drop we asked for is a release.
-                victims = sorted(held, key=lambda n: (n.ready(t), -n.granted_at.timestamp()))
                 reason = "released" if d.nodes < len(held) else "reclaimed"
+                busy = owner.busy_fn if reason == "released" and owner.busy_fn else (lambda n: False)
+                victims = sorted(held, key=lambda n: (busy(n), n.ready(t), -n.granted_at.timestamp()))
                 for node in victims[: len(held) - won]:
                     owner.nodes.remove(node)
                     self._emit(f"node-{reason}", node)

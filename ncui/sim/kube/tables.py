@@ -1,0 +1,287 @@
+"""``meta.k8s.io/v1`` Tables with the columns and cells the real API server prints (kubectl 1.32)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Callable, Optional
+
+from .objects import parse_time, selector_to_text
+
+
+def human_duration(seconds: float) -> str:
+    """k8s.io/apimachinery/pkg/util/duration.HumanDuration."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
+    if s < 120:
+        return f"{s}s"
+    m = s // 60
+    if m < 10:
+        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
+    if m < 180:
+        return f"{m}m"
+    h = m // 60
+    if h < 8:
+        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
+    if h < 48:
+        return f"{h}h"
+    if h < 24 * 8:
+        return f"{h // 24}d{h % 24}h" if h % 24 else f"{h // 24}d"
+    if h < 24 * 365 * 2:
+        return f"{h // 24}d"
+    return f"{h // 24 // 365}y"
+
+
+def _age(obj: dict, now: datetime) -> str:
+    ts = obj["metadata"].get("creationTimestamp")
+    if not ts:
+        return "<unknown>"
+    return human_duration((now - parse_time(ts)).total_seconds())
+
+
+def _col(name: str, typ: str = "string", desc: str = "", priority: int = 0, fmt: str = "") -> dict:
+    return {"name": name, "type": typ, "format": fmt, "description": desc or name, "priority": priority}
+
+
+NAME = _col("Name", fmt="name", desc="Name must be unique within a namespace.")
+AGE = _col("Age", desc="CreationTimestamp is a timestamp representing the server time when this object was created.")
+
+
+# ---- pods -------------------------------------------------------------------------------------
+
+def pod_reason(pod: dict) -> tuple[str, int, int, int]:
+    """(STATUS, ready, total, restarts): printPod of kubernetes/pkg/printers/internalversion."""
+    spec, status = pod.get("spec", {}), pod.get("status", {})
+    total = len(spec.get("containers", []))
+    ready = restarts = 0
+    phase = status.get("phase", "")
+    reason = status.get("reason") or phase
+    for c in status.get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+    n_init = len(spec.get("initContainers") or [])
+    initializing = False
+    for i, c in enumerate(status.get("initContainerStatuses") or []):
+        restarts += int(c.get("restartCount", 0))
+        state = c.get("state") or {}
+        term, wait = state.get("terminated"), state.get("waiting")
+        if term and term.get("exitCode") == 0:
+            continue
+        if term:
+            reason = "Init:" + term["reason"] if term.get("reason") else f"Init:ExitCode:{term.get('exitCode')}"
+        elif wait and wait.get("reason") and wait["reason"] != "PodInitializing":
+            reason = "Init:" + wait["reason"]
+        else:
+            reason = f"Init:{i}/{n_init}"
+        initializing = True
+        break
+    initialized = any(c.get("type") == "Initialized" and c.get("status") == "True"
+                      for c in status.get("conditions") or [])
+    if not initializing or initialized:
+        has_running = False
+        for c in reversed(status.get("containerStatuses") or []):
+            restarts += int(c.get("restartCount", 0))
+            state = c.get("state") or {}
+            wait, term, run = state.get("waiting"), state.get("terminated"), state.get("running")
+            if wait and wait.get("reason"):
+                reason = wait["reason"]
+            elif term and term.get("reason"):
+                reason = term["reason"]
+            elif term:
+                reason = f"ExitCode:{term.get('exitCode')}"
+            elif c.get("ready") and run is not None:
+                has_running = True
+                ready += 1
+        if reason == "Completed" and has_running:
+            reason = "Running"
+    if pod["metadata"].get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+    return reason, ready, total, restarts
+
+
+def pod_row(pod: dict, now: datetime) -> list:
+    reason, ready, total, restarts = pod_reason(pod)
+    st = pod.get("status", {})
+    ips = st.get("podIPs") or []
+    return [pod["metadata"]["name"], f"{ready}/{total}", reason, str(restarts), _age(pod, now),
+            ips[0]["ip"] if ips else "<none>", pod.get("spec", {}).get("nodeName") or "<none>",
+            st.get("nominatedNodeName") or "<none>", "<none>"]
+
+
+POD_COLS = [NAME, _col("Ready", desc="The aggregate readiness state of this pod for accepting traffic."),
+            _col("Status", desc="The aggregate status of the containers in this pod."),
+            _col("Restarts", desc="The number of times the containers in this pod have been restarted and when "
+                                  "the last container in this pod has restarted."), AGE,
+            _col("IP", priority=1, desc="IP address allocated to the pod. Routable at least within the cluster."),
+            _col("Node", priority=1, desc="NodeName is a request to schedule this pod onto a specific node."),
+            _col("Nominated Node", priority=1, desc="nominatedNodeName is set when this pod preempts other pods."),
+            _col("Readiness Gates", priority=1, desc="If specified, all readiness gates will be evaluated.")]
+
+
+# ---- jobs -------------------------------------------------------------------------------------
+
+def _has(conds, ctype) -> bool:
+    return any(c.get("type") == ctype and c.get("status") == "True" for c in conds or [])
+
+
+def job_row(job: dict, now: datetime) -> list:
+    spec, st = job.get("spec", {}), job.get("status", {})
+    comp = spec.get("completions")
+    succ = st.get("succeeded", 0)
+    if comp is not None:
+        completions = f"{succ}/{comp}"
+    else:
+        par = spec.get("parallelism", 0)
+        completions = f"{succ}/1 of {par}" if par > 1 else f"{succ}/1"
+    dur = ""
+    if st.get("startTime"):
+        start = parse_time(st["startTime"])
+        end = parse_time(st["completionTime"]) if st.get("completionTime") else now
+        dur = human_duration((end - start).total_seconds())
+    conds = st.get("conditions")
+    if _has(conds, "Complete"):
+        status = "Complete"
+    elif _has(conds, "Failed"):
+        status = "Failed"
+    elif job["metadata"].get("deletionTimestamp"):
+        status = "Terminating"
+    elif _has(conds, "SuccessCriteriaMet"):
+        status = "SuccessCriteriaMet"
+    elif _has(conds, "Suspended"):
+        status = "Suspended"
+    elif _has(conds, "FailureTarget"):
+        status = "FailureTarget"
+    else:
+        status = "Running"
+    cs = spec.get("template", {}).get("spec", {}).get("containers", [])
+    return [job["metadata"]["name"], status, completions, dur, _age(job, now), ",".join(c["name"] for c in cs),
+            ",".join(str(c.get("image", "")) for c in cs), selector_to_text(spec.get("selector") or {})]
+
+
+JOB_COLS = [NAME, _col("Status", desc="Status of the job."),
+            _col("Completions", desc="The desired number of successfully finished pods the job should be run with."),
+            _col("Duration", desc="Time required to complete the job."), AGE,
+            _col("Containers", priority=1, desc="Names of each container in the template."),
+            _col("Images", priority=1, desc="Images referenced by each container in the template."),
+            _col("Selector", priority=1, desc="A label query over pods that should match the pod count.")]
+
+
+# ---- deployments, replicasets -----------------------------------------------------------------
+
+def deploy_row(d: dict, now: datetime) -> list:
+    spec, st = d.get("spec", {}), d.get("status", {})
+    cs = spec.get("template", {}).get("spec", {}).get("containers", [])
+    return [d["metadata"]["name"], f"{st.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+            int(st.get("updatedReplicas", 0)), int(st.get("availableReplicas", 0)), _age(d, now),
+            ",".join(c["name"] for c in cs), ",".join(str(c.get("image", "")) for c in cs),
+            selector_to_text(spec.get("selector") or {})]
+
+
+DEPLOY_COLS = [NAME, _col("Ready", desc="Number of the pod with ready state"),
+               _col("Up-to-date", "integer", "Total number of non-terminated pods targeted by this deployment that "
+                                             "have the desired template spec."),
+               _col("Available", "integer", "Total number of available pods (ready for at least minReadySeconds) "
+                                            "targeted by this deployment."), AGE,
+               _col("Containers", priority=1), _col("Images", priority=1), _col("Selector", priority=1)]
+
+
+def rs_row(rs: dict, now: datetime) -> list:
+    spec, st = rs.get("spec", {}), rs.get("status", {})
+    cs = spec.get("template", {}).get("spec", {}).get("containers", [])
+    return [rs["metadata"]["name"], int(spec.get("replicas", 1)), int(st.get("replicas", 0)),
+            int(st.get("readyReplicas", 0)), _age(rs, now), ",".join(c["name"] for c in cs),
+            ",".join(str(c.get("image", "")) for c in cs), selector_to_text(spec.get("selector") or {})]
+
+
+RS_COLS = [NAME, _col("Desired", "integer", "Replicas is the number of desired replicas."),
+           _col("Current", "integer", "Replicas is the most recently observed number of replicas."),
+           _col("Ready", "integer", "The number of ready replicas for this replica set."), AGE,
+           _col("Containers", priority=1), _col("Images", priority=1), _col("Selector", priority=1)]
+
+
+# ---- nodes ------------------------------------------------------------------------------------
+
+def node_row(n: dict, now: datetime) -> list:
+    conds = n.get("status", {}).get("conditions") or []
+    status = "Unknown"
+    for c in conds:
+        if c.get("type") == "Ready":
+            status = "Ready" if c.get("status") == "True" else "NotReady"
+    if n.get("spec", {}).get("unschedulable"):
+        status += ",SchedulingDisabled"
+    roles = sorted(k.split("/", 1)[1] for k in n["metadata"].get("labels", {})
+                   if k.startswith("node-role.kubernetes.io/") and k.split("/", 1)[1])
+    info = n.get("status", {}).get("nodeInfo", {})
+    addrs = {a["type"]: a["address"] for a in n.get("status", {}).get("addresses", [])}
+    return [n["metadata"]["name"], status, ",".join(roles) or "<none>", _age(n, now), info.get("kubeletVersion", ""),
+            addrs.get("InternalIP", "<none>"), addrs.get("ExternalIP", "<none>"), info.get("osImage", "<unknown>"),
+            info.get("kernelVersion", "<unknown>"), info.get("containerRuntimeVersion", "<unknown>")]
+
+
+NODE_COLS = [NAME, _col("Status", desc="The status of the node"), _col("Roles", desc="The roles of the node"), AGE,
+             _col("Version", desc="Kubelet Version reported by the node."),
+             _col("Internal-IP", priority=1), _col("External-IP", priority=1), _col("OS-Image", priority=1),
+             _col("Kernel-Version", priority=1), _col("Container-Runtime", priority=1)]
+
+
+# ---- services, namespaces, the rest ----------------------------------------------------------
+
+def svc_row(s: dict, now: datetime) -> list:
+    spec = s.get("spec", {})
+    ports = ",".join(f"{p['port']}/{p.get('protocol', 'TCP')}" if not p.get("nodePort")
+                     else f"{p['port']}:{p['nodePort']}/{p.get('protocol', 'TCP')}" for p in spec.get("ports") or [])
+    sel = spec.get("selector")
+    return [s["metadata"]["name"], spec.get("type", "ClusterIP"), spec.get("clusterIP", "<none>"), "<none>",
+            ports or "<none>", _age(s, now),
+            ",".join(f"{k}={v}" for k, v in sorted(sel.items())) if sel else "<none>"]
+
+
+SVC_COLS = [NAME, _col("Type"), _col("Cluster-IP"), _col("External-IP"), _col("Port(s)"), AGE,
+            _col("Selector", priority=1)]
+
+
+def ns_row(n: dict, now: datetime) -> list:
+    return [n["metadata"]["name"], n.get("status", {}).get("phase", "Active"), _age(n, now)]
+
+
+NS_COLS = [NAME, _col("Status"), AGE]
+
+
+def generic_row(o: dict, now: datetime) -> list:
+    return [o["metadata"]["name"], _age(o, now)]
+
+
+GENERIC_COLS = [NAME, _col("Age", desc="CreationTimestamp is a timestamp representing the server time when "
+                                       "this object was created.")]
+
+PRINTERS: dict[str, tuple[list, Callable]] = {
+    "pods": (POD_COLS, pod_row), "jobs": (JOB_COLS, job_row), "deployments": (DEPLOY_COLS, deploy_row),
+    "replicasets": (RS_COLS, rs_row), "nodes": (NODE_COLS, node_row), "services": (SVC_COLS, svc_row),
+    "namespaces": (NS_COLS, ns_row),
+}
+
+
+def wants_table(accept: Optional[str]) -> bool:
+    return bool(accept) and "as=Table" in accept
+
+
+def table(resource: str, objs: list[dict], now: datetime, rv: str, include: str = "Metadata",
+          columns: bool = True) -> dict:
+    cols, row = PRINTERS.get(resource, (GENERIC_COLS, generic_row))
+    rows = []
+    for o in objs:
+        if include == "Object":
+            embedded = o
+        elif include == "None":
+            embedded = None
+        else:
+            embedded = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]}
+        r = {"cells": row(o, now)}
+        if embedded is not None:
+            r["object"] = embedded
+        rows.append(r)
+    t = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv}, "rows": rows}
+    t["columnDefinitions"] = cols if columns else []
+    return t

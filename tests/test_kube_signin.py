@@ -1,0 +1,78 @@
+"""kubectl's sign-in plugin: one link, background polling without a terminal, silent after approval,
+a fresh link after an idle day or an expired code, and waiting with a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import stat
+import subprocess
+import sys
+
+from .conftest import wait_for
+from .kube_support import kube_factory  # noqa: F401 (fixture)
+
+LINK = re.compile(r"(http://\S+/device\?code=[A-Z]{4}-[A-Z]{4})")
+
+
+def test_no_terminal_one_link_background_poll_then_silent(kube_factory):
+    k = kube_factory("k8s-market", signed_in=False)
+    p = k.kubectl("get", "nodes", check=False)
+    assert p.returncode != 0
+    links = LINK.findall(p.stderr)
+    assert len(links) == 1, p.stderr  # ONE link, although kubectl retried the plugin
+    pend = k.pending()
+    assert pend and pend["poller"]  # a background process polls meanwhile
+    again = k.kubectl("get", "nodes", check=False)
+    assert LINK.findall(again.stderr) == links  # the same link while it is pending
+    assert k.approve(links[0]).status_code == 200
+    wait_for(lambda: any(not p.name.endswith(".pending.json") for p in k.auth_cache.glob("*.json")), 15,
+             what="the background poller caches the credential")
+    ok = k.kubectl("get", "nodes")
+    assert "halcyon-cpu-worker-0" in ok.stdout and ok.stderr == ""  # silent
+    cred = next(p for p in k.auth_cache.glob("*.json") if not p.name.endswith(".pending.json"))
+    assert stat.S_IMODE(cred.stat().st_mode) == 0o600
+    token = k.token()
+    assert token not in ok.stdout + ok.stderr + p.stderr
+    # an idle (virtual) day: the next call prints a link again
+    k.world.advance(25 * 3600)
+    p = k.kubectl("get", "nodes", check=False)
+    assert p.returncode != 0 and len(LINK.findall(p.stderr)) == 1 and LINK.findall(p.stderr) != links
+
+
+def test_expired_code_gives_a_fresh_link(kube_factory):
+    k = kube_factory("k8s-market", signed_in=False)
+    first = LINK.findall(k.kubectl("get", "nodes", check=False).stderr)
+    k.world.advance(16 * 60)  # device codes live 15 virtual minutes
+    wait_for(lambda: (k.pending() or {}).get("state") == "expired_token", 15, what="the poller sees the expiry")
+    second = LINK.findall(k.kubectl("get", "nodes", check=False).stderr)
+    assert len(first) == len(second) == 1 and first != second
+    assert k.approve(first[0]).status_code == 410  # the old page says it expired
+
+
+def test_with_a_terminal_it_waits_until_approved(kube_factory):
+    k = kube_factory("k8s-market", signed_in=False)
+    master, slave = pty.openpty()
+    env = {**k.env, "KUBERNETES_EXEC_INFO": json.dumps({"apiVersion": "client.authentication.k8s.io/v1",
+                                                          "kind": "ExecCredential", "spec": {"interactive": True}})}
+    proc = subprocess.Popen([sys.executable, "-m", "ncui.kube.signin", "--api", k.sim.api_url, "--cluster",
+                             k.cluster], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            text=True)
+    os.close(slave)
+    try:
+        link = wait_for(lambda: (k.pending() or {}).get("link"), 15, what="a pending code")
+        assert proc.poll() is None  # still waiting, no background poller
+        assert not (k.pending() or {}).get("poller")
+        assert k.approve(link).status_code == 200
+        out, err = proc.communicate(timeout=15)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0
+    assert LINK.findall(err) == [link]
+    cred = json.loads(out)
+    assert cred["kind"] == "ExecCredential" and cred["status"]["token"]
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", cred["status"]["expirationTimestamp"])
