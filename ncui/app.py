@@ -50,6 +50,7 @@ class NCApp(App):
         Binding("5", "show('lease')", "Lease", show=False),
         Binding("question_mark,f1", "help", "Help"),
         Binding("r", "refresh", "Refresh"),
+        Binding("s", "kube_signin", "Sign in", show=False),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -208,6 +209,62 @@ class NCApp(App):
         if self.pollers is not None:
             self.pollers.refresh("bid", "spend", "ladder")
 
+    # ---- kubectl sign-in ----------------------------------------------------------------------
+
+    def action_kube_signin(self) -> None:
+        self.run_worker(self._signin(), name="signin", group="signin", exclusive=True, exit_on_error=False)
+
+    async def _signin(self) -> None:
+        """Run the kubeconfig's sign-in plugin as kubectl would; show its link until it is approved."""
+        import asyncio
+
+        from .kube.session import exec_spec, run_plugin
+        from .screens.modals import SignInModal
+
+        ref = self.store.meta.get("cluster")
+        if ref is None or ref.kind != "kubernetes" or self.backend is None or self.backend.nc is None:
+            self.notify("kubectl sign-in is for a Kubernetes cluster.")
+            return
+        self.store.set("kube_signin", "checking")
+        try:
+            spec = exec_spec(await self.backend.nc.kubeconfig(ref.name))
+        except (NCError, ValueError) as e:
+            self.store.fail("kube_signin", f"Cannot sign in: {e}")
+            self.notify(f"Cannot sign in: {e}", severity="error", timeout=8)
+            return
+        result = await run_plugin(spec)
+        if result.signed_in:
+            self.store.set("kube_signin", "signed in")
+            self.notify(f"kubectl is signed in to {ref.name}.")
+            return
+        if not result.link:
+            self.store.fail("kube_signin", result.message or "the sign-in plugin gave no link")
+            self.notify(f"Sign-in failed: {result.message[:200]}", severity="error", timeout=10)
+            return
+        self.store.set("kube_signin", "waiting for approval")
+        closed = asyncio.Event()
+        modal = SignInModal(ref.name, result.link)
+        await self.push_screen(modal, callback=lambda _ok: closed.set())
+        link = result.link
+        while not closed.is_set():
+            try:
+                await asyncio.wait_for(closed.wait(), timeout=2.0)
+                break
+            except asyncio.TimeoutError:
+                pass
+            result = await run_plugin(spec)
+            if result.signed_in:
+                self.store.set("kube_signin", "signed in")
+                if not closed.is_set():
+                    modal.dismiss(True)
+                self.notify(f"Signed in: kubectl --context {ref.name} now works silently.")
+                return
+            if result.link and result.link != link:
+                link = result.link
+                modal.new_link(link)
+        self.store.set("kube_signin", "not signed in")
+        self.notify("Sign-in goes on in the background: approve the link, then press s again.", timeout=8)
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         if self.first_run:
@@ -216,6 +273,8 @@ class NCApp(App):
             yield SystemCommand(f"Go to {cls.TITLE}", f"Show the {cls.TITLE} screen (key {i})",
                                 lambda name=name: self.run_action(f"show('{name}')"))
         yield SystemCommand("Refresh", "Fetch everything now (key r)", self.action_refresh)
+        yield SystemCommand("Sign in to the cluster (kubectl)", "Run the kubeconfig's sign-in (key s)",
+                            self.action_kube_signin)
         yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)",
                             self.action_help)
 

@@ -141,3 +141,48 @@ async def test_vm_cluster_shows_its_market_and_capacity(sim_factory):
         await pilot.pause()
         text = screen_text(app)
         assert "VM market" in text and "Declared nothing" in text and "Allocations none" in text
+
+
+async def test_kubectl_sign_in_shows_the_link_then_goes_on_by_itself(sim, tmp_path, monkeypatch):
+    from ncui.screens.modals import SignInModal
+
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+    app = app_for(sim)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "cluster"))
+        assert "press s to sign in" in screen_text(app)
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, SignInModal), what="the sign-in modal")
+        link = app.screen.link
+        assert link.startswith(sim.api_url) and "/device?code=" in link
+        assert "Sign in to halcyon" in screen_text(app)
+        # The human approves in a browser.
+        code = link.split("code=", 1)[1]
+        async with httpx.AsyncClient() as h:
+            r = await h.post(sim.api_url + "/device", data={"code": code})
+        assert r.status_code == 200
+        await until(pilot, lambda: not isinstance(app.screen, SignInModal), timeout=30, what="auto close")
+        await until(pilot, lambda: app.store.value("kube_signin") == "signed in")
+        assert "signed in ✓" in screen_text(app)
+        before = app.store.get("kube_signin").version
+        await pilot.press("s")  # once signed in: checked again silently, no link
+        await until(pilot, lambda: app.store.get("kube_signin").version >= before + 2)
+        assert app.store.value("kube_signin") == "signed in" and not isinstance(app.screen, SignInModal)
+
+
+async def test_an_expired_sign_in_link_is_replaced_by_a_fresh_one(sim, tmp_path, monkeypatch):
+    from ncui.screens.modals import SignInModal
+
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+    app = app_for(sim)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "cluster"))
+        await pilot.press("s")
+        await until(pilot, lambda: isinstance(app.screen, SignInModal), what="the sign-in modal")
+        first = app.screen.link
+        sim.world.advance(16 * 60)  # the code's 15 minutes pass unapproved
+        await until(pilot, lambda: isinstance(app.screen, SignInModal) and app.screen.link != first,
+                    timeout=30, what="a fresh link")
+        assert "expired; here is a fresh one" in screen_text(app)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.store.value("kube_signin") == "not signed in")

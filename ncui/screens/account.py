@@ -17,13 +17,15 @@ from .base import View
 
 
 class AccountView(View):
-    NEEDS = ("whoami", "summary", "balance", "transactions", "cluster", "bid", "ladder", "vm_capacity", "ticks")
+    NEEDS = ("whoami", "summary", "balance", "transactions", "cluster", "bid", "ladder", "vm_capacity", "ticks",
+             "kube_signin")
     TITLE = "Account"
     HELP = """\
 [b]Account & balance[/b]
 
 Who the token belongs to, your organization's clusters and its money.
 
+• [b]kubectl[/b]: press [b]s[/b] to sign in to a Kubernetes cluster: ncui shows the sign-in link (and copies it where the terminal allows); open it, approve it, and ncui goes on by itself.
 • [b]Clusters[/b]: the cluster's kind picks the flow (kubernetes, vm, slurm). Move with ↑/↓ and press
   [b]Enter[/b] to make a cluster the active one: the header and the other screens follow it.
 • [b]Balance[/b] is what the organization has now; [b]burn[/b] is the hourly rate the meter last
@@ -65,6 +67,18 @@ Who the token belongs to, your organization's clusters and its money.
             t.append(who.user.email, style="bold")
             t.append(f"\n{who.org_name}")
             t.append(f" · {who.org_kind.replace('_', ' ')}", style="dim")
+            active = self.store.meta.get("cluster")
+            if active is not None and active.kind == "kubernetes":
+                t.append("\nkubectl  ", style="dim")
+                state = self.store.get("kube_signin")
+                if state.value == "signed in":
+                    t.append("signed in ✓", style="green")
+                elif state.error:
+                    t.append(f"sign-in failed: {state.error[:60]}", style="red")
+                elif state.value in ("checking", "waiting for approval"):
+                    t.append(state.value + "…", style="yellow")
+                else:
+                    t.append("press s to sign in", style="bold")
             ident.update(t)
         self._clusters(who)
         self._money()

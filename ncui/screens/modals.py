@@ -78,3 +78,47 @@ class ConfirmModal(ModalScreen[bool]):
 
     def action_answer(self, value: bool) -> None:
         self.dismiss(value)
+
+
+class SignInModal(ModalScreen[bool]):
+    """The sign-in link, big and selectable; closes by itself once the link is approved."""
+
+    BINDINGS = [Binding("escape", "close", "Close"), Binding("c", "copy", "Copy link")]
+    DEFAULT_CSS = """
+    SignInModal { align: center middle; }
+    SignInModal > Vertical { width: 90%; max-width: 100; height: auto; border: thick $accent;
+                             background: $surface; padding: 1 2; }
+    SignInModal #link { color: $text; background: $boost; padding: 0 1; margin: 1 0; }
+    SignInModal #state { color: $text-muted; }
+    """
+
+    def __init__(self, cluster: str, link: str) -> None:
+        super().__init__()
+        self.cluster, self.link = cluster, link
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(f"[b]Sign in to {self.cluster}[/b]", markup=True)
+            yield Static("Open this link in a browser and approve it. Only you can do this step; "
+                         "ncui goes on by itself once you have.", markup=False)
+            yield Static(self.link, id="link", markup=False)
+            yield Static("Waiting for approval…  (c copies the link · Esc closes; sign-in goes on in the "
+                         "background)", id="state", markup=False)
+
+    def on_mount(self) -> None:
+        self.action_copy(quiet=True)
+
+    def new_link(self, link: str) -> None:
+        """The code expired: show the fresh link."""
+        self.link = link
+        self.query_one("#link", Static).update(link)
+        self.query_one("#state", Static).update("That link expired; here is a fresh one. Waiting for approval…")
+        self.action_copy(quiet=True)
+
+    def action_copy(self, quiet: bool = False) -> None:
+        self.app.copy_to_clipboard(self.link)
+        if not quiet:
+            self.notify("Sign-in link copied (where the terminal allows).")
+
+    def action_close(self) -> None:
+        self.dismiss(False)

@@ -1,0 +1,84 @@
+"""Run the kubeconfig's sign-in plugin the way kubectl does, without a terminal, and read its answer.
+
+The plugin prints an ExecCredential on stdout when signed in (never shown, never logged: it holds the
+token), or one sign-in link on stderr for the human to approve. No Textual here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import yaml
+
+URL = re.compile(r"https?://[^\s\"'<>]+")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class ExecSpec:
+    command: str
+    args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    api_version: str
+
+
+@dataclass(frozen=True)
+class SigninResult:
+    signed_in: bool
+    link: Optional[str] = None
+    message: str = ""  # what the plugin said on stderr, cleaned (it never holds the token)
+
+
+def exec_spec(kubeconfig: str, context: Optional[str] = None) -> ExecSpec:
+    """The exec plugin of the kubeconfig's context (the current one by default)."""
+    try:
+        doc = yaml.safe_load(kubeconfig) or {}
+        name = context or doc.get("current-context")
+        ctx = next(c["context"] for c in doc.get("contexts", []) if c.get("name") == name)
+        user = next(u["user"] for u in doc.get("users", []) if u.get("name") == ctx.get("user"))
+        ex = user["exec"]
+        env = tuple((e["name"], str(e["value"])) for e in ex.get("env") or ())
+        return ExecSpec(str(ex["command"]), tuple(str(a) for a in ex.get("args") or ()), env,
+                        str(ex.get("apiVersion") or "client.authentication.k8s.io/v1"))
+    except (yaml.YAMLError, StopIteration, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"the kubeconfig has no sign-in plugin for its context ({type(e).__name__})") from None
+
+
+async def run_plugin(spec: ExecSpec, timeout: float = 30.0) -> SigninResult:
+    """Run the plugin once, as kubectl does with no terminal (``interactive: false``)."""
+    info = {"apiVersion": spec.api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
+    env = {**os.environ, **dict(spec.env), "KUBERNETES_EXEC_INFO": json.dumps(info)}
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            spec.command, *spec.args, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env)
+    except OSError as e:
+        return SigninResult(False, message=f"cannot run the sign-in plugin {spec.command}: {e.strerror or e}")
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return SigninResult(False, message="the sign-in plugin did not answer in time")
+    text = clean(err.decode("utf-8", "replace"))
+    ok = proc.returncode == 0 and _is_credential(out)
+    m = URL.search(text)
+    return SigninResult(ok, m.group(0).rstrip(".,;)") if m else None, text.strip())
+
+
+def _is_credential(out: bytes) -> bool:
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("kind") == "ExecCredential" and bool((doc.get("status") or {}).get("token"))
+
+
+def clean(text: str) -> str:
+    """Text from another program, safe to show: no terminal control sequences."""
+    return ANSI.sub("", text.replace("\r\n", "\n")).replace("\t", "    ")
