@@ -96,6 +96,11 @@ def run_sim(args) -> int:
     print(f"# National Compute in a box: scenario {args.scenario}, seed {args.seed}, "
           f"speed {server.world.clock.speed:g}x. Ctrl-C stops it.")
     print(f"# Try: curl -H \"Authorization: Bearer $NC_TOKEN\" $NC_API/api/whoami")
+    k8s = [c.name for c in server.world.main_org.spec.clusters if c.kind == "kubernetes"]
+    if k8s:
+        print(f"# kubectl: curl -fsSL -H \"Authorization: Bearer $NC_TOKEN\" "
+              f"\"$NC_API/api/k8s/cluster/kubeconfig?cluster={k8s[0]}\" -o {k8s[0]}.yaml; "
+              f"KUBECONFIG={k8s[0]}.yaml kubectl --context {k8s[0]} get nodes")
     sys.stdout.flush()
     try:
         server.serve_forever()
