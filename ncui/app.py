@@ -21,7 +21,10 @@ from .screens.account import AccountView
 from .screens.base import View
 from .screens.market import MarketView
 from .screens.modals import ConfirmModal, HelpModal
-from .screens.more import LeaseView, RecipesView, WorkloadsView
+from .screens.flows import FlowsMixin
+from .screens.lease import LeaseView
+from .screens.recipes import RecipesView
+from .screens.workloads import WorkloadsView
 from .store import Store
 from .widgets.header import StatusHeader
 
@@ -38,7 +41,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(App):
+class NCApp(FlowsMixin, App):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True
@@ -63,6 +66,9 @@ class NCApp(App):
         self.first_run = first_run  # a message when there is no token
         self.pollers = None
         self._unsubs: list = []
+        self._kube = None  # KubeClient of the active cluster, once signed in
+        self._kube_for: Optional[str] = None
+        self._watchers: list = []
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -104,8 +110,11 @@ class NCApp(App):
     async def on_unmount(self) -> None:
         for u in self._unsubs:
             u()
+        self.stop_watchers()
         if self.pollers is not None:
             await self.pollers.stop()
+        if self._kube is not None:
+            await self._kube.aclose()
         if self.backend is not None:
             await self.backend.close()
 
@@ -132,7 +141,9 @@ class NCApp(App):
         self.store.meta["cluster"] = ref
         if old is not None and ref is not None and old.name == ref.name:
             return
-        self.store.clear(*CLUSTER_SLICES)
+        self.store.clear(*CLUSTER_SLICES, "k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes", "kube_signin")
+        self.stop_watchers()
+        self._kube_for = None
         if self.pollers is not None:
             self.pollers.refresh(*CLUSTER_SLICES)
         if ref is not None and old is not None:
@@ -212,9 +223,14 @@ class NCApp(App):
     # ---- kubectl sign-in ----------------------------------------------------------------------
 
     def action_kube_signin(self) -> None:
-        self.run_worker(self._signin(), name="signin", group="signin", exclusive=True, exit_on_error=False)
+        self.run_worker(self._signin_then_connect(), name="signin", group="signin", exclusive=True,
+                        exit_on_error=False)
 
-    async def _signin(self) -> None:
+    async def _signin_then_connect(self) -> None:
+        if await self.sign_in_flow(announce=True):
+            await self.kube_client()
+
+    async def sign_in_flow(self, announce: bool = False) -> bool:
         """Run the kubeconfig's sign-in plugin as kubectl would; show its link until it is approved."""
         import asyncio
 
@@ -224,23 +240,24 @@ class NCApp(App):
         ref = self.store.meta.get("cluster")
         if ref is None or ref.kind != "kubernetes" or self.backend is None or self.backend.nc is None:
             self.notify("kubectl sign-in is for a Kubernetes cluster.")
-            return
+            return False
         self.store.set("kube_signin", "checking")
         try:
             spec = exec_spec(await self.backend.nc.kubeconfig(ref.name))
         except (NCError, ValueError) as e:
             self.store.fail("kube_signin", f"Cannot sign in: {e}")
             self.notify(f"Cannot sign in: {e}", severity="error", timeout=8)
-            return
+            return False
         result = await run_plugin(spec)
         if result.signed_in:
             self.store.set("kube_signin", "signed in")
-            self.notify(f"kubectl is signed in to {ref.name}.")
-            return
+            if announce:
+                self.notify(f"kubectl is signed in to {ref.name}.")
+            return True
         if not result.link:
             self.store.fail("kube_signin", result.message or "the sign-in plugin gave no link")
             self.notify(f"Sign-in failed: {result.message[:200]}", severity="error", timeout=10)
-            return
+            return False
         self.store.set("kube_signin", "waiting for approval")
         closed = asyncio.Event()
         modal = SignInModal(ref.name, result.link)
@@ -258,12 +275,30 @@ class NCApp(App):
                 if not closed.is_set():
                     modal.dismiss(True)
                 self.notify(f"Signed in: kubectl --context {ref.name} now works silently.")
-                return
+                return True
             if result.link and result.link != link:
                 link = result.link
                 modal.new_link(link)
         self.store.set("kube_signin", "not signed in")
         self.notify("Sign-in goes on in the background: approve the link, then press s again.", timeout=8)
+        return False
+
+    def start_watchers(self, kube) -> None:
+        """Watch the cluster's objects into the store (pods, jobs, deployments, nodes)."""
+        from .kube.watch import ResourceWatcher
+
+        self.stop_watchers()
+        for kind in ("pods", "jobs", "deployments", "nodes"):
+            slice_name = f"k8s_{kind}"
+            w = ResourceWatcher(kube, kind, on_snapshot=lambda snap, n=slice_name: self.store.set(n, snap),
+                                on_error=lambda msg, n=slice_name: self.store.fail(n, msg))
+            self._watchers.append(w)
+            self.run_worker(w.run(), name=f"watch-{kind}", group="watch", exit_on_error=False)
+
+    def stop_watchers(self) -> None:
+        for w in self._watchers:
+            w.stop()
+        self._watchers.clear()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -122,3 +122,216 @@ class SignInModal(ModalScreen[bool]):
 
     def action_close(self) -> None:
         self.dismiss(False)
+
+
+class CeilingModal(ModalScreen["int | None"]):
+    """Ask for the ceiling (never assumed): the most the human will pay per GPU hour.
+
+    Judges it live against the ladder and the balance; returns micro-credits, or None when cancelled.
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    CeilingModal { align: center middle; }
+    CeilingModal > Vertical { width: 90%; max-width: 90; height: auto; border: thick $warning;
+                              background: $surface; padding: 1 2; }
+    CeilingModal Input { width: 20; margin: 1 0; }
+    CeilingModal Horizontal { height: auto; align-horizontal: right; }
+    CeilingModal Button { margin-left: 2; }
+    """
+
+    def __init__(self, title: str, context: str, judge, prefill: str = "") -> None:
+        super().__init__()
+        self.title_text, self.context, self.judge, self.prefill = title, context, judge, prefill
+        self.value: "int | None" = None
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Input
+
+        with Vertical():
+            yield Static(f"[b]{self.title_text}[/b]", markup=True)
+            yield Static(self.context, markup=False)
+            yield Input(value=self.prefill, placeholder="e.g. 4.10", id="ceiling")
+            yield Static("", id="verdict")
+            with Horizontal():
+                yield Button("Cancel (Esc)", id="cancel")
+                yield Button("Continue (Enter)", id="ok", variant="warning")
+
+    def on_mount(self) -> None:
+        from textual.widgets import Input
+
+        self.query_one("#ceiling", Input).focus()
+        self._judge(self.prefill)
+
+    def on_input_changed(self, event) -> None:
+        self._judge(event.value)
+
+    def _judge(self, text: str):
+        from rich.text import Text
+
+        from ..money import dollars_to_ucredits
+
+        verdict = self.query_one("#verdict", Static)
+        self.value = None
+        if not text.strip():
+            verdict.update(Text("Type the most you will pay per GPU hour, in dollars.", style="dim"))
+            return None
+        try:
+            value = dollars_to_ucredits(text)
+        except ValueError as e:
+            verdict.update(Text(f"✗ {text.strip()[:20]!r}: {e}", style="bold red"))
+            return None
+        ok, lines = self.judge(value)
+        out = Text()
+        for style, line in lines:
+            out.append(line + "\n", style=style)
+        verdict.update(out)
+        self.value = value if ok else None
+        return self.value
+
+    def on_input_submitted(self, event) -> None:
+        self._submit()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "ok":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def _submit(self) -> None:
+        if self.value is not None:
+            self.dismiss(self.value)
+        else:
+            self.notify("That ceiling cannot be used: see the reason under it.", severity="warning")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class CustomJobModal(ModalScreen["dict | None"]):
+    """Something else: image, command, nodes (and name), refused with reasons when invalid."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    CustomJobModal { align: center middle; }
+    CustomJobModal > Vertical { width: 90%; max-width: 90; height: auto; border: thick $accent;
+                                background: $surface; padding: 1 2; }
+    CustomJobModal Input { margin-bottom: 1; }
+    CustomJobModal Horizontal { height: auto; align-horizontal: right; }
+    CustomJobModal Button { margin-left: 2; }
+    """
+
+    def __init__(self, build) -> None:
+        super().__init__()
+        self.build = build  # (image, command, nodes_text, name, tolerant) -> (manifest | None, message)
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Checkbox, Input, Label
+
+        with Vertical():
+            yield Static("[b]Something else: your container as one Job on whole nodes[/b]", markup=True)
+            yield Label("Image")
+            yield Input(placeholder="e.g. ghcr.io/you/trainer:1.2", id="image")
+            yield Label("Command (run with sh -c)")
+            yield Input(placeholder="e.g. python train.py --epochs 3", id="command")
+            yield Label("Nodes")
+            yield Input(value="1", id="nodes")
+            yield Label("Job name")
+            yield Input(value="my-job", id="name")
+            yield Checkbox("Survive reclaims (podFailurePolicy ignores DisruptionTarget and exit 143)", True,
+                           id="tolerant")
+            yield Static("", id="why")
+            with Horizontal():
+                yield Button("Cancel (Esc)", id="cancel")
+                yield Button("Preview and apply", id="ok", variant="primary")
+
+    def on_mount(self) -> None:
+        from textual.widgets import Input
+
+        self.query_one("#image", Input).focus()
+
+    def _values(self):
+        from textual.widgets import Checkbox, Input
+
+        q = lambda i: self.query_one(f"#{i}", Input).value  # noqa: E731
+        return q("image"), q("command"), q("nodes"), q("name"), self.query_one("#tolerant", Checkbox).value
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id != "ok":
+            self.dismiss(None)
+            return
+        self._submit()
+
+    def on_input_submitted(self, event) -> None:
+        self._submit()
+
+    def _submit(self) -> None:
+        from rich.text import Text
+
+        result, message = self.build(*self._values())
+        if result is None:
+            self.query_one("#why", Static).update(Text(f"✗ {message}", style="bold red"))
+            return
+        self.dismiss(result)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ResultsModal(ModalScreen[None]):
+    """What happened, step by step (apply results, a completion): read, then Esc."""
+
+    BINDINGS = [Binding("escape,enter,q", "close", "Close")]
+    DEFAULT_CSS = """
+    ResultsModal { align: center middle; }
+    ResultsModal > Vertical { width: 95%; max-width: 110; height: auto; max-height: 90%;
+                              border: round $accent; background: $surface; padding: 0 1; }
+    ResultsModal VerticalScroll { height: auto; max-height: 100%; }
+    """
+
+    def __init__(self, title: str, body) -> None:
+        super().__init__()
+        self.title_text, self.body = title, body
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(f"[b]{self.title_text}[/b]", markup=True)
+            with VerticalScroll():
+                yield Static(self.body, markup=False)
+            yield Static("[dim]Esc or Enter closes[/dim]", markup=True)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class PromptModal(ModalScreen["str | None"]):
+    """One line to send to a model endpoint."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    PromptModal { align: center middle; }
+    PromptModal > Vertical { width: 90%; max-width: 90; height: auto; border: thick $accent;
+                             background: $surface; padding: 1 2; }
+    """
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.title_text = title
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Input
+
+        with Vertical():
+            yield Static(f"[b]{self.title_text}[/b]", markup=True)
+            yield Input(placeholder="Your message, then Enter", id="prompt")
+
+    def on_mount(self) -> None:
+        from textual.widgets import Input
+
+        self.query_one("#prompt", Input).focus()
+
+    def on_input_submitted(self, event) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,291 @@
+"""Recipes: which ones a cluster can run, what exactly will be applied, and the money check. No Textual.
+
+The vendor rule (seed): where a manifest has a vendor variant, try ``<stem>-<vendor>.yaml`` first; a 404
+means the default ``<stem>.yaml``; a serve recipe with neither is not offered on this cluster.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import yaml
+
+from .formatting import COVER_HOURS, plan_sentence
+from .money import cost_ucredits, fmt_price, fmt_usd
+
+VENDOR = "<vendor>"
+DEFAULT_RECIPE = "nanogpt"
+NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+# ---- which recipes this cluster can run ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Fit:
+    runnable: bool
+    reasons: tuple[str, ...] = ()  # why not, or what will be skipped
+    skipped_steps: tuple[str, ...] = ()
+
+
+def fit(recipe, cluster) -> Fit:
+    """Can ``cluster`` (a K8sCluster) run ``recipe``? Reasons in plain words."""
+    needs = set(recipe.needs)
+    reasons: list[str] = []
+    if "shared_volume" in needs and not cluster.shared_volume:
+        reasons.append("needs a shared volume at /mnt/shared; this cluster has none")
+    if "cpu_worker" in needs and not cluster.cpu_worker:
+        reasons.append("needs a CPU worker; this cluster has none")
+    if recipe.category == "serve" and cluster.gpu_vendor not in recipe.vendor_variants:
+        reasons.append(f"not offered on {cluster.gpu_vendor} GPUs (no {cluster.gpu_vendor} variant)")
+    skipped = []
+    for s in recipe.steps:
+        missing = [n for n in s.needs if (n == "shared_volume" and not cluster.shared_volume)
+                   or (n == "cpu_worker" and not cluster.cpu_worker)]
+        if missing and not reasons:
+            skipped.append(s.stem)
+    if skipped:
+        reasons.append("without a shared volume the weights are not staged first: the engine downloads "
+                       "them itself (slower)")
+    return Fit(not [r for r in reasons if not r.startswith("without")], tuple(reasons), tuple(skipped))
+
+
+def for_kind(catalog, kind: str) -> list:
+    """The catalog's recipes for a cluster kind, Train first."""
+    rs = [r for r in catalog if r.cluster_kind == kind]
+    return sorted(rs, key=lambda r: (r.name != DEFAULT_RECIPE, ["train", "serve", "post-train",
+                                                                "something-else"].index(r.category)
+                                     if r.category in ("train", "serve", "post-train", "something-else") else 9))
+
+
+# ---- what will be applied -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PlanStep:
+    stem: str
+    title: str
+    file: str  # the file used
+    url: str
+    note: str  # the vendor rule's note, e.g. "nanogpt-job-amd.yaml: 404, using nanogpt-job.yaml"
+    text: str
+    docs: tuple[dict, ...]
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    recipe: str
+    title: str
+    steps: tuple[PlanStep, ...]
+    skipped: tuple[str, ...] = ()
+    gpus: int = 0  # the most GPUs any step asks for at once (the money check's GPUs)
+    stop: tuple[str, ...] = ()
+
+    def all_docs(self, include_optional: bool = False) -> list[dict]:
+        return [d for s in self.steps if include_optional or not s.optional for d in s.docs]
+
+
+class NotOffered(Exception):
+    pass
+
+
+async def resolve(nc, recipe, cluster) -> Plan:
+    """Fetch every file the recipe applies on ``cluster``, with the vendor rule, in order."""
+    from .api.errors import NotFound
+
+    f = fit(recipe, cluster)
+    if not f.runnable:
+        raise NotOffered(f"{recipe.title}: " + "; ".join(f.reasons))
+    steps = []
+    for s in recipe.steps:
+        if s.stem in f.skipped_steps:
+            continue
+        try:
+            if VENDOR in s.file:
+                rf = await nc.recipe_file(s.stem, cluster.gpu_vendor)
+            else:
+                text = await nc.catalog_file(s.file)
+                from .api.client import RecipeFile
+
+                rf = RecipeFile(requested=s.file, used=s.file, url=nc.catalog_file_url(s.file), text=text)
+        except NotFound as e:
+            raise NotOffered(f"{recipe.title} is not offered on this cluster: {e}") from None
+        docs = parse_manifests(rf.text, rf.used)
+        steps.append(PlanStep(s.stem, s.title or s.stem, rf.used, rf.url, rf.note, rf.text, tuple(docs),
+                              s.optional))
+    gpus = max((gpus_of(st.docs, cluster.gpu_vendor) for st in steps), default=0)
+    stop = tuple(c.replace("<cluster>", cluster.name).replace(VENDOR, cluster.gpu_vendor) for c in recipe.stop)
+    return Plan(recipe.name, recipe.title, tuple(steps), f.skipped_steps, gpus, stop)
+
+
+def parse_manifests(text: str, name: str = "manifest") -> list[dict]:
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d]
+    except yaml.YAMLError as e:
+        raise ValueError(f"{name} is not valid YAML: {str(e).splitlines()[0]}") from None
+    for d in docs:
+        if not isinstance(d, dict) or not d.get("kind") or not (d.get("metadata") or {}).get("name"):
+            raise ValueError(f"{name} has a document without kind or metadata.name")
+    return docs
+
+
+def gpus_of(docs, vendor: str) -> int:
+    """GPUs the documents ask for at once: GPU limits × pods (Job parallelism, Deployment replicas).
+
+    A Deployment held at 0 replicas by a launcher (finance-analyst) counts as one replica: it takes the
+    node the tune frees, funded by the same limit price.
+    """
+    total = 0
+    for d in docs:
+        kind = d.get("kind")
+        spec = d.get("spec") or {}
+        if kind == "Job":
+            pods, tmpl = int(spec.get("parallelism") or 1), spec.get("template") or {}
+        elif kind in ("Deployment", "StatefulSet"):
+            pods, tmpl = max(1, int(spec.get("replicas") if spec.get("replicas") is not None else 1)), \
+                spec.get("template") or {}
+        elif kind == "Pod":
+            pods, tmpl = 1, {"spec": spec}
+        else:
+            continue
+        per_pod = 0
+        for c in (tmpl.get("spec") or {}).get("containers") or []:
+            limits = ((c.get("resources") or {}).get("limits") or {})
+            for k, v in limits.items():
+                if k.endswith(".com/gpu"):
+                    per_pod += int(str(v))
+        total += pods * per_pod
+    return total
+
+
+# ---- Something else ------------------------------------------------------------------------------
+
+@dataclass
+class CustomJob:
+    image: str
+    command: str
+    nodes: int = 1
+    name: str = "my-job"
+    gpus_per_pod: Optional[int] = None  # None: whole nodes
+    reclaim_tolerant: bool = True
+    errors: list[str] = field(default_factory=list)
+
+
+def custom_job(job: CustomJob, cluster) -> dict:
+    """The seed's Something-else skeleton for ``cluster``; ValueError with every reason when invalid."""
+    errors = []
+    image, command, name = job.image.strip(), job.command.strip(), job.name.strip()
+    if not image:
+        errors.append("the image is empty")
+    elif any(ch.isspace() for ch in image):
+        errors.append("the image name cannot contain spaces")
+    if not command:
+        errors.append("the command is empty")
+    if not NAME_RE.match(name or ""):
+        errors.append("the job name must be lowercase letters, digits and '-' (at most 63)")
+    if not isinstance(job.nodes, int) or job.nodes < 1 or job.nodes > 64:
+        errors.append("nodes must be a whole number from 1 to 64")
+    gpn = cluster.gpus_per_node
+    gpus = job.gpus_per_pod if job.gpus_per_pod is not None else gpn
+    if gpus % gpn and not cluster.reservation_packing:
+        errors.append(f"{gpus} GPUs is a partial node: every pod must ask for a multiple of {gpn} GPUs "
+                      f"(only a cluster with reservation packing takes fewer)")
+    if gpus < 1:
+        errors.append("a GPU job asks for at least one GPU")
+    if errors:
+        raise ValueError("; ".join(errors))
+    res = f"{cluster.gpu_vendor}.com/gpu"
+    spec: dict[str, Any] = {
+        "backoffLimit": 0,
+        "template": {"metadata": {"labels": {"app.kubernetes.io/name": name,
+                                             "first-job.nationalcompute.com/recipe": "something-else"}},
+                     "spec": {
+                         "restartPolicy": "Never",
+                         "terminationGracePeriodSeconds": 60,
+                         "tolerations": [{"key": res, "operator": "Exists", "effect": "NoSchedule"}],
+                         "containers": [{
+                             "name": "main", "image": image, "command": ["sh", "-c", command],
+                             "resources": {"limits": {res: str(gpus)}},
+                             "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}],
+                         "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}]}},
+    }
+    if job.nodes > 1:
+        spec["parallelism"] = spec["completions"] = job.nodes
+    if job.reclaim_tolerant:
+        spec["podReplacementPolicy"] = "Failed"
+        spec["podFailurePolicy"] = {"rules": [
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [143]}}]}
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "labels": {"first-job.nationalcompute.com/recipe": "something-else"}},
+            "spec": spec}
+
+
+def custom_plan(job: CustomJob, cluster) -> Plan:
+    doc = custom_job(job, cluster)
+    text = yaml.safe_dump(doc, sort_keys=False)
+    return Plan("something-else", "Something else", (PlanStep("my-job", "Your container as one Job",
+                                                             f"{doc['metadata']['name']}.yaml", "", "", text,
+                                                             (doc,)),),
+                gpus=gpus_of([doc], cluster.gpu_vendor),
+                stop=(f"kubectl --context {cluster.name} delete job {doc['metadata']['name']}",))
+
+
+# ---- the money check -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MoneyCheck:
+    ok: bool  # the balance covers two hours at the ceiling
+    sentence: str
+    topup: int  # µcredits short (0 when covered)
+    cost_per_hour: int  # at the ceiling
+
+
+def money_check(gpus: int, ceiling: int, balance: int, purchases: bool) -> MoneyCheck:
+    sentence, short = plan_sentence(gpus, ceiling, balance, purchases)
+    return MoneyCheck(short == 0, sentence, short, cost_ucredits(ceiling, gpus, 1))
+
+
+@dataclass(frozen=True)
+class CeilingVerdict:
+    ok: bool  # may be set (after the human's yes)
+    level: str  # "refuse" | "warn" | "ok"
+    message: str
+    nodes_won: int = 0
+
+
+def judge_ceiling(ceiling: int, ladder, nodes_needed: int) -> CeilingVerdict:
+    """Compare a ceiling with the market's own numbers before anything is bid."""
+    floor = ladder.floor_price_per_gpu_hour or 0
+    if ceiling <= 0:
+        return CeilingVerdict(False, "refuse", "A limit price must be more than $0.")
+    if ceiling < floor:
+        return CeilingVerdict(False, "refuse", f"{fmt_price(ceiling)} is under the market's floor of "
+                                               f"{fmt_price(floor)}: it would never clear (bid-too-low).")
+    won = 0
+    for r in ladder.rungs:
+        if ceiling >= r.price_per_gpu_hour:
+            won = max(won, r.nodes)
+    if won < nodes_needed:
+        need = next((r.price_per_gpu_hour for r in ladder.rungs if r.nodes >= nodes_needed), None)
+        more = f"; {fmt_price(need)} wins {nodes_needed} now" if need else ""
+        return CeilingVerdict(True, "warn", f"{fmt_price(ceiling)} would not win {'a node' if nodes_needed == 1 else f'{nodes_needed} nodes'} "
+                                            f"right now{more}. The job waits until the price falls.", won)
+    return CeilingVerdict(True, "ok", f"{fmt_price(ceiling)} clears now: it wins up to {won} node"
+                                      f"{'s' if won > 1 else ''}.", won)
+
+
+def bid_confirmation(cluster: str, ceiling: int, gpus: int, assessed: Optional[int]) -> str:
+    per_hour = cost_ucredits(ceiling, gpus, 1)
+    now = f" (winners are assessed {fmt_price(assessed)} now)" if assessed else ""
+    return (f"Set a limit price of {fmt_price(ceiling)} on {cluster}?\n\n"
+            f"For {gpus} GPUs that is at most {fmt_usd(per_hour)} per hour; you pay the assessed price, "
+            f"never more than your limit{now}.\n\n"
+            f"The limit stands until you withdraw it (Lease screen, w): it keeps pulling nodes for any GPU job "
+            f"you apply later.")
+
+
+__all__ = ["fit", "for_kind", "resolve", "Plan", "PlanStep", "NotOffered", "custom_job", "custom_plan",
+           "CustomJob", "money_check", "judge_ceiling", "bid_confirmation", "gpus_of", "parse_manifests",
+           "COVER_HOURS"]

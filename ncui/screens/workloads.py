@@ -1,0 +1,370 @@
+"""Workloads: the cluster's pods, jobs, deployments and nodes from a watch; one line explaining the
+selected pod; its log followed live (batched) with a loss chart; a prompt for a serve endpoint; stop."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Optional
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Input, Static
+
+from ..api.errors import NCError
+from ..widgets.chart import Chart, ChartData, Series
+from .base import View
+from .modals import ConfirmModal, ResultsModal
+
+SERVE_PORTS = {"infera": 8000, "inkling": 8000, "finance-analyst": 8000}
+MODELS = {"infera": "moonshotai/Kimi-K3", "inkling": "thinkingmachines/Inkling", "finance-analyst": "finance-analyst"}
+
+
+class WorkloadsView(View):
+    NEEDS = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes", "bid", "ladder", "cluster", "kube_signin")
+    TITLE = "Workloads"
+    HELP = """\
+[b]Workloads[/b]
+
+The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deployments and nodes, watched live. The line under the table explains the selected pod's state in plain words.
+
+• ↑/↓ select a pod; its log follows below. [b]f[/b] follow on/off · [b]/[/b] filter · [b]w[/b] wrap · [b]t[/b] timestamps · [b]G[/b] jump to the end · [b]p[/b] the previous container's log · [b]c[/b] next container.
+• Loss lines (iter N: loss X) are charted as they arrive.
+• [b]m[/b] sends a prompt to a serve recipe's endpoint at READY 1/1 (through the service proxy) and shows the answer, with the reasoning apart when the model sends it.
+• [b]x[/b] stops the selected pod's job or deployment (asked first).
+"""
+    BINDINGS = [
+        Binding("f", "follow", "Follow"), Binding("slash", "filter", "Filter"), Binding("w", "wrap", "Wrap"),
+        Binding("t", "timestamps", "Times", show=False), Binding("G", "end", "End", show=False),
+        Binding("p", "previous", "Previous", show=False), Binding("c", "container", "Container", show=False),
+        Binding("m", "prompt", "Prompt"), Binding("x", "stop", "Stop"),
+    ]
+
+    def __init__(self, store, *, id: str) -> None:
+        super().__init__(store, id=id)
+        self.pod: Optional[str] = None
+        self.container: Optional[str] = None
+        self.previous = False
+        self.follower = None
+        self._rows: list = []
+        self._losses: list[tuple[int, float]] = []
+
+    def compose(self) -> ComposeResult:
+        from ..widgets.logpane import LogPane
+
+        yield Static(id="wl-state")
+        yield DataTable(id="pods", cursor_type="row")
+        yield Static(id="explain")
+        yield Input(placeholder="filter the log (Enter applies, Esc clears)", id="log-filter")
+        with Horizontal(id="log-row"):
+            yield LogPane(id="log")
+            yield Chart(id="loss-chart")
+
+    def on_mount(self) -> None:
+        t = self.query_one("#pods", DataTable)
+        for name, w in (("NAME", 28), ("READY", 5), ("STATUS", 18), ("RESTARTS", 8), ("AGE", 6), ("NODE", 22)):
+            t.add_column(name, width=w)
+        self.query_one("#log-filter", Input).display = False
+        super().on_mount()
+
+    def activate(self, shown: bool) -> None:
+        super().activate(shown)
+        if shown:
+            active = self.store.meta.get("cluster")
+            if active is not None and active.kind == "kubernetes" and self.ncapp._kube_for != active.name:
+                self.connect()
+
+    @work(group="wl-connect", exclusive=True, exit_on_error=False)
+    async def connect(self) -> None:
+        await self.ncapp.kube_client()
+
+    # ---- rendering ----------------------------------------------------------------------------
+
+    def refresh_view(self) -> None:
+        from ..kube import status as S
+
+        st = self.store
+        active = st.meta.get("cluster")
+        state = self.query_one("#wl-state", Static)
+        if active is None or active.kind != "kubernetes":
+            state.update(Text("Workloads are shown for Kubernetes clusters.", style="italic"))
+            return
+        pods, jobs, deps, nodes = (st.value("k8s_pods"), st.value("k8s_jobs"), st.value("k8s_deployments"),
+                                   st.value("k8s_nodes"))
+        if pods is None:
+            sign = st.get("kube_signin")
+            msg = self.problem("k8s_pods") or Text(
+                "Signing in to the cluster…" if sign.value in ("checking", "waiting for approval")
+                else "Connecting to the cluster…", style="dim")
+            state.update(msg)
+            return
+        now = datetime.now(timezone.utc)
+        summary = Text()
+        for j in sorted((jobs or {}).values(), key=lambda o: o["metadata"]["name"]):
+            summary.append(f"job/{j['metadata']['name']} ", style="bold")
+            summary.append(f"{S.job_status(j)}  ")
+        for d in sorted((deps or {}).values(), key=lambda o: o["metadata"]["name"]):
+            summary.append(f"deploy/{d['metadata']['name']} ", style="bold")
+            summary.append(f"{S.deployment_ready(d)}  ")
+        gpu_nodes = [n for n in (nodes or {}).values() if any(
+            k.endswith(".com/gpu") for k in ((n.get("status") or {}).get("capacity") or {}))]
+        ready = sum(1 for n in gpu_nodes if S.node_status(n) == "Ready")
+        summary.append(f"· GPU nodes {ready} ready" + (f", {len(gpu_nodes) - ready} joining" if len(gpu_nodes) > ready else ""),
+                       style="dim")
+        if not jobs and not deps:
+            summary = Text("Nothing running. Pick a recipe on the Recipes screen (3) and press a.", style="dim")
+        state.update(summary)
+        table = self.query_one("#pods", DataTable)
+        rows = []
+        for p in sorted(pods.values(), key=lambda o: o["metadata"]["name"]):
+            status = S.pod_status(p)
+            style = ("green" if status in ("Running", "Completed") else "red" if status in ("Error", "CrashLoopBackOff", "Failed")
+                     else "yellow")
+            rows.append((p["metadata"]["name"], S.pod_ready(p), Text(status, style=style), str(S.pod_restarts(p)),
+                         S.age(p, now), (p.get("spec") or {}).get("nodeName") or "<none>"))
+        sig = [(r[0], r[1], r[2].plain, r[3], r[5]) for r in rows]
+        if sig != self._rows:
+            self._rows = sig
+            cursor = table.cursor_row
+            table.clear()
+            for r in rows:
+                table.add_row(*r, key=r[0])
+            if rows:
+                names = [r[0] for r in rows]
+                table.move_cursor(row=names.index(self.pod) if self.pod in names else min(cursor, len(rows) - 1))
+        if rows and (self.pod is None or self.pod not in pods):
+            self.select(rows[0][0])
+        self._explain()
+
+    def _explain(self) -> None:
+        from ..kube import status as S
+
+        st = self.store
+        pods, jobs = st.value("k8s_pods") or {}, st.value("k8s_jobs") or {}
+        bid, ladder = st.value("bid"), st.value("ladder")
+        limit = bid.max_price_per_gpu_hour if bid and bid.max_price_per_gpu_hour else None
+        to_win = ladder.rungs[0].price_per_gpu_hour if ladder and ladder.rungs else None
+        nodes = tuple((st.value("k8s_nodes") or {}).values())
+        line = ""
+        if self.pod and self.pod in pods:
+            p = pods[self.pod]
+            owner = next((o.get("name") for o in p["metadata"].get("ownerReferences") or () if o.get("kind") == "Job"), None)
+            line = S.explain(p, job=jobs.get(owner) if owner else None, nodes=nodes, limit_price_ucredits=limit,
+                             price_to_win_ucredits=to_win)
+        else:
+            waiting = [j for j in jobs.values() if not any(
+                (o.get("name") == j["metadata"]["name"]) for p in pods.values()
+                for o in p["metadata"].get("ownerReferences") or ())]
+            if waiting:
+                line = S.explain_job_without_pods(waiting[0], limit_price_ucredits=limit,
+                                                  price_to_win_ucredits=to_win)
+        self.query_one("#explain", Static).update(Text(line, style="italic"))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "pods" and event.row_key is not None and event.row_key.value != self.pod:
+            self.select(event.row_key.value)
+
+    # ---- the log ------------------------------------------------------------------------------
+
+    def select(self, pod: str, container: Optional[str] = None, previous: bool = False) -> None:
+        self.pod, self.container, self.previous = pod, container, previous
+        self._losses = []
+        self._explain()
+        self.follow_log()
+
+    def _pod(self) -> Optional[dict]:
+        return (self.store.value("k8s_pods") or {}).get(self.pod) if self.pod else None
+
+    @work(group="wl-log", exclusive=True, exit_on_error=False)
+    async def follow_log(self) -> None:
+        from ..kube.logs import LogFollower, parse_loss
+        from ..widgets.logpane import LogPane
+
+        pane = self.query_one("#log", LogPane)
+        if self.follower is not None:
+            self.follower.stop()
+        pane.clear()
+        self._chart()
+        kube = self.ncapp._kube
+        if kube is None or self.pod is None:
+            return
+
+        def on_lines(lines: list[str]) -> None:
+            pane.write_batch(lines)
+            new = [x for x in (parse_loss(line) for line in lines) if x]
+            if new:
+                self._losses.extend(new)
+                self._chart()
+
+        self.follower = LogFollower(kube, self.pod, self.container, on_lines=on_lines, previous=self.previous)
+        pane.source = self.follower.texts if hasattr(self.follower, "texts") else None
+        await self.follower.run()
+
+    def _chart(self) -> None:
+        chart = self.query_one("#loss-chart", Chart)
+        if not self._losses:
+            chart.set_data(ChartData(empty="loss: no 'iter N: loss X' lines yet"))
+            return
+        xs = tuple(float(i) for i, _ in self._losses)
+        ys = tuple(v for _, v in self._losses)
+        chart.set_data(ChartData(series=(Series(xs, ys, "loss", "magenta"),),
+                                 xticks=((xs[0], xs[-1]), (f"iter {int(xs[0])}", f"{int(xs[-1])}"))))
+
+    def action_follow(self) -> None:
+        from ..widgets.logpane import LogPane
+
+        pane = self.query_one("#log", LogPane)
+        pane.follow = not pane.follow
+        self.notify(f"Follow {'on' if pane.follow else 'off'}", timeout=1.5)
+
+    def action_wrap(self) -> None:
+        from ..widgets.logpane import LogPane
+
+        pane = self.query_one("#log", LogPane)
+        pane.wrap = not pane.wrap
+
+    def action_timestamps(self) -> None:
+        from ..widgets.logpane import LogPane
+
+        pane = self.query_one("#log", LogPane)
+        pane.timestamps = not pane.timestamps
+
+    def action_end(self) -> None:
+        from ..widgets.logpane import LogPane
+
+        self.query_one("#log", LogPane).scroll_to_end()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#log-filter", Input)
+        box.display = True
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "log-filter":
+            from ..widgets.logpane import LogPane
+
+            self.query_one("#log", LogPane).filter = event.value
+            if not event.value:
+                event.input.display = False
+            self.query_one("#pods", DataTable).focus()
+
+    def action_previous(self) -> None:
+        if self.pod:
+            self.select(self.pod, self.container, not self.previous)
+            self.notify("Previous container's log" if self.previous else "Current log", timeout=1.5)
+
+    def action_container(self) -> None:
+        p = self._pod()
+        if not p:
+            return
+        names = [c["name"] for c in (p.get("spec") or {}).get("containers") or []]
+        if len(names) > 1:
+            i = names.index(self.container) if self.container in names else 0
+            self.select(self.pod, names[(i + 1) % len(names)])
+            self.notify(f"Container {self.container}", timeout=1.5)
+
+    # ---- serve: a prompt ----------------------------------------------------------------------
+
+    def _service(self) -> Optional[str]:
+        """The serve recipe's service when its pods are READY 1/1."""
+        from ..kube import status as S
+
+        pods = self.store.value("k8s_pods") or {}
+        for svc in SERVE_PORTS:
+            for p in pods.values():
+                labels = p["metadata"].get("labels") or {}
+                name = p["metadata"]["name"]
+                if (name.startswith(svc) or labels.get("app.kubernetes.io/name") == svc or
+                        (svc == "infera" and name.startswith("kimi-k3-worker"))) and S.pod_ready(p) == "1/1" and \
+                        "router" not in name and "launcher" not in name:
+                    return svc
+        return None
+
+    def action_prompt(self) -> None:
+        svc = self._service()
+        if svc is None:
+            self.notify("No serve endpoint is READY 1/1 yet.", timeout=4)
+            return
+        from .modals import PromptModal
+
+        def done(text: Optional[str]) -> None:
+            if text:
+                self.send_prompt(svc, text)
+
+        self.app.push_screen(PromptModal(f"Ask {MODELS[svc]}"), done)
+
+    @work(group="wl-prompt", exclusive=True, exit_on_error=False)
+    async def send_prompt(self, svc: str, text: str) -> None:
+        from ..kube.client import KubeError
+
+        kube = self.ncapp._kube
+        if kube is None:
+            return
+        body = {"model": MODELS[svc], "messages": [{"role": "user", "content": text}], "max_tokens": 1024}
+        if svc == "finance-analyst":
+            body["chat_template_kwargs"] = {"enable_thinking": False}
+        self.notify("Asking…", timeout=2)
+        try:
+            answer = await kube.proxy(svc, SERVE_PORTS[svc], "v1/chat/completions", json=body)
+        except (KubeError, NCError) as e:
+            self.notify(f"The endpoint did not answer: {e}", severity="error", timeout=8)
+            return
+        msg = ((answer.get("choices") or [{}])[0].get("message") or {})
+        out = Text()
+        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+        if reasoning:
+            out.append("Reasoning\n", style="bold dim")
+            out.append(str(reasoning) + "\n\n", style="dim")
+        out.append("Answer\n", style="bold")
+        out.append(str(msg.get("content") or "(empty)"))
+        await self.app.push_screen(ResultsModal(f"{MODELS[svc]}", out))
+
+    # ---- stop ---------------------------------------------------------------------------------
+
+    def action_stop(self) -> None:
+        p = self._pod()
+        jobs, deps = self.store.value("k8s_jobs") or {}, self.store.value("k8s_deployments") or {}
+        target = None
+        if p is not None:
+            owners = p["metadata"].get("ownerReferences") or []
+            job = next((o["name"] for o in owners if o.get("kind") == "Job"), None)
+            rs = next((o["name"] for o in owners if o.get("kind") == "ReplicaSet"), None)
+            if job:
+                target = ("jobs", job)
+            elif rs:
+                dep = next((d for d in deps if rs.startswith(d + "-")), None)
+                if dep:
+                    target = ("deployments", dep)
+        if target is None and len(jobs) + len(deps) == 1:
+            target = ("jobs", next(iter(jobs))) if jobs else ("deployments", next(iter(deps)))
+        if target is None:
+            self.notify("Select a pod of the job or deployment to stop.", timeout=4)
+            return
+        kind, name = target
+        what = "job" if kind == "jobs" else "deployment"
+
+        def done(yes: Optional[bool]) -> None:
+            if yes:
+                self.stop_it(kind, name)
+
+        self.app.push_screen(ConfirmModal(f"Stop {what}/{name}?",
+                                          f"Delete {what}/{name} and its pods. Its node stays held a few "
+                                          f"minutes for a next job, then goes back to the market.\n"
+                                          f"The standing limit price is not changed: withdraw it on Lease (5).",
+                                          yes="Stop it", no="Keep"), done)
+
+    @work(group="wl-stop", exclusive=True, exit_on_error=False)
+    async def stop_it(self, kind: str, name: str) -> None:
+        from ..kube.client import KubeError
+
+        kube = self.ncapp._kube
+        if kube is None:
+            return
+        try:
+            await kube.delete(kind, name)
+        except KubeError as e:
+            self.notify(f"Could not stop {name}: {e}", severity="error", timeout=8)
+            return
+        self.notify(f"Stopped {kind[:-1]}/{name}.")
