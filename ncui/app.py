@@ -164,7 +164,7 @@ class NCApp(FlowsMixin, App):
         switcher.current = name
         view = self.query_one(f"#{name}", View)
         view.activate(True)
-        view.focus()
+        view.focus_target().focus()
         self.query_one("#tabs", Tabs).active = f"tab-{name}"
         if self.pollers is not None:  # anything stale that this screen needs: fetch it now
             stale = [n for n in view.NEEDS if (self.store.get(n).age(self.store.now()) or 1e9) > 5]

@@ -36,8 +36,20 @@ def screen_text(app) -> str:
         if not w.display:
             continue
         if isinstance(w, Static):
-            r = w.render()
-            parts.append(getattr(r, "plain", str(r)))
+            r = w.content
+            if isinstance(r, str):
+                parts.append(r)
+            elif hasattr(r, "plain"):
+                parts.append(r.plain)
+            else:  # a rich renderable (Group, Syntax): print it as a terminal would
+                import io
+
+                from rich.console import Console
+
+                console = Console(width=max(40, w.size.width or 120), file=io.StringIO(), record=True,
+                                  color_system=None)
+                console.print(r)
+                parts.append(console.export_text())
         elif isinstance(w, DataTable):
             for i in range(w.row_count):
                 parts.append(" ".join(getattr(c, "plain", str(c)) for c in w.get_row_at(i)))

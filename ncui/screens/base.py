@@ -45,6 +45,10 @@ class View(VerticalScroll):
         else:
             self._interest.off()
 
+    def focus_target(self):
+        """The widget that takes the keyboard when this view is shown."""
+        return self
+
     def _changed(self, _slice) -> None:
         if self.display:
             self.refresh_view()

@@ -179,7 +179,7 @@ class CeilingModal(ModalScreen["int | None"]):
         try:
             value = dollars_to_ucredits(text)
         except ValueError as e:
-            verdict.update(Text(f"✗ {text.strip()[:20]!r}: {e}", style="bold red"))
+            verdict.update(Text(f"✗ {e}", style="bold red"))
             return None
         ok, lines = self.judge(value)
         out = Text()

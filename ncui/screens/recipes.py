@@ -48,6 +48,9 @@ The starter recipes of the catalog for your cluster. Train is the one to run whe
                 yield Static(id="recipe-info")
                 yield Static(id="recipe-preview")
 
+    def focus_target(self):
+        return self.query_one("#recipe-list", OptionList)
+
     def recipes(self) -> list:
         cat = self.store.value("catalog")
         active = self.store.meta.get("cluster")
@@ -146,7 +149,7 @@ The starter recipes of the catalog for your cluster. Train is the one to run whe
         parts.append(head)
         for s in plan.steps:
             parts.append(Text(f"── {s.file} ──", style="bold cyan"))
-            parts.append(Syntax(s.text.rstrip("\n"), "yaml", theme="ansi_dark", word_wrap=False,
+            parts.append(Syntax(s.text.rstrip("\n"), "yaml", theme="ansi_dark", word_wrap=True,
                                 background_color="default"))
         return Group(*parts)
 

@@ -69,6 +69,9 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         self.query_one("#log-filter", Input).display = False
         super().on_mount()
 
+    def focus_target(self):
+        return self.query_one("#pods", DataTable)
+
     def activate(self, shown: bool) -> None:
         super().activate(shown)
         if shown:

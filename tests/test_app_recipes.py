@@ -1,0 +1,96 @@
+"""The Recipes screen as a person uses it: preview, vendor fallback, and plans that are refused."""
+
+from __future__ import annotations
+
+from ncui.screens.modals import CeilingModal, ConfirmModal, CustomJobModal
+
+from .apphelp import app_for, loaded, screen_text, until
+
+
+async def open_recipes(pilot, app):
+    await until(pilot, lambda: loaded(app, "whoami", "cluster", "catalog", "balance", "summary"))
+    await pilot.press("3")
+    await until(pilot, lambda: "What will be applied" in screen_text(app) or "not offered" in screen_text(app),
+                what="the preview")
+
+
+async def test_train_is_the_default_and_its_manifest_is_previewed(sim):
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_recipes(pilot, app)
+        text = screen_text(app)
+        assert "Train nanoGPT" in text and "the default" in text
+        assert "nanogpt-job-nvidia.yaml" in text and "kind: Job" in text and "nvidia.com/gpu" in text
+
+
+async def test_vendor_fallback_and_not_offered_on_amd(sim_factory):
+    sim = sim_factory("k8s-fixed-amd")
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_recipes(pilot, app)
+        assert "nanogpt-job-amd.yaml: 404, using nanogpt-job.yaml" in screen_text(app)
+        await pilot.press("down")  # Serve Kimi K3
+        await until(pilot, lambda: "not offered on amd" in screen_text(app))
+        await pilot.press("a")
+        await pilot.pause()
+        assert not isinstance(app.screen, (CeilingModal, ConfirmModal))
+
+
+async def test_a_ceiling_under_the_floor_is_refused_and_nothing_is_bid(sim):
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_recipes(pilot, app)
+        await until(pilot, lambda: loaded(app, "ladder", "bid"))
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, CeilingModal), what="the ceiling question")
+        await pilot.press("1", "enter")  # $1 < the $1.50 floor
+        await pilot.pause()
+        assert isinstance(app.screen, CeilingModal) and "bid-too-low" in screen_text(app)
+        await pilot.press("backspace", "minus", "1")
+        await pilot.pause()
+        assert "cannot be negative" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert sim.world.main_org.k8s["halcyon"].bid == 0
+
+
+async def test_a_short_balance_is_refused_with_the_exact_top_up(sim):
+    with sim.world.lock:
+        sim.world.main_org.balance = 42_100_000
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_recipes(pilot, app)
+        await until(pilot, lambda: loaded(app, "ladder", "bid"))
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, CeilingModal))
+        for ch in "5.00":
+            await pilot.press(ch if ch != "." else "full_stop")
+        await pilot.press("enter")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "8 GPUs × $5.00 × 2 h = $80.00; you have $42.10; top up $37.90" in text
+        assert isinstance(app.screen, CeilingModal)  # refused: it stays open
+        assert sim.world.main_org.k8s["halcyon"].bid == 0
+
+
+async def test_something_else_refuses_bad_input(sim):
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_recipes(pilot, app)
+        for _ in range(4):
+            await pilot.press("down")
+        await until(pilot, lambda: "Press Enter for the form" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, CustomJobModal))
+        app.screen.query_one("#command").value = "python train.py"
+        app.screen.query_one("#nodes").value = "abc"
+        await pilot.click("#ok")
+        await pilot.pause()
+        assert "image is empty" in screen_text(app) or "not a whole number" in screen_text(app)
+        app.screen.query_one("#image").value = "ghcr.io/me/trainer:1"
+        await pilot.click("#ok")
+        await pilot.pause()
+        assert "'abc' is not a whole number" in screen_text(app)
+        app.screen.query_one("#nodes").value = "1"
+        await pilot.click("#ok")
+        await until(pilot, lambda: isinstance(app.screen, CeilingModal), what="the money check")
