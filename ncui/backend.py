@@ -32,13 +32,24 @@ class Backend:
     """Holds the client and, in the demo, the simulator; builds the pollers for a store."""
 
     def __init__(self, endpoints: "Optional[Endpoints]" = None, token: "Optional[SecretStr]" = None, *,
-                 demo: Optional[DemoOptions] = None, timeout: float = 10.0) -> None:
+                 demo: Optional[DemoOptions] = None, timeout: float = 10.0, clock=None) -> None:
         self.endpoints = endpoints
         self.token = token
         self.demo = demo
         self.sim = None  # SimServer in the demo
         self.nc: "Optional[NCClient]" = None
         self.timeout = timeout
+        self.clock = clock  # tests: the box's frozen virtual clock
+
+    def now(self):
+        """The service's now: the box's virtual clock in the demo (it may run 60x), else the wall clock."""
+        from datetime import datetime, timezone
+
+        if self.clock is not None:
+            return self.clock()
+        if self.sim is not None:
+            return self.sim.world.now()
+        return datetime.now(timezone.utc)
 
     @property
     def label(self) -> str:

@@ -15,7 +15,8 @@ from .conftest import endpoints_of
 
 def app_for(sim, *, frozen: bool = True) -> NCApp:
     store = Store(clock=(lambda: 1000.0)) if frozen else Store()
-    return NCApp(Backend(endpoints_of(sim), SecretStr(sim.token), timeout=5), store=store, mode="test")
+    return NCApp(Backend(endpoints_of(sim), SecretStr(sim.token), timeout=5, clock=sim.world.now), store=store,
+                 mode="test")
 
 
 async def until(pilot, cond, timeout: float = 15.0, what: str = "") -> None:

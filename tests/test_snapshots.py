@@ -15,6 +15,7 @@ SCREENS = {
                 ("Credits purchased", "First job", "ada@halcyon.example")),
     "market": ("2", ("whoami", "cluster", "ladder", "ticks", "bid", "spend"),
                ("Price to win", "Your limit none", "Held  no nodes")),
+    "recipes": ("3", ("whoami", "cluster", "catalog"), ("What will be applied", "kind: Job")),
 }
 
 

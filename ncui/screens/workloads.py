@@ -103,7 +103,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
                 else "Connecting to the cluster…", style="dim")
             state.update(msg)
             return
-        now = datetime.now(timezone.utc)
+        now = self.ncapp.backend.now() if self.ncapp.backend else datetime.now(timezone.utc)
         summary = Text()
         for j in sorted((jobs or {}).values(), key=lambda o: o["metadata"]["name"]):
             summary.append(f"job/{j['metadata']['name']} ", style="bold")
