@@ -11,7 +11,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import DataTable, Static
 
 from ..api.errors import NCError
 from ..widgets.chart import Chart, ChartData, Series
@@ -57,7 +57,6 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         yield Static(id="wl-state")
         yield DataTable(id="pods", cursor_type="row")
         yield Static(id="explain")
-        yield Input(placeholder="filter the log (Enter applies, Esc clears)", id="log-filter")
         with Horizontal(id="log-row"):
             yield LogPane(id="log")
             yield Chart(id="loss-chart")
@@ -66,7 +65,6 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         t = self.query_one("#pods", DataTable)
         for name, w in (("NAME", 28), ("READY", 5), ("STATUS", 18), ("RESTARTS", 8), ("AGE", 6), ("NODE", 22)):
             t.add_column(name, width=w)
-        self.query_one("#log-filter", Input).display = False
         super().on_mount()
 
     def focus_target(self):
@@ -188,6 +186,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         pane = self.query_one("#log", LogPane)
         if self.follower is not None:
             self.follower.stop()
+            self.follower = None
         pane.clear()
         self._chart()
         kube = self.ncapp._kube
@@ -195,15 +194,16 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
             return
 
         def on_lines(lines: list[str]) -> None:
-            pane.write_batch(lines)
             new = [x for x in (parse_loss(line) for line in lines) if x]
             if new:
                 self._losses.extend(new)
                 self._chart()
 
-        self.follower = LogFollower(kube, self.pod, self.container, on_lines=on_lines, previous=self.previous)
-        pane.source = self.follower.texts if hasattr(self.follower, "texts") else None
-        await self.follower.run()
+        follower = LogFollower(kube, self.pod, self.container, on_lines=on_lines, on_entries=pane.write_batch,
+                               previous=self.previous)
+        self.follower = follower
+        pane.source = follower.lines
+        await follower.run()
 
     def _chart(self) -> None:
         chart = self.query_one("#loss-chart", Chart)
@@ -215,43 +215,27 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         chart.set_data(ChartData(series=(Series(xs, ys, "loss", "magenta"),),
                                  xticks=((xs[0], xs[-1]), (f"iter {int(xs[0])}", f"{int(xs[-1])}"))))
 
-    def action_follow(self) -> None:
+    def _pane(self):
         from ..widgets.logpane import LogPane
 
-        pane = self.query_one("#log", LogPane)
-        pane.follow = not pane.follow
+        return self.query_one("#log", LogPane)
+
+    def action_follow(self) -> None:
+        pane = self._pane()
+        pane.action_toggle_follow()
         self.notify(f"Follow {'on' if pane.follow else 'off'}", timeout=1.5)
 
     def action_wrap(self) -> None:
-        from ..widgets.logpane import LogPane
-
-        pane = self.query_one("#log", LogPane)
-        pane.wrap = not pane.wrap
+        self._pane().action_toggle_wrap()
 
     def action_timestamps(self) -> None:
-        from ..widgets.logpane import LogPane
-
-        pane = self.query_one("#log", LogPane)
-        pane.timestamps = not pane.timestamps
+        self._pane().action_toggle_timestamps()
 
     def action_end(self) -> None:
-        from ..widgets.logpane import LogPane
-
-        self.query_one("#log", LogPane).scroll_to_end()
+        self._pane().action_jump_end()
 
     def action_filter(self) -> None:
-        box = self.query_one("#log-filter", Input)
-        box.display = True
-        box.focus()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "log-filter":
-            from ..widgets.logpane import LogPane
-
-            self.query_one("#log", LogPane).filter = event.value
-            if not event.value:
-                event.input.display = False
-            self.query_one("#pods", DataTable).focus()
+        self._pane().action_filter()
 
     def action_previous(self) -> None:
         if self.pod:
