@@ -98,11 +98,12 @@ class LogFollower:
         self.keep = keep
         self.tail_lines = tail_lines
         self.backoff = backoff
-        self._buf: deque[tuple[str, str]] = deque(maxlen=keep)
+        self._buf: deque[tuple[str, str]] = deque(maxlen=max(1, keep))
         self._pending: list[tuple[str, str]] = []
         self._last_key: Optional[str] = None  # the newest timestamp delivered (sortable form)
         self._last_ts: Optional[str] = None  # … as the server wrote it
-        self._at_last: Counter[str] = Counter()  # texts delivered with that timestamp
+        self._skip: Optional[Counter] = None  # on a resumed stream: texts at _resume_key still to skip
+        self._resume_key = ""
         self.total = 0  # lines delivered since the start
         self.streams = 0  # streams opened (1 + resumptions)
         self.ended = False  # the container terminated and every line is in
@@ -145,34 +146,53 @@ class LogFollower:
                 await asyncio.sleep(wait)
             self._flush()
 
-    def _take(self, raw: list[str], skip: Optional[Counter]) -> None:
+    def _take(self, raw: list[str]) -> None:
         """Add a batch of raw ``timestamp text`` lines, skipping what a resumed stream repeats."""
         out = self._pending
         n0 = len(out)
-        buf = self._buf
-        last_key, last_ts, at_last = self._last_key, self._last_ts, self._at_last
+        last_key, last_ts = self._last_key, self._last_ts
+        skip, resume_key = self._skip, self._resume_key
+        needs = _NEEDS.search
         for line in raw:
-            ts, text = split_timestamp(line)
-            if ts is None:  # a continuation (a text with a newline in it): it shares the previous timestamp
-                ts, key = last_ts or "", last_key or ""
+            sp = line.find(" ")
+            if sp == 30 and line[29] == "Z" and line[10] == "T" and line[19] == ".":  # the usual form, fast
+                ts = key = line[:30]
+                text = line[31:]
             else:
-                key = ts_key(ts)
-            text = clean_line(text)
-            if skip is not None and last_key is not None:
-                if key < last_key:
+                ts, text = split_timestamp(line)
+                if ts is None:  # a continuation (a text with a newline in it): the previous line's timestamp
+                    ts, key = last_ts or "", last_key or ""
+                else:
+                    key = ts_key(ts)
+            if needs(text) is not None:
+                text = clean_line(text)
+            if skip is not None:
+                if key < resume_key:
                     continue
-                if key == last_key and skip[text] > 0:
-                    skip[text] -= 1
-                    continue
-            if key != last_key:
-                last_key, last_ts = key, ts
-                at_last = Counter()
-            at_last[text] += 1
-            entry = (ts, text)
-            out.append(entry)
-            buf.append(entry)
-        self.total += len(out) - n0
-        self._last_key, self._last_ts, self._at_last = last_key, last_ts, at_last
+                if key == resume_key:
+                    if skip.get(text, 0) > 0:
+                        skip[text] -= 1
+                        continue
+                else:
+                    skip = None  # past the resumption point: nothing more to skip
+            last_key, last_ts = key, ts
+            out.append((ts, text))
+        added = len(out) - n0
+        if added:
+            self._buf.extend(out[n0:] if n0 else out)
+            self.total += added
+            self._last_key, self._last_ts = last_key, last_ts
+        self._skip = skip
+
+    def _texts_at_last(self) -> Counter:
+        """The texts already delivered with the newest timestamp (what a resumed stream repeats first)."""
+        c: Counter = Counter()
+        buf, ts = self._buf, self._last_ts
+        for i in range(len(buf) - 1, -1, -1):
+            if buf[i][0] != ts:
+                break
+            c[buf[i][1]] += 1
+        return c
 
     # ---- the loop -----------------------------------------------------------------------------------
 
@@ -216,7 +236,8 @@ class LogFollower:
             self.container = name
             while not self._stopped:
                 resume = self._last_key is not None
-                skip = Counter(self._at_last) if resume else None
+                if resume:
+                    self._skip, self._resume_key = self._texts_at_last(), self._last_key or ""
                 try:
                     self.streams += 1
                     opened = 0
@@ -233,7 +254,7 @@ class LogFollower:
                                 failures = 0
                                 self._say("following" if not self.previous else "previous")
                             n = len(self._pending)
-                            self._take(raw, skip)
+                            self._take(raw)
                             if len(self._pending) > n and not self._wake.is_set():
                                 self._wake.set()
                     finally:
