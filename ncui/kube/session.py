@@ -10,10 +10,11 @@ import asyncio
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import yaml
+from pydantic import SecretStr
 
 URL = re.compile(r"https?://[^\s\"'<>]+")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]")
@@ -32,6 +33,9 @@ class SigninResult:
     signed_in: bool
     link: Optional[str] = None
     message: str = ""  # what the plugin said on stderr, cleaned (it never holds the token)
+    # The ExecCredential's token (masked in every repr) and its expirationTimestamp, when signed in.
+    token: Optional[SecretStr] = field(default=None, repr=False, compare=False)
+    expires: Optional[str] = None
 
 
 def exec_spec(kubeconfig: str, context: Optional[str] = None) -> ExecSpec:
@@ -66,17 +70,27 @@ async def run_plugin(spec: ExecSpec, timeout: float = 30.0) -> SigninResult:
         await proc.wait()
         return SigninResult(False, message="the sign-in plugin did not answer in time")
     text = clean(err.decode("utf-8", "replace"))
-    ok = proc.returncode == 0 and _is_credential(out)
+    status = _credential(out) if proc.returncode == 0 else None
+    del out
     m = URL.search(text)
-    return SigninResult(ok, m.group(0).rstrip(".,;)") if m else None, text.strip())
+    if status is None:
+        return SigninResult(False, m.group(0).rstrip(".,;)") if m else None, text.strip())
+    exp = status.get("expirationTimestamp")
+    return SigninResult(True, m.group(0).rstrip(".,;)") if m else None, text.strip(),
+                        token=SecretStr(str(status["token"])), expires=str(exp) if exp else None)
 
 
-def _is_credential(out: bytes) -> bool:
+def _credential(out: bytes) -> Optional[dict]:
+    """The ExecCredential's ``status`` when it carries a token."""
     try:
         doc = json.loads(out)
     except ValueError:
-        return False
-    return isinstance(doc, dict) and doc.get("kind") == "ExecCredential" and bool((doc.get("status") or {}).get("token"))
+        return None
+    if isinstance(doc, dict) and doc.get("kind") == "ExecCredential":
+        status = doc.get("status") or {}
+        if isinstance(status, dict) and status.get("token"):
+            return status
+    return None
 
 
 def clean(text: str) -> str:

@@ -878,8 +878,8 @@ class Cluster:
             status["conditions"] = conds
             return status
         if st == "pending":
-            node = self.nodes.get(r.node) if r.node else None
-            msg = (f"0/{len(self.nodes)} nodes are available: waiting for node {node.name} to join the cluster"
+            node = r.node  # bound to a node that is still joining (not yet in self.nodes)
+            msg = (f"0/{len(self.nodes)} nodes are available: waiting for node {node} to join the cluster"
                    if node else f"0/{len(self.nodes)} nodes are available: no free GPU node; waiting for one")
             conds.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": msg,
                           "lastProbeTime": None, "lastTransitionTime": T.get("bound", created)})

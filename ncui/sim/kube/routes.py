@@ -12,6 +12,7 @@ import asyncio
 import copy
 import html
 import json
+import math
 import time
 from datetime import datetime, timedelta, timezone
 from typing import Any, AsyncIterator, Callable, Optional
@@ -44,6 +45,7 @@ class Kube:
         self.clusters: dict[str, Cluster] = {}
         self.closed = False
         self.streams = 0  # open watch and log-follow streams (tests check they end)
+        self.log_cuts: list[int] = []  # sim fault: cut the next log-follow streams after N lines each
         self._last_tick = 0.0
         with world.lock:
             for org in world.orgs.values():
@@ -741,6 +743,9 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
             return run, cname, lines, done
 
     run, cname, lines, done = await run_in_threadpool(first)
+    flood = _flood_of(run, cname)
+    if flood is not None:
+        return _flood(kube, run, cname, flood, follow, since_time, stamps)
     if tail is not None:
         lines = lines[-tail:] if tail > 0 else []
 
@@ -756,10 +761,21 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
             data = data[:limit]
         return Response(data, media_type="text/plain")
 
+    cut = kube.log_cuts.pop(0) if kube.log_cuts else None
+
     async def gen() -> AsyncIterator[bytes]:
         sent = 0
+        count = 0
+
+        def counted(chunk: bytes) -> bytes:
+            nonlocal count
+            count += 1
+            if cut is not None and count > cut:
+                raise _Dropped("fault injection: log stream cut")
+            return chunk
+
         for x in lines:
-            chunk = fmt(x)
+            chunk = counted(fmt(x))
             sent += len(chunk)
             yield chunk
         seen = len(c.log_lines(run, cname, lines[-1][0])) if lines else 0
@@ -783,10 +799,83 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
                 new = all_lines[seen:]
             seen = len(all_lines)
             for x in new:
-                chunk = fmt(x)
+                chunk = counted(fmt(x))
                 sent += len(chunk)
                 yield chunk
                 cursor_t = x[0]
+
+    return Stream(gen(), "text/plain")
+
+
+class _Dropped(Exception):
+    """Raised inside a stream to cut its connection mid-body (fault injection; the server's log filter
+    hides it)."""
+
+
+FLOOD_ENV = "NCUI_SIM_LOG_FLOOD"  # a pod container's env: "LINES" or "LINES@RATE" (lines per real second)
+
+
+def _flood_of(run, container: str) -> Optional[tuple[int, float]]:
+    """A benchmark hook: a container whose env sets ``NCUI_SIM_LOG_FLOOD`` logs LINES synthetic loss lines
+    at RATE lines per real second (0 or absent: as fast as the server can), instead of its plan's log."""
+    for c in run.obj["spec"].get("containers") or []:
+        if c.get("name") != container:
+            continue
+        for e in c.get("env") or []:
+            if e.get("name") == FLOOD_ENV:
+                text = str(e.get("value", ""))
+                n, _, rate = text.partition("@")
+                try:
+                    return max(0, int(n)), max(0.0, float(rate or 0))
+                except ValueError:
+                    return None
+    return None
+
+
+def _flood(kube: Kube, run, container: str, flood: tuple[int, float], follow: bool,
+           since_time: Optional[datetime], stamps: bool) -> Response:
+    """Line i carries the timestamp (the container's start + i microseconds), so ``sinceTime`` resumes."""
+    total, rate = flood
+    base = run.times.get("running") or run.start
+    base = base.astimezone(timezone.utc).replace(microsecond=0)
+    start = 0
+    if since_time is not None:
+        start = max(0, math.ceil((since_time - base).total_seconds() * 1_000_000 - 1e-6))
+    prefixes: dict[int, str] = {}
+
+    def lines(i: int, j: int) -> bytes:
+        out = []
+        for k in range(i, j):
+            sec, us = divmod(k, 1_000_000)
+            p = prefixes.get(sec)
+            if p is None:
+                p = prefixes[sec] = (base + timedelta(seconds=sec)).strftime("%Y-%m-%dT%H:%M:%S")
+            text = f"iter {k}: loss {1 + (k % 997) / 331:.4f}, time {380 + k % 37}.12ms"
+            out.append(f"{p}.{us:06d}000Z {text}\n" if stamps else text + "\n")
+        return "".join(out).encode()
+
+    if not follow:
+        return Response(lines(start, total), media_type="text/plain")
+    cut = kube.log_cuts.pop(0) if kube.log_cuts else None
+
+    async def gen() -> AsyncIterator[bytes]:
+        i = start
+        t0 = time.monotonic()
+        while i < total and not kube.closed:
+            if rate > 0:
+                due = min(total, start + int((time.monotonic() - t0) * rate))
+                if due <= i:
+                    await asyncio.sleep(0.005)
+                    continue
+                j = min(due, i + 5000)
+            else:
+                j = min(total, i + 2000)
+            if cut is not None and j - start > cut:
+                yield lines(i, start + cut)
+                raise _Dropped("fault injection: log stream cut")
+            yield lines(i, j)
+            i = j
+            await asyncio.sleep(0)
 
     return Stream(gen(), "text/plain")
 
@@ -1003,6 +1092,16 @@ def _sim_routes(app: FastAPI, kube: Kube) -> None:
         kube.defaults["tune_defective"] = None if d is None else bool(d)
         return JSONResponse({"defective": kube.defaults["tune_defective"]})
 
+    async def logcut(request: Request) -> Response:
+        """Cut the next log-follow stream after ``after`` lines (``count`` streams, once each)."""
+        if not org_ok(request):
+            return denied()
+        b = await body_of(request)
+        n = int(b.get("after", 10))
+        kube.log_cuts.extend([n] * max(1, int(b.get("count", 1))))
+        return JSONResponse({"log_cuts": list(kube.log_cuts)})
+
+    app.add_api_route("/_sim/k8s/logcut", logcut, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/reclaim", reclaim, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/compact", compact, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/tune", tune, methods=["POST"], include_in_schema=False)

@@ -5,40 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Callable, Optional
 
-from .objects import parse_time, selector_to_text
+from ...kube.status import (age, deployment_ready, human_duration, job_completions, job_status, node_status,
+                            parse_time, pod_reason)
+from .objects import selector_to_text
 
-
-def human_duration(seconds: float) -> str:
-    """k8s.io/apimachinery/pkg/util/duration.HumanDuration."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    m = s // 60
-    if m < 10:
-        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
-    if m < 180:
-        return f"{m}m"
-    h = m // 60
-    if h < 8:
-        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
-    if h < 48:
-        return f"{h}h"
-    if h < 24 * 8:
-        return f"{h // 24}d{h % 24}h" if h % 24 else f"{h // 24}d"
-    if h < 24 * 365 * 2:
-        return f"{h // 24}d"
-    return f"{h // 24 // 365}y"
+__all__ = ["human_duration", "pod_reason", "table", "wants_table", "PRINTERS"]
 
 
 def _age(obj: dict, now: datetime) -> str:
-    ts = obj["metadata"].get("creationTimestamp")
-    if not ts:
-        return "<unknown>"
-    return human_duration((now - parse_time(ts)).total_seconds())
+    return age(obj, now)
 
 
 def _col(name: str, typ: str = "string", desc: str = "", priority: int = 0, fmt: str = "") -> dict:
@@ -50,56 +25,6 @@ AGE = _col("Age", desc="CreationTimestamp is a timestamp representing the server
 
 
 # ---- pods -------------------------------------------------------------------------------------
-
-def pod_reason(pod: dict) -> tuple[str, int, int, int]:
-    """(STATUS, ready, total, restarts): printPod of kubernetes/pkg/printers/internalversion."""
-    spec, status = pod.get("spec", {}), pod.get("status", {})
-    total = len(spec.get("containers", []))
-    ready = restarts = 0
-    phase = status.get("phase", "")
-    reason = status.get("reason") or phase
-    for c in status.get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated":
-            reason = "SchedulingGated"
-    n_init = len(spec.get("initContainers") or [])
-    initializing = False
-    for i, c in enumerate(status.get("initContainerStatuses") or []):
-        restarts += int(c.get("restartCount", 0))
-        state = c.get("state") or {}
-        term, wait = state.get("terminated"), state.get("waiting")
-        if term and term.get("exitCode") == 0:
-            continue
-        if term:
-            reason = "Init:" + term["reason"] if term.get("reason") else f"Init:ExitCode:{term.get('exitCode')}"
-        elif wait and wait.get("reason") and wait["reason"] != "PodInitializing":
-            reason = "Init:" + wait["reason"]
-        else:
-            reason = f"Init:{i}/{n_init}"
-        initializing = True
-        break
-    initialized = any(c.get("type") == "Initialized" and c.get("status") == "True"
-                      for c in status.get("conditions") or [])
-    if not initializing or initialized:
-        has_running = False
-        for c in reversed(status.get("containerStatuses") or []):
-            restarts += int(c.get("restartCount", 0))
-            state = c.get("state") or {}
-            wait, term, run = state.get("waiting"), state.get("terminated"), state.get("running")
-            if wait and wait.get("reason"):
-                reason = wait["reason"]
-            elif term and term.get("reason"):
-                reason = term["reason"]
-            elif term:
-                reason = f"ExitCode:{term.get('exitCode')}"
-            elif c.get("ready") and run is not None:
-                has_running = True
-                ready += 1
-        if reason == "Completed" and has_running:
-            reason = "Running"
-    if pod["metadata"].get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
-        reason = "Terminating"
-    return reason, ready, total, restarts
-
 
 def pod_row(pod: dict, now: datetime) -> list:
     reason, ready, total, restarts = pod_reason(pod)
@@ -122,39 +47,15 @@ POD_COLS = [NAME, _col("Ready", desc="The aggregate readiness state of this pod 
 
 # ---- jobs -------------------------------------------------------------------------------------
 
-def _has(conds, ctype) -> bool:
-    return any(c.get("type") == ctype and c.get("status") == "True" for c in conds or [])
-
-
 def job_row(job: dict, now: datetime) -> list:
     spec, st = job.get("spec", {}), job.get("status", {})
-    comp = spec.get("completions")
-    succ = st.get("succeeded", 0)
-    if comp is not None:
-        completions = f"{succ}/{comp}"
-    else:
-        par = spec.get("parallelism", 0)
-        completions = f"{succ}/1 of {par}" if par > 1 else f"{succ}/1"
+    completions = job_completions(job)
     dur = ""
     if st.get("startTime"):
         start = parse_time(st["startTime"])
         end = parse_time(st["completionTime"]) if st.get("completionTime") else now
         dur = human_duration((end - start).total_seconds())
-    conds = st.get("conditions")
-    if _has(conds, "Complete"):
-        status = "Complete"
-    elif _has(conds, "Failed"):
-        status = "Failed"
-    elif job["metadata"].get("deletionTimestamp"):
-        status = "Terminating"
-    elif _has(conds, "SuccessCriteriaMet"):
-        status = "SuccessCriteriaMet"
-    elif _has(conds, "Suspended"):
-        status = "Suspended"
-    elif _has(conds, "FailureTarget"):
-        status = "FailureTarget"
-    else:
-        status = "Running"
+    status = job_status(job)
     cs = spec.get("template", {}).get("spec", {}).get("containers", [])
     return [job["metadata"]["name"], status, completions, dur, _age(job, now), ",".join(c["name"] for c in cs),
             ",".join(str(c.get("image", "")) for c in cs), selector_to_text(spec.get("selector") or {})]
@@ -173,7 +74,7 @@ JOB_COLS = [NAME, _col("Status", desc="Status of the job."),
 def deploy_row(d: dict, now: datetime) -> list:
     spec, st = d.get("spec", {}), d.get("status", {})
     cs = spec.get("template", {}).get("spec", {}).get("containers", [])
-    return [d["metadata"]["name"], f"{st.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+    return [d["metadata"]["name"], deployment_ready(d),
             int(st.get("updatedReplicas", 0)), int(st.get("availableReplicas", 0)), _age(d, now),
             ",".join(c["name"] for c in cs), ",".join(str(c.get("image", "")) for c in cs),
             selector_to_text(spec.get("selector") or {})]
@@ -204,13 +105,7 @@ RS_COLS = [NAME, _col("Desired", "integer", "Replicas is the number of desired r
 # ---- nodes ------------------------------------------------------------------------------------
 
 def node_row(n: dict, now: datetime) -> list:
-    conds = n.get("status", {}).get("conditions") or []
-    status = "Unknown"
-    for c in conds:
-        if c.get("type") == "Ready":
-            status = "Ready" if c.get("status") == "True" else "NotReady"
-    if n.get("spec", {}).get("unschedulable"):
-        status += ",SchedulingDisabled"
+    status = node_status(n)
     roles = sorted(k.split("/", 1)[1] for k in n["metadata"].get("labels", {})
                    if k.startswith("node-role.kubernetes.io/") and k.split("/", 1)[1])
     info = n.get("status", {}).get("nodeInfo", {})

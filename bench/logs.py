@@ -1,0 +1,198 @@
+"""Log throughput: ncui's LogFollower into a headless LogPane beside ``kubectl logs -f`` to /dev/null.
+
+    PYTHONPATH=. .venv/bin/python bench/logs.py [--burst 1000000] [--steady 2000] [--seconds 10]
+
+A separate ``ncui sim`` process serves the stream: a Job whose container sets ``NCUI_SIM_LOG_FLOOD``
+("LINES" or "LINES@RATE") logs that many synthetic loss lines, as fast as the server can or at RATE
+lines/s (a benchmark hook in ``ncui/sim/kube/routes.py``). Each reader runs in a fresh process and is
+measured from spawn to its last line: lines/s, CPU (user+system time / wall) and peak RSS (wait4).
+Targets (issue 5): bursts >= 200k lines/s, a steady 2,000 lines/s at <= 15% of a core, <= 100 MB, never
+slower than kubectl. This is a benchmark, not a test: it prints figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+KUBECTL = "/usr/bin/kubectl"
+
+CHILD = r'''
+import asyncio, json, os, sys, time
+t0 = time.monotonic()
+from textual.app import App
+from ncui.kube.client import KubeClient
+from ncui.kube.logs import LogFollower
+from ncui.widgets.logpane import LogPane
+
+kubeconfig, pod, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+class Bench(App):
+    def compose(self):
+        self.pane = LogPane(max_lines=20_000)
+        yield self.pane
+
+async def main():
+    app = Bench()
+    async with app.run_test(headless=True, size=(120, 40)) as pilot:
+        kc = KubeClient.from_kubeconfig(open(kubeconfig).read())
+        first = []
+        def on_lines(batch):
+            if not first:
+                first.append((time.monotonic(), time.process_time()))
+            app.pane.write_batch(batch)
+        f = LogFollower(kc, pod, "main", on_lines=on_lines)
+        task = asyncio.ensure_future(f.run())
+        while f.total < total and not task.done():
+            await asyncio.sleep(0.02)
+        await pilot.pause()
+        t1, c1 = time.monotonic(), time.process_time()
+        ok = app.pane.log.lines[-1] if app.pane.log.lines else ""
+        f.stop()
+        await asyncio.gather(task, return_exceptions=True)
+        await kc.aclose()
+        os.write(int(os.environ["NCUI_BENCH_FD"]), json.dumps({"lines": f.total, "first": first[0][0] - t0 if first else None,
+                                "stream_s": t1 - first[0][0] if first else None,
+                                "stream_cpu": c1 - first[0][1] if first else None,
+                                "streams": f.streams, "last": ok[:60]}).encode())
+
+asyncio.run(main())
+'''
+
+
+def run_measured(argv: list[str], env: dict, extra_fd: bool = False) -> dict:
+    """Run a process to its end; wall, CPU (user+sys), peak RSS (MB) from wait4, and what it wrote on $NCUI_BENCH_FD."""
+    r = w = None
+    pass_fds: tuple = ()
+    if extra_fd:
+        r, w = os.pipe()
+        pass_fds = (w,)
+        env = {**env, "NCUI_BENCH_FD": str(w)}
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, pass_fds=pass_fds)
+    if w is not None:
+        os.close(w)
+    data = b""
+    if r is not None:
+        with os.fdopen(r, "rb") as f:
+            data = f.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    err = p.stderr.read().decode(errors="replace") if p.stderr else ""
+    out = {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024, "rc": status,
+           "stderr": err[-300:]}
+    if data:
+        out.update(json.loads(data))
+    return out
+
+
+def start_sim(speed: float):
+    from tests.simproc import SimProcess
+    return SimProcess("--scenario", "k8s-market", "--speed", str(speed))
+
+
+def sign_in(api: str, cluster: str, cache: Path) -> None:
+    import httpx
+    from ncui.kube import signin
+    os.environ["NCUI_KUBE_CACHE"] = str(cache)
+    code = signin.request_code(api, cluster)
+    link = code["verification_uri_complete"]
+    httpx.post(f"{api}/device", data={"code": link.split("code=", 1)[1]}).raise_for_status()
+    verdict, token = signin.poll_once(api, code["device_code"])
+    assert verdict == "ok" and token
+    signin.save_credential(api, cluster, token)
+
+
+def flood_job(name: str, spec: str) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [
+                {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "flood"],
+                 "env": [{"name": "NCUI_SIM_LOG_FLOOD", "value": spec}]}]}}}}
+
+
+async def prepare(kubeconfig: str, jobs: dict[str, str]) -> dict[str, str]:
+    from ncui.kube.client import KubeClient
+    from ncui.kube.status import pod_status
+    kc = KubeClient.from_kubeconfig(kubeconfig)
+    try:
+        res = await kc.apply([flood_job(n, s) for n, s in jobs.items()])
+        assert all(r.error is None for r in res), res
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            pods, _ = await kc.list("pods")
+            names = {p["metadata"]["labels"].get("job-name"): p["metadata"]["name"] for p in pods
+                     if pod_status(p) in ("Running", "Completed")}
+            if all(n in names for n in jobs):
+                return names
+            await asyncio.sleep(0.2)
+        raise SystemExit("the flood pods never ran")
+    finally:
+        await kc.aclose()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--burst", type=int, default=1_000_000, help="lines in the burst (default 1,000,000)")
+    ap.add_argument("--steady", type=int, default=2000, help="steady rate, lines/s (default 2,000)")
+    ap.add_argument("--seconds", type=float, default=10.0, help="steady run length (default 10 s)")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="ncui-bench-logs-"))
+    sim = start_sim(speed=120.0)
+    try:
+        import httpx
+        api, token = sim.env["NC_API"], sim.env["NC_TOKEN"]
+        cluster = "halcyon"
+        r = httpx.get(f"{api}/api/k8s/cluster/kubeconfig", params={"cluster": cluster},
+                      headers={"Authorization": f"Bearer {token}"})
+        r.raise_for_status()
+        kcfg = tmp / "kubeconfig.yaml"
+        kcfg.write_text(r.text)
+        sign_in(api, cluster, tmp / "auth")
+        env = {**os.environ, "KUBECONFIG": str(kcfg), "KUBECACHEDIR": str(tmp / "kcache"),
+               "NCUI_KUBE_CACHE": str(tmp / "auth"), "PYTHONPATH": str(ROOT), "HOME": str(tmp)}
+        steady_n = int(args.steady * args.seconds)
+        jobs = {"burst": str(args.burst), "steady": f"{steady_n}@{args.steady}"}
+        pods = asyncio.run(prepare(kcfg.read_text(), jobs))
+        subprocess.run([KUBECTL, "get", "nodes"], env=env, capture_output=True)  # warm kubectl's caches
+        print(f"# log throughput: ncui LogFollower -> headless LogPane vs kubectl logs -f > /dev/null "
+              f"({os.cpu_count()} cores)")
+        rows = []
+        for label, job, n in (("burst", "burst", args.burst), (f"steady {args.steady}/s", "steady", steady_n)):
+            pod = pods[job]
+            ours = run_measured([sys.executable, "-c", CHILD, str(kcfg), pod, str(n)], env, extra_fd=True)
+            kube = run_measured([KUBECTL, "logs", "-f", pod, "-c", "main"], env)
+            rows.append((label, n, ours, kube))
+        hdr = (f"{'run':<16}{'reader':<8}{'lines':>10}{'wall s':>9}{'lines/s':>12}{'stream l/s':>12}"
+               f"{'CPU %':>8}{'stream CPU %':>14}{'peak RSS MB':>13}")
+        print(hdr)
+        for label, n, ours, kube in rows:
+            s = ours.get("stream_s") or 0
+            sl = f"{n / s:,.0f}" if s else "-"
+            sc = f"{100 * ours['stream_cpu'] / s:.1f}" if s else "-"
+            print(f"{label:<16}{'ncui':<8}{ours.get('lines', 0):>10,}{ours['wall']:>9.2f}"
+                  f"{n / ours['wall']:>12,.0f}{sl:>12}{100 * ours['cpu'] / ours['wall']:>8.1f}{sc:>14}"
+                  f"{ours['rss_mb']:>13.1f}")
+            print(f"{'':<16}{'kubectl':<8}{n:>10,}{kube['wall']:>9.2f}{n / kube['wall']:>12,.0f}{'-':>12}"
+                  f"{100 * kube['cpu'] / kube['wall']:>8.1f}{'-':>14}{kube['rss_mb']:>13.1f}")
+            if ours.get("rc") or kube.get("rc"):
+                print(f"  (exit codes {ours.get('rc')}/{kube.get('rc')}: {ours['stderr']} {kube['stderr']})")
+        print("# wall and CPU % include process start (imports, sign-in plugin); 'stream' columns count from "
+              "the first batch to the last line on the pane.")
+    finally:
+        sim.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,575 @@
+"""An async Kubernetes client on httpx: list, watch, get, apply, delete, scale, pod logs, the service proxy.
+
+It reads the kubeconfig the portal hands out (server URL, pinned certificate authority, the sign-in exec
+plugin) and signs in the way kubectl does: it runs the plugin (``session.run_plugin``) and uses the
+ExecCredential's token until it expires or the server answers 401. The token lives only in memory, as a
+``SecretStr``: never logged, never in an exception, never in a repr.
+
+Resources are plain dicts (the JSON the API server speaks). No Textual here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import codecs
+import copy
+import json
+import re
+import ssl
+import time
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Optional
+from urllib.parse import quote
+
+import httpx
+import yaml
+from pydantic import SecretStr
+
+from . import session
+from .status import parse_time
+
+__all__ = ["KubeError", "Gone", "NotSignedIn", "ApplyResult", "KubeClient", "Kind", "KINDS", "kind_of"]
+
+_CTRL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]|[\x00-\x1f\x7f]")
+REFRESH_MARGIN = 30.0  # seconds before the credential's expiry at which the plugin is run again
+
+
+def _clean(text: str, limit: int = 2000) -> str:
+    return " ".join(_CTRL.sub(" ", str(text)).split())[:limit]
+
+
+# ---- errors --------------------------------------------------------------------------------------
+
+class KubeError(Exception):
+    """The cluster refused or could not be reached. ``message`` is the Status message (kubectl prints it)."""
+
+    def __init__(self, status: Optional[int], reason: str, message: str) -> None:
+        self.status = status
+        self.reason = reason
+        self.message = _clean(message)
+        super().__init__(self._sentence())
+
+    def _sentence(self) -> str:
+        if self.status is None:
+            return f"cannot reach the cluster: {self.message}"
+        if self.status in (401, 403) and self.reason == "Unauthorized":
+            return f"the cluster does not accept the sign-in: {self.message}"
+        return f"the cluster answered {self.status} {self.reason}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(status={self.status!r}, reason={self.reason!r}, message={self.message!r})"
+
+
+class Gone(KubeError):
+    """410: the resourceVersion is older than the server's history; list again."""
+
+
+class NotSignedIn(KubeError):
+    """The sign-in plugin has no credential: the human must open ``link`` and approve it."""
+
+    def __init__(self, link: Optional[str], message: str = "") -> None:
+        self.link = link
+        super().__init__(401, "NotSignedIn", message or "sign in to the cluster first")
+
+    def _sentence(self) -> str:
+        if self.link:
+            return f"not signed in to the cluster: open {self.link} and approve the sign-in"
+        return f"not signed in to the cluster: {self.message}"
+
+
+# ---- kinds ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Kind:
+    plural: str
+    kind: str
+    group: str
+    version: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def base(self) -> str:
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    @property
+    def ref(self) -> str:
+        """kubectl's resource.group name: ``job.batch``, ``deployment.apps``, ``service``."""
+        return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
+
+
+KINDS: dict[str, Kind] = {k.plural: k for k in (
+    Kind("pods", "Pod", "", "v1"), Kind("services", "Service", "", "v1"), Kind("nodes", "Node", "", "v1", False),
+    Kind("namespaces", "Namespace", "", "v1", False), Kind("serviceaccounts", "ServiceAccount", "", "v1"),
+    Kind("configmaps", "ConfigMap", "", "v1"), Kind("secrets", "Secret", "", "v1"),
+    Kind("events", "Event", "", "v1"), Kind("persistentvolumeclaims", "PersistentVolumeClaim", "", "v1"),
+    Kind("jobs", "Job", "batch", "v1"), Kind("deployments", "Deployment", "apps", "v1"),
+    Kind("replicasets", "ReplicaSet", "apps", "v1"),
+    Kind("roles", "Role", "rbac.authorization.k8s.io", "v1"),
+    Kind("rolebindings", "RoleBinding", "rbac.authorization.k8s.io", "v1"),
+)}
+
+
+def kind_of(name: str) -> Kind:
+    """A Kind by plural (``jobs``), singular or Kind name (``Job``)."""
+    k = KINDS.get(name) or KINDS.get(name.lower()) or KINDS.get(name.lower() + "s")
+    if k is None:
+        k = next((x for x in KINDS.values() if x.kind.lower() == name.lower()), None)
+    if k is None:
+        raise ValueError(f"unknown kind {name!r}")
+    return k
+
+
+def _kind_of_doc(doc: dict) -> Kind:
+    api, kind = doc.get("apiVersion"), doc.get("kind")
+    for k in KINDS.values():
+        if k.kind == kind and k.api_version == api:
+            return k
+    raise ValueError(f"the manifest's {kind or '?'} ({api or '?'}) is not a kind ncui applies")
+
+
+# ---- apply helpers ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ApplyResult:
+    kind: str  # the Kind: "Job", "Deployment", "Service", …
+    name: str
+    action: str  # "created" | "configured" | "unchanged" (the attempted action when error is set)
+    error: Optional[str] = None
+    ref: str = ""  # kubectl's name: "job.batch/nanogpt"
+
+    def __str__(self) -> str:
+        who = self.ref or f"{self.kind.lower()}/{self.name}"
+        return f"{who} {self.action}" if self.error is None else f"{who}: {self.error}"
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _quantity(v: Any) -> Any:
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() else f"{round(v * 1000)}m"
+    return v
+
+
+def normalise(doc: dict) -> dict:
+    """A copy with every ``resources.limits/requests`` quantity as a string (``8`` → ``"8"``), as the API
+    server stores them and the official clients require."""
+    doc = copy.deepcopy(doc)
+
+    def walk(o: Any) -> None:
+        if isinstance(o, dict):
+            res = o.get("resources")
+            if isinstance(res, dict):
+                for part in ("limits", "requests"):
+                    if isinstance(res.get(part), dict):
+                        res[part] = {k: _quantity(v) for k, v in res[part].items()}
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk(doc)
+    return doc
+
+
+def _subset(want: Any, have: Any) -> bool:
+    """Does ``have`` already hold everything ``want`` says (server defaults may add more)?"""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(k in have and _subset(v, have[k]) for k, v in want.items())
+    if isinstance(want, list):
+        return isinstance(have, list) and len(want) == len(have) and all(_subset(a, b) for a, b in zip(want, have))
+    if isinstance(want, (int, float)) and not isinstance(want, bool) and isinstance(have, str):
+        return str(_quantity(want)) == have
+    return want == have
+
+
+def _deletions(old: Any, new: Any) -> dict:
+    """The merge-patch nulls for fields the last apply set and this one dropped (kubectl's three-way rule)."""
+    out: dict = {}
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k, v in old.items():
+            if k not in new:
+                out[k] = None
+            elif isinstance(v, dict) and isinstance(new[k], dict):
+                sub = _deletions(v, new[k])
+                if sub:
+                    out[k] = sub
+    return out
+
+
+def _deep_merge(a: dict, b: dict) -> dict:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) else v
+    return out
+
+
+# ---- the client ------------------------------------------------------------------------------------
+
+def _ssl_context(cluster: dict) -> ssl.SSLContext | bool:
+    if cluster.get("insecure-skip-tls-verify"):
+        return False
+    data = cluster.get("certificate-authority-data")
+    if data:
+        return ssl.create_default_context(cadata=base64.b64decode(data).decode("ascii"))
+    path = cluster.get("certificate-authority")
+    if path:
+        return ssl.create_default_context(cafile=path)
+    return ssl.create_default_context()
+
+
+class KubeClient:
+    """``kc = KubeClient.from_kubeconfig(text)``; ``await kc.list("pods")``; ``await kc.aclose()``."""
+
+    def __init__(self, server: str, exec_spec: Optional[session.ExecSpec], *, verify: ssl.SSLContext | bool = True,
+                 namespace: str = "default", timeout: float = 15.0) -> None:
+        self.server = server.rstrip("/")
+        self.namespace = namespace
+        self._spec = exec_spec
+        self._token: Optional[SecretStr] = None
+        self._expires: float = 0.0  # time.time() at which the credential expires
+        self._generation = 0  # bumps on every new credential
+        self._lock = asyncio.Lock()
+        self.plugin_runs = 0  # how often the sign-in plugin ran (tests and the status line)
+        self._timeout = timeout
+        self._http = httpx.AsyncClient(verify=verify, timeout=httpx.Timeout(timeout), trust_env=False,
+                                       limits=httpx.Limits(max_connections=50, max_keepalive_connections=10))
+
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: str, context: Optional[str] = None, **kw: Any) -> "KubeClient":
+        try:
+            doc = yaml.safe_load(kubeconfig) or {}
+            name = context or doc.get("current-context")
+            ctx = next(c["context"] for c in doc.get("contexts") or [] if c.get("name") == name)
+            cluster = next(c["cluster"] for c in doc.get("clusters") or [] if c.get("name") == ctx.get("cluster"))
+            server = str(cluster["server"])
+        except (yaml.YAMLError, StopIteration, KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"the kubeconfig names no cluster for context {context or '(current)'} "
+                             f"({type(e).__name__})") from None
+        spec = session.exec_spec(kubeconfig, name)
+        return cls(server, spec, verify=_ssl_context(cluster), namespace=ctx.get("namespace") or "default", **kw)
+
+    def __repr__(self) -> str:
+        return f"KubeClient(server={self.server!r}, signed_in={self._token is not None})"
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> "KubeClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    # ---- credentials ------------------------------------------------------------------------------
+
+    async def _credential(self, stale_generation: Optional[int] = None) -> tuple[str, int]:
+        """The bearer token and its generation; runs the plugin when there is none, it expired, or the
+        server refused generation ``stale_generation``."""
+        async with self._lock:
+            fresh = self._token is not None and time.time() < self._expires - REFRESH_MARGIN
+            if fresh and stale_generation != self._generation:
+                return self._token.get_secret_value(), self._generation  # type: ignore[union-attr]
+            if self._spec is None:
+                raise NotSignedIn(None, "the kubeconfig has no sign-in plugin")
+            self.plugin_runs += 1
+            res = await session.run_plugin(self._spec)
+            if not res.signed_in or res.token is None:
+                self._token = None
+                raise NotSignedIn(res.link, res.message)
+            self._token = res.token
+            try:
+                self._expires = parse_time(res.expires).timestamp() if res.expires else time.time() + 600
+            except ValueError:
+                self._expires = time.time() + 600
+            self._generation += 1
+            return self._token.get_secret_value(), self._generation
+
+    def forget_credential(self) -> None:
+        """Drop the in-memory token (the next request runs the plugin again)."""
+        self._token = None
+
+    # ---- requests ---------------------------------------------------------------------------------
+
+    def _path(self, kind: str, namespace: Optional[str], name: Optional[str] = None, sub: str = "") -> str:
+        k = kind_of(kind)
+        p = k.base
+        if k.namespaced:
+            p += f"/namespaces/{quote(namespace or self.namespace, safe='')}"
+        p += f"/{k.plural}"
+        if name is not None:
+            p += f"/{quote(name, safe='')}"
+        if sub:
+            p += f"/{sub}"
+        return p
+
+    @staticmethod
+    def _error(r: httpx.Response, body: Optional[bytes] = None) -> KubeError:
+        raw = body if body is not None else r.content
+        reason, message = r.reason_phrase or "Error", ""
+        try:
+            doc = json.loads(raw)
+            if isinstance(doc, dict):
+                reason = str(doc.get("reason") or reason)
+                message = str(doc.get("message") or doc.get("detail") or "")
+        except ValueError:
+            message = raw[:500].decode("utf-8", "replace")
+        if not message:
+            message = f"HTTP {r.status_code}"
+        cls = Gone if r.status_code == 410 else KubeError
+        return cls(r.status_code, reason, message)
+
+    @staticmethod
+    def _unreachable(e: Exception, url: str) -> KubeError:
+        host = httpx.URL(url).netloc.decode("ascii", "replace")
+        return KubeError(None, "Unreachable", f"{host} ({type(e).__name__}: {_clean(str(e), 200) or 'no answer'})")
+
+    async def _request(self, method: str, path: str, *, params: Optional[dict] = None, json_body: Any = None,
+                       content: Optional[bytes] = None, content_type: Optional[str] = None,
+                       timeout: Optional[float] = None) -> httpx.Response:
+        url = self.server + path
+        stale = None
+        for attempt in range(2):
+            token, gen = await self._credential(stale)
+            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+            if content_type:
+                headers["Content-Type"] = content_type
+            try:
+                r = await self._http.request(method, url, params=params, json=json_body, content=content,
+                                             headers=headers, timeout=timeout or self._timeout)
+            except httpx.HTTPError as e:
+                raise self._unreachable(e, url) from None
+            if r.status_code == 401 and attempt == 0:
+                stale = gen
+                continue
+            return r
+        return r
+
+    async def _json(self, method: str, path: str, ok_404: bool = False, **kw: Any) -> Optional[dict]:
+        r = await self._request(method, path, **kw)
+        if r.status_code == 404 and ok_404:
+            return None
+        if r.status_code >= 400:
+            raise self._error(r)
+        try:
+            return r.json()
+        except ValueError:
+            raise KubeError(r.status_code, "BadResponse", "the cluster's answer is not JSON") from None
+
+    async def _stream(self, path: str, params: dict, read_timeout: Optional[float]):
+        """Open a streaming GET (the caller must ``aclose()`` the response)."""
+        url = self.server + path
+        stale = None
+        for attempt in range(2):
+            token, gen = await self._credential(stale)
+            req = self._http.build_request("GET", url, params=params, headers={"Authorization": f"Bearer {token}"},
+                                           timeout=httpx.Timeout(self._timeout, read=read_timeout))
+            try:
+                r = await self._http.send(req, stream=True)
+            except httpx.HTTPError as e:
+                raise self._unreachable(e, url) from None
+            if r.status_code >= 400:
+                body = await r.aread()
+                await r.aclose()
+                if r.status_code == 401 and attempt == 0:
+                    stale = gen
+                    continue
+                raise self._error(r, body)
+            return r
+        raise KubeError(401, "Unauthorized", "the cluster refused the fresh sign-in")  # pragma: no cover
+
+    # ---- reads ------------------------------------------------------------------------------------
+
+    async def list(self, kind: str, namespace: str = "default",
+                   label_selector: Optional[str] = None) -> tuple[list[dict], str]:
+        k = kind_of(kind)
+        params = {"labelSelector": label_selector} if label_selector else None
+        doc = await self._json("GET", self._path(kind, namespace), params=params) or {}
+        items = doc.get("items") or []
+        for o in items:
+            o.setdefault("apiVersion", k.api_version)
+            o.setdefault("kind", k.kind)
+        return items, str((doc.get("metadata") or {}).get("resourceVersion", ""))
+
+    async def get(self, kind: str, name: str, namespace: str = "default") -> Optional[dict]:
+        return await self._json("GET", self._path(kind, namespace, name), ok_404=True)
+
+    async def watch(self, kind: str, resource_version: str, namespace: str = "default",
+                    timeout_seconds: Optional[int] = None,
+                    label_selector: Optional[str] = None) -> AsyncIterator[tuple[str, dict]]:
+        """Events after ``resource_version``: (``ADDED|MODIFIED|DELETED``, object). Raises ``Gone`` on 410."""
+        params: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version,
+                                  "allowWatchBookmarks": "false"}
+        if timeout_seconds is not None:
+            params["timeoutSeconds"] = int(timeout_seconds)
+        if label_selector:
+            params["labelSelector"] = label_selector
+        read = None if timeout_seconds is None else timeout_seconds + 30.0
+        r = await self._stream(self._path(kind, namespace), params, read)
+        try:
+            async for line in r.aiter_lines():
+                if not line.strip():
+                    continue
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    raise KubeError(None, "BadResponse", "the watch stream sent a line that is not JSON") from None
+                typ, obj = ev.get("type"), ev.get("object") or {}
+                if typ == "ERROR":
+                    code = obj.get("code")
+                    cls = Gone if code == 410 else KubeError
+                    raise cls(code, str(obj.get("reason") or "Error"), str(obj.get("message") or "watch error"))
+                if typ in ("ADDED", "MODIFIED", "DELETED"):
+                    yield typ, obj
+        except httpx.HTTPError as e:
+            raise self._unreachable(e, self.server) from None
+        finally:
+            await r.aclose()
+
+    # ---- writes -----------------------------------------------------------------------------------
+
+    async def apply(self, docs: list[dict], namespace: str = "default") -> list[ApplyResult]:
+        """kubectl apply, one document at a time: create, configure (merge patch), or leave unchanged.
+        Stops at the first refusal (its message in ``error``) and returns what was done so far."""
+        out: list[ApplyResult] = []
+        for raw in docs:
+            if not raw:
+                continue
+            name = str(((raw.get("metadata") or {}).get("name")) or "")
+            try:
+                k = _kind_of_doc(raw)
+            except ValueError as e:
+                out.append(ApplyResult(str(raw.get("kind") or "?"), name, "created", str(e)))
+                break
+            doc = normalise(raw)
+            doc.pop("status", None)
+            meta = doc.setdefault("metadata", {})
+            ns = (meta.get("namespace") or namespace) if k.namespaced else None
+            if k.namespaced:
+                meta["namespace"] = ns
+            last = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+            meta.setdefault("annotations", {})[LAST_APPLIED] = last
+            action = "created"
+            try:
+                cur = await self.get(k.plural, name, ns or "default") if name else None
+                if cur is None:
+                    await self._json("POST", self._path(k.plural, ns), params={"fieldManager": "ncui"},
+                                     json_body=doc)
+                else:
+                    action = "configured"
+                    cur_ann = (cur.get("metadata") or {}).get("annotations") or {}
+                    if cur_ann.get(LAST_APPLIED) == last and _subset(doc, cur):
+                        action = "unchanged"
+                    else:
+                        try:
+                            old = json.loads(cur_ann.get(LAST_APPLIED) or "{}")
+                        except ValueError:
+                            old = {}
+                        patch = _deep_merge(_deletions(old, doc), doc)
+                        await self._json("PATCH", self._path(k.plural, ns, name), params={"fieldManager": "ncui"},
+                                         content=json.dumps(patch).encode(),
+                                         content_type="application/merge-patch+json")
+            except NotSignedIn:
+                raise
+            except KubeError as e:
+                out.append(ApplyResult(k.kind, name, action, e.message, f"{k.ref}/{name}"))
+                break
+            out.append(ApplyResult(k.kind, name, action, None, f"{k.ref}/{name}"))
+        return out
+
+    async def delete(self, kind: str, name: str, namespace: str = "default", propagation: str = "Background") -> bool:
+        """Delete; False when it was already gone."""
+        r = await self._request("DELETE", self._path(kind, namespace, name),
+                                params={"propagationPolicy": propagation},
+                                json_body={"kind": "DeleteOptions", "apiVersion": "v1",
+                                           "propagationPolicy": propagation})
+        if r.status_code == 404:
+            return False
+        if r.status_code >= 400:
+            raise self._error(r)
+        return True
+
+    async def scale(self, kind: str, name: str, replicas: int, namespace: str = "default") -> dict:
+        """Set a Deployment's (or ReplicaSet's) replicas through its scale subresource; returns the Scale."""
+        if replicas < 0:
+            raise ValueError("replicas cannot be negative")
+        return await self._json("PATCH", self._path(kind, namespace, name, "scale"),
+                                content=json.dumps({"spec": {"replicas": int(replicas)}}).encode(),
+                                content_type="application/merge-patch+json") or {}
+
+    # ---- logs -------------------------------------------------------------------------------------
+
+    async def pod_log_batches(self, pod: str, container: Optional[str] = None, *, follow: bool = True,
+                              timestamps: bool = True, since_time: Optional[str] = None,
+                              tail_lines: Optional[int] = None, previous: bool = False,
+                              namespace: str = "default") -> AsyncIterator[list[str]]:
+        """The pod's log as lists of raw lines (no newline), as they arrive: cheap at hundreds of thousands
+        of lines a second. Splits on ``\\n`` only (a ``\\r`` stays inside its line)."""
+        params: dict[str, Any] = {}
+        if container:
+            params["container"] = container
+        if follow:
+            params["follow"] = "true"
+        if timestamps:
+            params["timestamps"] = "true"
+        if since_time:
+            params["sinceTime"] = since_time
+        if tail_lines is not None:
+            params["tailLines"] = int(tail_lines)
+        if previous:
+            params["previous"] = "true"
+        r = await self._stream(self._path("pods", namespace, pod, "log"), params, None if follow else 60.0)
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        rest = ""
+        try:
+            async for chunk in r.aiter_raw():
+                text = rest + decoder.decode(chunk)
+                parts = text.split("\n")
+                rest = parts.pop()
+                if parts:
+                    yield parts
+            text = rest + decoder.decode(b"", final=True)
+            if text:
+                yield [text]
+        except httpx.HTTPError as e:
+            raise self._unreachable(e, self.server) from None
+        finally:
+            await r.aclose()
+
+    async def pod_logs(self, pod: str, container: Optional[str] = None, *, follow: bool = True,
+                       timestamps: bool = True, since_time: Optional[str] = None, tail_lines: Optional[int] = None,
+                       previous: bool = False, namespace: str = "default") -> AsyncIterator[str]:
+        """The pod's log, one raw line (no newline) at a time."""
+        async for batch in self.pod_log_batches(pod, container, follow=follow, timestamps=timestamps,
+                                                since_time=since_time, tail_lines=tail_lines, previous=previous,
+                                                namespace=namespace):
+            for line in batch:
+                yield line
+
+    # ---- the service proxy ------------------------------------------------------------------------
+
+    async def proxy(self, service: str, port: int | str, path: str, *, method: str = "POST", json: Any = None,
+                    namespace: str = "default", timeout: float = 120) -> dict:
+        """A request to a Service through the API server's proxy (what ``kubectl port-forward`` + curl do)."""
+        p = (self._path("services", namespace, f"{service}:{port}") + "/proxy/" + path.lstrip("/"))
+        r = await self._request(method, p, json_body=json, timeout=timeout)
+        if r.status_code >= 400:
+            err = self._error(r)
+            if err.message.startswith("HTTP "):
+                err = KubeError(r.status_code, err.reason, r.text[:500] or err.message)
+            raise err
+        try:
+            out = r.json()
+        except ValueError:
+            return {"text": r.text}
+        return out if isinstance(out, dict) else {"value": out}

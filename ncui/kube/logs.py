@@ -1,0 +1,330 @@
+"""Follow one container's log: batched delivery, a bounded buffer, and resumption without loss or repeats.
+
+The follower asks for ``timestamps=true``. When the stream drops while the container still runs it asks
+again with ``sinceTime`` = the last timestamp it saw and skips what it already delivered (lines with
+an earlier timestamp, and as many lines with that same timestamp and text as it already had). It ends when
+the container has terminated and every line is in (one last catch-up read makes sure of that).
+
+Lines are cleaned of terminal control sequences, delivered in batches at most every ``batch_interval``
+seconds (never a call per line), and the newest ``keep`` of them stay in a ring buffer.
+No Textual here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import time
+from collections import Counter, deque
+from typing import Callable, Optional
+
+from .client import KubeClient, KubeError, NotSignedIn
+
+__all__ = ["LogFollower", "LOSS", "parse_loss", "clean_line", "split_timestamp"]
+
+LOSS = re.compile(r"\biter (\d+): loss (-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf), time (\d+(?:\.\d+)?)ms"
+                  r"(?:, mfu (-?\d+(?:\.\d+)?)%)?")
+
+
+def parse_loss(text: str) -> Optional[tuple[int, float]]:
+    """``iter 100: loss 2.4712, time 380.12ms`` (optionally ``, mfu 12.3%``) → ``(100, 2.4712)``."""
+    m = LOSS.search(text)
+    if m is None:
+        return None
+    return int(m.group(1)), float(m.group(2))
+
+
+# CSI (ESC [ … final), OSC (ESC ] … BEL or ST), other two-byte ESC sequences, C1 CSI/OSC, then any other
+# C0 control but tab, and DEL.
+_SEQ = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]|[\x1b\x9d]\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+                  r"|\x9d[^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|[\x00-\x08\x0a-\x1f\x7f]")
+_NEEDS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x9b\x9d]")
+
+
+def clean_line(text: str) -> str:
+    """A log line safe to show: no terminal control sequences. A ``\\r`` (a progress bar redrawing itself)
+    keeps what a terminal would end up showing: the text after the last one."""
+    if _NEEDS.search(text) is None:
+        return text
+    if "\r" in text:
+        parts = [p for p in text.split("\r") if p]
+        text = parts[-1] if parts else ""
+    return _SEQ.sub("", text)
+
+
+_TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$")
+
+
+def split_timestamp(line: str) -> tuple[Optional[str], str]:
+    """``"2026-11-02T09:00:01.5Z text"`` → ``("2026-11-02T09:00:01.5Z", "text")``; no timestamp → (None, line)."""
+    sp = line.find(" ")
+    head = line[:sp] if sp >= 0 else line
+    if 20 <= len(head) <= 35 and head[4] == "-" and head[10] == "T" and _TS.match(head):
+        return head, line[sp + 1:] if sp >= 0 else ""
+    return None, line
+
+
+_TS_PARTS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
+
+
+def ts_key(ts: str) -> str:
+    """A sortable form of an RFC 3339 timestamp: UTC, nanoseconds always nine digits."""
+    if len(ts) == 30 and ts[19] == "." and ts[-1] == "Z":
+        return ts
+    m = _TS_PARTS.match(ts)
+    if m is None:
+        return ts
+    base, frac, zone = m.group(1), (m.group(2) or "")[:9].ljust(9, "0"), m.group(3)
+    if zone != "Z":
+        from datetime import datetime, timezone
+        base = datetime.fromisoformat(base + zone).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{base}.{frac}Z"
+
+
+class LogFollower:
+    """``f = LogFollower(kc, "nanogpt-x2k4z", on_lines=pane.write_batch)``; ``await f.run()``; ``f.stop()``."""
+
+    def __init__(self, client: KubeClient, pod: str, container: Optional[str] = None, *,
+                 on_lines: Callable[[list[str]], None], previous: bool = False, batch_interval: float = 0.1,
+                 keep: int = 200_000, namespace: str = "default",
+                 on_entries: Optional[Callable[[list[tuple[str, str]]], None]] = None,
+                 on_state: Optional[Callable[[str], None]] = None, tail_lines: Optional[int] = None,
+                 backoff: tuple[float, float] = (0.2, 10.0)) -> None:
+        self.client, self.pod, self.container, self.namespace = client, pod, container, namespace
+        self.on_lines, self.on_entries, self.on_state = on_lines, on_entries, on_state
+        self.previous = previous
+        self.batch_interval = batch_interval
+        self.keep = keep
+        self.tail_lines = tail_lines
+        self.backoff = backoff
+        self._buf: deque[tuple[str, str]] = deque(maxlen=max(1, keep))
+        self._pending: list[tuple[str, str]] = []
+        self._last_key: Optional[str] = None  # the newest timestamp delivered (sortable form)
+        self._last_ts: Optional[str] = None  # … as the server wrote it
+        self._skip: Optional[Counter] = None  # on a resumed stream: texts at _resume_key still to skip
+        self._resume_key = ""
+        self.total = 0  # lines delivered since the start
+        self.streams = 0  # streams opened (1 + resumptions)
+        self.ended = False  # the container terminated and every line is in
+        self.end_reason: Optional[str] = None
+        self.error: Optional[str] = None  # the last error (a human sentence), None once lines flow
+        self.state: str = ""
+        self._stopped = False
+        self._task: Optional[asyncio.Task] = None
+        self._flusher: Optional[asyncio.Task] = None
+        self._wake = asyncio.Event()
+        self._last_flush = 0.0
+        self._rng = random.Random()
+
+    # ---- the buffer ---------------------------------------------------------------------------------
+
+    def lines(self) -> list[tuple[str, str]]:
+        """The newest ``keep`` lines as (timestamp, text)."""
+        return list(self._buf)
+
+    def texts(self) -> list[str]:
+        return [t for _, t in self._buf]
+
+    # ---- delivery -----------------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        self._last_flush = time.monotonic()
+        self.on_lines([t for _, t in batch])
+        if self.on_entries is not None:
+            self.on_entries(batch)
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            wait = self._last_flush + self.batch_interval - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._flush()
+
+    def _take(self, raw: list[str]) -> None:
+        """Add a batch of raw ``timestamp text`` lines, skipping what a resumed stream repeats."""
+        out = self._pending
+        n0 = len(out)
+        last_key, last_ts = self._last_key, self._last_ts
+        skip, resume_key = self._skip, self._resume_key
+        needs = _NEEDS.search
+        for line in raw:
+            sp = line.find(" ")
+            if sp == 30 and line[29] == "Z" and line[10] == "T" and line[19] == ".":  # the usual form, fast
+                ts = key = line[:30]
+                text = line[31:]
+            else:
+                ts, text = split_timestamp(line)
+                if ts is None:  # a continuation (a text with a newline in it): the previous line's timestamp
+                    ts, key = last_ts or "", last_key or ""
+                else:
+                    key = ts_key(ts)
+            if needs(text) is not None:
+                text = clean_line(text)
+            if skip is not None:
+                if key < resume_key:
+                    continue
+                if key == resume_key:
+                    if skip.get(text, 0) > 0:
+                        skip[text] -= 1
+                        continue
+                else:
+                    skip = None  # past the resumption point: nothing more to skip
+            last_key, last_ts = key, ts
+            out.append((ts, text))
+        added = len(out) - n0
+        if added:
+            self._buf.extend(out[n0:] if n0 else out)
+            self.total += added
+            self._last_key, self._last_ts = last_key, last_ts
+        self._skip = skip
+
+    def _texts_at_last(self) -> Counter:
+        """The texts already delivered with the newest timestamp (what a resumed stream repeats first)."""
+        c: Counter = Counter()
+        buf, ts = self._buf, self._last_ts
+        for i in range(len(buf) - 1, -1, -1):
+            if buf[i][0] != ts:
+                break
+            c[buf[i][1]] += 1
+        return c
+
+    # ---- the loop -----------------------------------------------------------------------------------
+
+    def _say(self, state: str) -> None:
+        self.state = state
+        if self.on_state is not None:
+            self.on_state(state)
+
+    async def _container(self) -> tuple[Optional[dict], Optional[str]]:
+        """(the pod, the container name to follow) — the default container when none was named."""
+        pod = await self.client.get("pods", self.pod, self.namespace)
+        if pod is None:
+            return None, self.container
+        name = self.container
+        if not name:
+            spec = pod.get("spec") or {}
+            ann = (pod.get("metadata") or {}).get("annotations") or {}
+            names = [c.get("name") for c in spec.get("containers") or []]
+            name = ann.get("kubectl.kubernetes.io/default-container") or (names[0] if names else None)
+        return pod, name
+
+    def _terminated(self, pod: dict, name: Optional[str]) -> bool:
+        st = pod.get("status") or {}
+        if st.get("phase") in ("Succeeded", "Failed"):
+            return True
+        for c in (st.get("containerStatuses") or []) + (st.get("initContainerStatuses") or []):
+            if c.get("name") == name:
+                return bool((c.get("state") or {}).get("terminated"))
+        return False
+
+    async def run(self) -> None:
+        self._task = asyncio.current_task()
+        self._flusher = asyncio.ensure_future(self._flush_loop())
+        failures = 0
+        terminated_at_open = False
+        try:
+            pod, name = await self._container()
+            if pod is None:
+                self._end("the pod is gone")
+                return
+            self.container = name
+            while not self._stopped:
+                resume = self._last_key is not None
+                if resume:
+                    self._skip, self._resume_key = self._texts_at_last(), self._last_key or ""
+                try:
+                    self.streams += 1
+                    opened = 0
+                    gen = self.client.pod_log_batches(
+                        self.pod, self.container, follow=not self.previous, timestamps=True,
+                        since_time=self._last_ts if resume else None,
+                        tail_lines=None if resume else self.tail_lines, previous=self.previous,
+                        namespace=self.namespace)
+                    try:
+                        async for raw in gen:
+                            if not opened:
+                                opened = 1
+                                self.error = None
+                                failures = 0
+                                self._say("following" if not self.previous else "previous")
+                            n = len(self._pending)
+                            self._take(raw)
+                            if len(self._pending) > n and not self._wake.is_set():
+                                self._wake.set()
+                    finally:
+                        await gen.aclose()
+                    dropped = False
+                    empty = not opened
+                except NotSignedIn as e:
+                    self.error = str(e)
+                    self._say("not signed in")
+                    failures += 1
+                    await self._sleep(failures)
+                    continue
+                except KubeError as e:
+                    if e.status == 404:
+                        self._end("the pod is gone")
+                        return
+                    if e.status == 400 and "waiting to start" in e.message:
+                        reason = e.message.rsplit(":", 1)[-1].strip() or "waiting"
+                        self._say(f"waiting: {reason}")
+                        failures += 1
+                        await self._sleep(min(failures, 4))
+                        continue
+                    if e.status == 400 and self.previous:
+                        self._end(e.message)
+                        return
+                    self.error = str(e)
+                    dropped = empty = True
+                if self.previous:
+                    self._end("previous log read")
+                    return
+                # the stream ended: the container is done, or the connection dropped
+                try:
+                    pod = await self.client.get("pods", self.pod, self.namespace)
+                except KubeError as e:
+                    self.error = str(e)
+                    pod = {}
+                    dropped = True
+                if pod is None:
+                    self._end("the pod is gone")
+                    return
+                if pod and self._terminated(pod, self.container):
+                    if terminated_at_open and not dropped:
+                        self._end("the container terminated")
+                        return
+                    terminated_at_open = True  # one more read catches the lines a dropped stream missed
+                    continue
+                self._say("resuming")
+                if dropped or empty:
+                    failures += 1
+                    await self._sleep(failures)
+        except asyncio.CancelledError:
+            if not self._stopped:
+                raise
+        finally:
+            self._flush()
+            if self._flusher is not None:
+                self._flusher.cancel()
+
+    def _end(self, reason: str) -> None:
+        self._flush()
+        self.ended = True
+        self.end_reason = reason
+        self._say("ended")
+
+    async def _sleep(self, failures: int) -> None:
+        lo, hi = self.backoff
+        delay = min(hi, lo * (2 ** min(failures - 1, 10)))
+        await asyncio.sleep(delay * (0.5 + self._rng.random() / 2))
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._task is not None and not self._task.done() and self._task is not asyncio.current_task():
+            self._task.cancel()

@@ -1,0 +1,109 @@
+"""Watch one kind of resource the way client-go's reflector does: list, then watch from the list's
+resourceVersion; on 410 Gone, a dropped stream or an error, list again (with backoff and jitter when the
+errors repeat) and carry on. Every change delivers a new immutable snapshot (name → object).
+
+No Textual here: ``on_snapshot`` and ``on_error`` are plain callables run on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from types import MappingProxyType
+from typing import Callable, Mapping, Optional
+
+from .client import Gone, KubeClient, KubeError
+
+__all__ = ["ResourceWatcher"]
+
+
+class ResourceWatcher:
+    def __init__(self, client: KubeClient, kind: str, on_snapshot: Callable[[Mapping[str, dict]], None],
+                 namespace: str = "default", *, on_error: Optional[Callable[[str], None]] = None,
+                 label_selector: Optional[str] = None, watch_timeout: int = 300,
+                 backoff: tuple[float, float] = (0.5, 30.0)) -> None:
+        self.client, self.kind, self.namespace = client, kind, namespace
+        self.on_snapshot, self.on_error = on_snapshot, on_error
+        self.label_selector = label_selector
+        self.watch_timeout = watch_timeout
+        self.backoff = backoff
+        self.error: Optional[str] = None  # the last error, None once the cluster answers again
+        self.lists = 0  # how many times it listed (1 + the re-lists)
+        self.snapshot: Mapping[str, dict] = MappingProxyType({})
+        self.synced = False  # a first list arrived
+        self._objs: dict[str, dict] = {}
+        self._delivered: Optional[dict[str, str]] = None  # name → resourceVersion last delivered
+        self._stopped = False
+        self._task: Optional[asyncio.Task] = None
+        self._rng = random.Random()
+
+    # ---- delivery ---------------------------------------------------------------------------------
+
+    def _deliver(self) -> None:
+        versions = {n: str(o.get("metadata", {}).get("resourceVersion", "")) for n, o in self._objs.items()}
+        if versions == self._delivered:
+            return  # nothing changed (a re-list that found what we had)
+        self._delivered = versions
+        self.snapshot = MappingProxyType(dict(self._objs))
+        self.on_snapshot(self.snapshot)
+
+    def _fail(self, text: str) -> None:
+        self.error = text
+        if self.on_error is not None:
+            self.on_error(text)
+
+    # ---- the loop ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._task = asyncio.current_task()
+        failures = 0
+        try:
+            while not self._stopped:
+                try:
+                    items, rv = await self.client.list(self.kind, self.namespace, self.label_selector)
+                    self.lists += 1
+                    # replace in one step: never an empty snapshot while re-listing
+                    self._objs = {o["metadata"]["name"]: o for o in items}
+                    self.synced = True
+                    self.error = None
+                    failures = 0
+                    self._deliver()
+                    while not self._stopped:
+                        async for typ, obj in self.client.watch(self.kind, rv, self.namespace,
+                                                                timeout_seconds=self.watch_timeout,
+                                                                label_selector=self.label_selector):
+                            name = obj.get("metadata", {}).get("name")
+                            if not name:
+                                continue
+                            rv = str(obj["metadata"].get("resourceVersion") or rv)
+                            if typ == "DELETED":
+                                self._objs.pop(name, None)
+                            else:
+                                self._objs[name] = obj
+                            self._deliver()
+                        # the server ended the watch (its timeout): watch again from where we are
+                except Gone:
+                    continue  # history compacted: list again at once
+                except asyncio.CancelledError:
+                    raise
+                except KubeError as e:
+                    failures += 1
+                    self._fail(str(e))
+                    await self._sleep(failures)
+                except Exception as e:  # a bad object, a bug: say so and keep trying
+                    failures += 1
+                    self._fail(f"watching {self.kind} failed: {type(e).__name__}: {e}")
+                    await self._sleep(failures)
+        except asyncio.CancelledError:
+            if not self._stopped:
+                raise
+
+    async def _sleep(self, failures: int) -> None:
+        lo, hi = self.backoff
+        delay = min(hi, lo * (2 ** min(failures - 1, 10)))
+        await asyncio.sleep(delay * (0.5 + self._rng.random() / 2))
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._task is not None and not self._task.done() and self._task is not asyncio.current_task():
+            self._task.cancel()

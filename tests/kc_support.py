@@ -1,0 +1,62 @@
+"""Helpers for the kube-client tests: a signed-in KubeClient on the simulator, async waits with deadlines."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Callable
+
+import httpx
+import pytest
+import yaml
+
+from ncui.kube.client import KubeClient
+
+from .kube_support import kube_factory  # noqa: F401 (fixture)
+
+
+async def until(predicate: Callable[[], object], timeout: float = 10.0, what: str = "", interval: float = 0.01):
+    """Wait on a condition with a deadline, letting the event loop run; returns the predicate's value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = predicate()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        await asyncio.sleep(interval)
+
+
+async def advance_until(k, predicate: Callable[[], object], step: float = 60, max_steps: int = 200,
+                        what: str = "", settle: float = 0.0):
+    """Move the frozen clock ``step`` virtual seconds at a time (letting the loop run between steps)."""
+    for _ in range(max_steps):
+        v = predicate()
+        if v:
+            return v
+        await asyncio.to_thread(k.world.advance, step)
+        await asyncio.to_thread(k.sim.app.state.kube.tick)
+        await asyncio.sleep(settle)
+    raise AssertionError(f"never happened: {what or predicate}")
+
+
+def recipe(k, name: str) -> list[dict]:
+    r = httpx.get(k.file(name))
+    r.raise_for_status()
+    return [d for d in yaml.safe_load_all(r.text) if d]
+
+
+@pytest.fixture
+async def kc_factory(kube_factory, monkeypatch):  # noqa: F811
+    clients: list[KubeClient] = []
+
+    def make(scenario: str = "k8s-market", signed_in: bool = True, **kw):
+        k = kube_factory(scenario, signed_in=signed_in, **kw)
+        monkeypatch.setenv("NCUI_KUBE_CACHE", str(k.auth_cache))
+        kc = KubeClient.from_kubeconfig(k.kubeconfig.read_text())
+        clients.append(kc)
+        return k, kc
+
+    yield make
+    for c in clients:
+        await c.aclose()

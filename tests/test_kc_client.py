@@ -1,0 +1,123 @@
+"""ncui's own async Kubernetes client against the simulator over real loopback HTTPS."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import SecretStr
+
+from ncui.kube.client import ApplyResult, KubeError, NotSignedIn
+from ncui.kube.status import pod_ready, pod_status
+
+from .kc_support import advance_until, kc_factory, kube_factory, recipe  # noqa: F401 (fixtures)
+
+
+def _deploy(replicas: int = 1, cpu=1) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "echo", "labels": {"app": "echo"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "echo"}},
+                     "template": {"metadata": {"labels": {"app": "echo"}}, "spec": {"containers": [
+                         {"name": "main", "image": "busybox:1.36", "command": ["sleep", "inf"],
+                          "resources": {"limits": {"cpu": cpu, "memory": "64Mi"}}}]}}}}
+
+
+def _svc(name: str = "echo") -> dict:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+            "spec": {"selector": {"app": "echo"}, "ports": [{"port": 80}]}}
+
+
+async def test_list_get_apply_scale_delete(kc_factory):
+    k, kc = kc_factory()
+    nodes, rv = await kc.list("nodes")
+    assert [n["metadata"]["name"] for n in nodes] == ["halcyon-cpu-worker-0"] and rv.isdigit()
+    assert nodes[0]["kind"] == "Node"
+    assert await kc.get("deployments", "echo") is None
+    got = await kc.apply([_deploy(), _svc()])
+    assert got == [ApplyResult("Deployment", "echo", "created", None, "deployment.apps/echo"),
+                   ApplyResult("Service", "echo", "created", None, "service/echo")]
+    dep = await kc.get("deployments", "echo")
+    assert dep["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "1"  # a string
+    assert [r.action for r in await kc.apply([_deploy(), _svc()])] == ["unchanged", "unchanged"]
+    assert [r.action for r in await kc.apply([_deploy(2), _svc()])] == ["configured", "unchanged"]
+    assert (await kc.get("deployments", "echo"))["spec"]["replicas"] == 2
+    assert "deployment.apps/echo" in k.kubectl("get", "deployments", "-o", "name").stdout
+    scale = await kc.scale("deployments", "echo", 3)
+    assert scale["spec"]["replicas"] == 3
+    assert (await kc.get("deployments", "echo"))["spec"]["replicas"] == 3
+    pods, _ = await kc.list("pods", label_selector="app=echo")
+    assert pods and all(p["metadata"]["labels"]["app"] == "echo" for p in pods)
+    assert await kc.delete("deployments", "echo") is True
+    assert await kc.delete("deployments", "echo") is False
+    assert await kc.get("deployments", "echo") is None
+    assert "bearer" not in repr(kc).lower() and k.token() not in repr(kc)
+
+
+async def test_admission_refusal_stops_the_apply_with_its_message(kc_factory):
+    k, kc = kc_factory()
+    k.set_bid(20.0)  # 8 GPUs x $20 x 2 h = $320 > the $250 balance
+    docs = [_svc("first")] + recipe(k, "nanogpt-job-nvidia.yaml") + [_svc("never")]
+    got = await kc.apply(docs)
+    assert [(r.kind, r.action, r.error is None) for r in got] == [("Service", "created", True),
+                                                                  ("Job", "created", False)]
+    assert "does not cover two hours" in got[1].error and "$320.00" in got[1].error
+    assert 'admission webhook "gpu.nationalcompute.com" denied' in got[1].error
+    assert await kc.get("services", "never") is None  # stopped at the first refusal
+    with pytest.raises(KubeError) as e:
+        await kc.proxy("nope", 80, "/v1/models", method="GET")
+    assert e.value.status == 404 and 'services "nope" not found' in e.value.message
+    assert k.token() not in str(e.value) and k.token() not in repr(e.value)
+
+
+async def test_serve_to_ready_a_completion_through_the_proxy_and_logs(kc_factory):
+    k, kc = kc_factory()
+    k.set_bid(5.0)
+    for name in ("inkling-weights-to-shared-nvidia.yaml", "inkling-serve-nvidia.yaml"):
+        assert all(r.error is None for r in await kc.apply(recipe(k, name)))
+
+    async def engine():
+        pods, _ = await kc.list("pods")
+        return [p for p in pods if p["metadata"]["name"].startswith("inkling-")
+                and not p["metadata"]["name"].startswith("inkling-weights")]
+
+    states: list[str] = []
+
+    def ready() -> bool:
+        st = k.pod_statuses()
+        v = [s for n, s in st.items() if n.startswith("inkling-") and not n.startswith("inkling-weights")]
+        states.extend(v)
+        return v == ["Running 1/1"]
+
+    await advance_until(k, ready, step=120, what="the engine READY 1/1")
+    pod = (await engine())[0]
+    assert pod_status(pod) == "Running" and pod_ready(pod) == "1/1"
+    out = await kc.proxy("inkling", 8000, "/v1/chat/completions", json={
+        "model": "thinkingmachines/Inkling", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1024})
+    msg = out["choices"][0]["message"]
+    assert out["object"] == "chat.completion" and msg["content"] and msg["reasoning_content"]
+    lines = [x async for x in kc.pod_logs(pod["metadata"]["name"], "main", follow=False, timestamps=False)]
+    assert any("Application startup complete" in x for x in lines)
+    assert any('"POST /v1/chat/completions HTTP/1.1" 200' in x for x in lines)  # our request, in its log
+    stamped = [x async for x in kc.pod_logs(pod["metadata"]["name"], "main", follow=False, tail_lines=1)]
+    assert len(stamped) == 1 and stamped[0][:2] == "20" and "Z " in stamped[0]
+
+
+async def test_a_401_runs_the_plugin_again(kc_factory):
+    k, kc = kc_factory()
+    await kc.list("pods")
+    assert kc.plugin_runs == 1
+    await kc.list("pods")
+    assert kc.plugin_runs == 1  # cached in memory
+    kc._token = SecretStr("not-a-token")  # the server forgets it: 401
+    items, _ = await kc.list("nodes")
+    assert items and kc.plugin_runs == 2
+
+
+async def test_not_signed_in_raises_with_the_link(kc_factory):
+    k, kc = kc_factory(signed_in=False)
+    with pytest.raises(NotSignedIn) as e:
+        await kc.list("pods")
+    assert e.value.link and "/device?code=" in e.value.link
+    assert e.value.link in str(e.value)
+    k.approve(e.value.link)  # the human approves; the background poller caches the credential
+    from .conftest import wait_for
+    wait_for(lambda: list(k.auth_cache.glob("halcyon-*.json")) and not k.pending(), 15, what="the credential")
+    items, _ = await kc.list("nodes")
+    assert items

@@ -1,0 +1,87 @@
+"""LogPane: the Textual 8.2.8 max_lines redraw workaround, filter, follow, timestamps, wrap (headless pilot)."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from textual.app import App
+from textual.widgets import Log
+
+from ncui.widgets.logpane import LogPane
+
+
+class PaneApp(App):
+    def __init__(self, pane: LogPane) -> None:
+        super().__init__()
+        self.pane = pane
+
+    def compose(self):
+        yield self.pane
+
+
+def _screen_numbers(app: App) -> list[int]:
+    """The line numbers painted on the (virtual) screen right now."""
+    svg = app.export_screenshot()
+    plain = html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+    return [int(x) for x in re.findall(r"line (\d+)", plain)]
+
+
+async def test_capped_log_keeps_redrawing_the_newest_lines():
+    pane = LogPane(max_lines=50)
+    app = PaneApp(pane)
+    async with app.run_test(size=(60, 12)) as pilot:
+        for b in range(6):  # 180 lines into a 50-line cap, in batches
+            pane.write_batch([f"line {b * 30 + i}" for i in range(30)])
+            await pilot.pause()
+        await pilot.pause()
+        assert pane.log.lines[-1] == "line 179" and len(pane.log.lines) == 50
+        shown = _screen_numbers(app)
+        assert shown and shown[-1] == 179, f"the screen still shows old lines: {shown[-3:]}"
+        assert shown == list(range(shown[0], 180))
+
+
+async def test_filter_follow_timestamps_and_wrap():
+    entries = [(f"2026-11-02T09:00:{i % 60:02d}.000000000Z", f"iter {i}: loss {2 + i / 1000:.4f}, time 1ms")
+               for i in range(300)]
+    pane = LogPane(source=lambda: entries, max_lines=1000)
+    app = PaneApp(pane)
+    async with app.run_test(size=(60, 12)) as pilot:
+        pane.write_batch(entries[:200])
+        await pilot.pause()
+        log = pane.log
+        assert log.lines[-1].startswith("iter 199:") and log.is_vertical_scroll_end
+        # follow off: new lines do not move the view
+        pane.follow = False
+        log.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        pane.write_batch(entries[200:300])
+        await pilot.pause()
+        assert log.scroll_y == 0 and log.lines[-1].startswith("iter 299:")
+        await pilot.press("G")  # jump to the end: follows again
+        await pilot.pause()
+        assert pane.follow and log.is_vertical_scroll_end
+        # the filter re-renders from the source, then keeps applying to new batches
+        pane.set_filter("iter 7")
+        await pilot.pause()
+        assert log.lines and all("iter 7" in x for x in log.lines) and len(log.lines) == 11  # 7, 70–79
+        pane.write_batch([("t", "iter 700: loss 1, time 1ms"), ("t", "iter 800: loss 1, time 1ms")])
+        assert log.lines[-1].startswith("iter 700:")
+        pane.set_filter("")
+        await pilot.pause()
+        assert len(log.lines) == 300
+        await pilot.press("t")  # timestamps on
+        await pilot.pause()
+        assert log.lines[0].startswith("2026-11-02T09:00:00.000000000Z iter 0:")
+        await pilot.press("w")  # wrap: long lines become several rows of the pane's width
+        await pilot.pause()
+        width = log.scrollable_content_region.width
+        assert len(log.lines) > 300 and max(len(x) for x in log.lines) <= width
+        await pilot.press("w", "t")
+        await pilot.pause()
+        assert len(log.lines) == 300 and log.lines[0] == "iter 0: loss 2.0000, time 1ms"
+        await pilot.press("slash")  # the filter box
+        await pilot.press("i", "t", "e", "r", " ", "2", "9", "9")
+        await pilot.pause()
+        assert pane.filter_text == "iter 299" and list(log.lines) == ["iter 299: loss 2.2990, time 1ms"]
+        assert isinstance(log, Log)

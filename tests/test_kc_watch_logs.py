@@ -1,0 +1,141 @@
+"""The pod watcher (list + watch, re-list after 410) and the log follower (resume without loss or repeats)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from ncui.kube.logs import LOSS, LogFollower, clean_line, parse_loss
+from ncui.kube.status import job_status, pod_ready, pod_status
+from ncui.kube.watch import ResourceWatcher
+
+from .kc_support import advance_until, kc_factory, kube_factory, recipe, until  # noqa: F401 (fixtures)
+
+
+def _job(name: str, command: str, env: dict | None = None) -> dict:
+    ctr = {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", command]}
+    if env:
+        ctr["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [ctr]}}}}
+
+
+async def test_watcher_follows_a_train_job_and_relists_after_410(kc_factory):
+    k, kc = kc_factory()
+    k.set_bid(5.0)
+    pods: list[dict] = []  # snapshots
+    jobs: list[dict] = []
+    pw = ResourceWatcher(kc, "pods", lambda s: pods.append(dict(s)))
+    jw = ResourceWatcher(kc, "jobs", lambda s: jobs.append(dict(s)))
+    tasks = [asyncio.ensure_future(pw.run()), asyncio.ensure_future(jw.run())]
+    try:
+        await until(lambda: pw.synced and jw.synced, what="the first lists")
+        assert pods == [{}]  # one (empty) snapshot: nothing runs yet
+        assert all(r.error is None for r in await kc.apply(recipe(k, "nanogpt-job-nvidia.yaml")))
+        await until(lambda: jobs and "nanogpt" in jobs[-1] and job_status(jobs[-1]["nanogpt"]) == "Suspended",
+                    what="the job waits suspended")
+        assert pods[-1] == {}  # kubectl get pods stays empty while the job waits
+
+        def seen() -> list[str]:
+            out: list[str] = []
+            for s in pods:
+                for p in s.values():
+                    v = f"{pod_status(p)} {pod_ready(p)}"
+                    if not out or out[-1] != v:
+                        out.append(v)
+            return out
+
+        await advance_until(k, lambda: "Running 1/1" in seen(), step=60, settle=0.15, what="Running")
+        assert seen()[:3] == ["Pending 0/1", "ContainerCreating 0/1", "Running 1/1"], seen()
+        # the history is compacted: the open watch gets 410 Gone and the watcher lists again
+        n = len(pods)
+        k.sim_post("/_sim/k8s/compact")
+        await advance_until(k, lambda: "Completed 0/1" in seen(), step=120, settle=0.15, what="Completed")
+        assert pw.lists >= 2 and jw.lists >= 2
+        assert all(len(s) == 1 for s in pods[1:]), "one pod, never a duplicate, never an empty snapshot"
+        assert len(pods) > n
+        await until(lambda: job_status(jobs[-1]["nanogpt"]) == "Complete", what="the job completes")
+        statuses = [job_status(s["nanogpt"]) for s in jobs if "nanogpt" in s]
+        i = statuses.index("Suspended")
+        assert statuses[-1] == "Complete" and "Running" in statuses[i:], statuses
+        versions = [s["nanogpt"]["metadata"]["resourceVersion"] for s in jobs if "nanogpt" in s]
+        assert len(versions) == len(set(versions)), "a snapshot per change, no repeats"
+        assert pw.error is None
+    finally:
+        pw.stop()
+        jw.stop()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    assert all(t.done() for t in tasks)
+
+
+async def test_follower_resumes_after_drops_without_loss_or_repeats(kc_factory):
+    k, kc = kc_factory()
+    k.set_bid(5.0)
+    await kc.apply(recipe(k, "nanogpt-job-nvidia.yaml"))
+    await advance_until(k, lambda: any(v.startswith("Running") for v in k.pod_statuses().values()), step=60)
+    pod = next(iter(k.pod_statuses()))
+    await advance_until(k, lambda: True, step=300)  # some lines are in already
+    assert k.sim_post("/_sim/k8s/logcut", {"after": 17, "count": 3}).status_code == 200
+    batches: list[list[str]] = []
+    f = LogFollower(kc, pod, "main", on_lines=batches.append, batch_interval=0.05)
+    task = asyncio.ensure_future(f.run())
+    try:
+        await advance_until(k, lambda: "Completed 0/1" in k.pod_statuses().values(), step=60, settle=0.1)
+        await until(lambda: f.ended, 20, what="the follower ends with the container")
+    finally:
+        f.stop()
+        await asyncio.gather(task, return_exceptions=True)
+    full = [x async for x in kc.pod_logs(pod, "main", follow=False, timestamps=False)]
+    got = [x for b in batches for x in b]
+    assert f.streams >= 4  # three cuts, each resumed
+    assert got == full, (len(got), len(full))
+    assert [t for _, t in f.lines()] == full and f.total == len(full)
+    assert sum(1 for x in got if LOSS.search(x)) == 201
+    assert f.end_reason == "the container terminated"
+
+
+async def test_follower_cleans_escapes_keeps_a_bounded_buffer_and_batches(kc_factory):
+    k, kc = kc_factory()
+    nasty = "x\r[red: \x1b[31mred\x1b[0m title: \x1b]0;title\x07 end]\x07"
+    res = await kc.apply([_job("nasty", nasty), _job("flood", "run", {"NCUI_SIM_LOG_FLOOD": "5000"})])
+    assert [r.error for r in res] == [None, None]
+    await advance_until(k, lambda: sum(v.startswith("Running") for v in k.pod_statuses().values()) == 2,
+                        step=10)
+    await advance_until(k, lambda: True, step=5)
+    names = {n.rsplit("-", 1)[0]: n for n in k.pod_statuses()}
+    got: list[str] = []
+    f = LogFollower(kc, names["nasty"], on_lines=got.extend)
+    t1 = asyncio.ensure_future(f.run())
+    await until(lambda: any(x.startswith("[red") for x in got), what="the command line")
+    line = next(x for x in got if x.startswith("[red"))
+    assert line == "[red: red title:  end]"
+    assert not any(re.search(r"[\x00-\x08\x0a-\x1f\x7f]", x) for x in got)
+    f.stop()
+    # a long log into a small buffer: the newest 1000 stay; delivered in batches; a cut mid-way resumes
+    k.sim_post("/_sim/k8s/logcut", {"after": 1234})
+    calls: list[int] = []
+    g = LogFollower(kc, names["flood"], on_lines=lambda b: calls.append(len(b)), keep=1000)
+    t2 = asyncio.ensure_future(g.run())
+    await until(lambda: sum(calls) >= 5000, 20, what="all 5,000 lines delivered")
+    kept = g.lines()
+    assert len(kept) == 1000 and kept[0][1].startswith("iter 4000:") and kept[-1][1].startswith("iter 4999:")
+    assert sum(calls) == 5000 and len(calls) < 100 and g.streams >= 2
+    await advance_until(k, lambda: all(v.startswith("Completed") for v in k.pod_statuses().values()), step=60)
+    await until(lambda: g.ended, 20, what="the flood follower ends")
+    assert g.total == 5000
+    g.stop()
+    await asyncio.gather(t1, t2, return_exceptions=True)
+
+
+def test_parse_loss_and_clean_line():
+    assert parse_loss("iter 100: loss 2.4712, time 380.12ms") == (100, 2.4712)
+    assert parse_loss("iter 2000: loss 1.0213, time 379.40ms, mfu 12.34%") == (2000, 1.0213)
+    assert parse_loss("[rank0] iter 7: loss 3e-2, time 1ms") == (7, 0.03)
+    assert parse_loss("step 250: train loss 1.6, val loss 1.7") is None
+    assert parse_loss("iter x: loss 1, time 2ms") is None
+    assert LOSS.search("iter 1: loss 2.5, time 3.5ms, mfu -100.00%").group(4) == "-100.00"
+    assert clean_line("plain\tline") == "plain\tline"
+    assert clean_line("\x1b[1;32mok\x1b[0m") == "ok"
+    assert clean_line("Fetching:  10%\rFetching: 100%") == "Fetching: 100%"
+    assert clean_line("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b") == "alinkb"
+    assert clean_line("bell\x07 nul\x00 del\x7f") == "bell nul del"
