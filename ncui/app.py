@@ -230,7 +230,7 @@ class NCApp(FlowsMixin, App):
         if await self.sign_in_flow(announce=True):
             await self.kube_client()
 
-    async def sign_in_flow(self, announce: bool = False) -> bool:
+    async def sign_in_flow(self, announce: bool = False, link: Optional[str] = None) -> bool:
         """Run the kubeconfig's sign-in plugin as kubectl would; show its link until it is approved."""
         import asyncio
 
@@ -254,6 +254,10 @@ class NCApp(FlowsMixin, App):
             if announce:
                 self.notify(f"kubectl is signed in to {ref.name}.")
             return True
+        if not result.link and link:  # the plugin prints a link once per caller: we were told it already
+            from dataclasses import replace
+
+            result = replace(result, link=link)
         if not result.link:
             self.store.fail("kube_signin", result.message or "the sign-in plugin gave no link")
             self.notify(f"Sign-in failed: {result.message[:200]}", severity="error", timeout=10)

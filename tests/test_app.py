@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 
 from ncui.app import NCApp, first_run_message
-from ncui.screens.modals import ConfirmModal, HelpModal
+from ncui.screens.modals import ConfirmModal, HelpModal, SignInModal
 
 from .apphelp import app_for, loaded, screen_text, until
 
@@ -25,7 +25,8 @@ async def test_account_screen_shows_who_money_and_plan(sim):
         assert "limit none" in header
 
 
-async def test_keys_switch_screens_and_help(sim):
+async def test_keys_switch_screens_and_help(sim, tmp_path, monkeypatch):
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami"))
@@ -45,6 +46,10 @@ async def test_keys_switch_screens_and_help(sim):
         for key, name in [("3", "recipes"), ("4", "workloads"), ("5", "lease"), ("1", "account")]:
             await pilot.press(key)
             assert app.query_one("#views").current == name
+            if name == "workloads":  # the cluster asks for a sign-in first: not now
+                await until(pilot, lambda: isinstance(app.screen, SignInModal), what="the sign-in link")
+                await pilot.press("escape")
+                await until(pilot, lambda: "press s to sign in" in screen_text(app))
         await pilot.press("q")
     assert app.return_code == 0
 

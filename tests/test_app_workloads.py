@@ -54,13 +54,15 @@ async def test_train_flow_end_to_end(sim, tmp_path, monkeypatch):
         await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30, what="Workloads")
         await until(pilot, lambda: "nanogpt" in (app.store.value("k8s_jobs") or {}), timeout=30)
         # The market grants the node; it joins; the pod runs and logs loss lines.
-        for _ in range(40):
-            if any("loss" in line for line in list(app.query_one("#log").log.lines)):
+        def loss_lines() -> bool:
+            return any("iter" in line and "loss" in line for line in app.query_one("#log").log.lines)
+
+        for _ in range(60):
+            if loss_lines():
                 break
             world.advance(60)
             await pilot.pause(0.2)
-        await until(pilot, lambda: any("iter" in line and "loss" in line for line in list(app.query_one("#log").log.lines)),
-                    timeout=30, what="loss lines in the log pane")
+        await until(pilot, loss_lines, timeout=10, what="loss lines in the log pane")
         view = app.query_one("#workloads")
         await until(pilot, lambda: len(view._losses) >= 2, what="the loss chart")
         assert view._losses[0][1] > view._losses[-1][1]  # the loss falls

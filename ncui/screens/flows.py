@@ -200,8 +200,8 @@ class FlowsMixin:
             try:
                 await kube.list("nodes")
                 break
-            except NotSignedIn:
-                if not await self.sign_in_flow():
+            except NotSignedIn as e:
+                if not await self.sign_in_flow(link=e.link):
                     await kube.aclose()
                     return None
             except KubeError as e:

@@ -19,6 +19,8 @@ from .base import View
 from .modals import ConfirmModal, ResultsModal
 
 SERVE_PORTS = {"infera": 8000, "inkling": 8000, "finance-analyst": 8000}
+SERVE_BEHIND = {"infera": ("kimi-k3-worker", "infera-router"), "inkling": ("inkling",),
+                "finance-analyst": ("finance-analyst",)}
 MODELS = {"infera": "moonshotai/Kimi-K3", "inkling": "thinkingmachines/Inkling", "finance-analyst": "finance-analyst"}
 
 
@@ -96,9 +98,13 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
                                    st.value("k8s_nodes"))
         if pods is None:
             sign = st.get("kube_signin")
-            msg = self.problem("k8s_pods") or Text(
-                "Signing in to the cluster…" if sign.value in ("checking", "waiting for approval")
-                else "Connecting to the cluster…", style="dim")
+            if sign.value == "not signed in" or sign.error:
+                msg = Text(f"Not signed in to {active.name}: press s to sign in (kubectl's sign-in, "
+                           f"approved in a browser).", style="bold")
+            else:
+                msg = self.problem("k8s_pods") or Text(
+                    "Signing in to the cluster…" if sign.value in ("checking", "waiting for approval")
+                    else "Connecting to the cluster…", style="dim")
             state.update(msg)
             return
         now = self.ncapp.backend.now() if self.ncapp.backend else datetime.now(timezone.utc)
@@ -255,18 +261,16 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
     # ---- serve: a prompt ----------------------------------------------------------------------
 
     def _service(self) -> Optional[str]:
-        """The serve recipe's service when its pods are READY 1/1."""
-        from ..kube import status as S
+        """The serve recipe's service once the deployments behind it are READY (1/1)."""
+        deps = self.store.value("k8s_deployments") or {}
 
-        pods = self.store.value("k8s_pods") or {}
-        for svc in SERVE_PORTS:
-            for p in pods.values():
-                labels = p["metadata"].get("labels") or {}
-                name = p["metadata"]["name"]
-                if (name.startswith(svc) or labels.get("app.kubernetes.io/name") == svc or
-                        (svc == "infera" and name.startswith("kimi-k3-worker"))) and S.pod_ready(p) == "1/1" and \
-                        "router" not in name and "launcher" not in name:
-                    return svc
+        def ready(name: str) -> bool:
+            d = deps.get(name)
+            return d is not None and int((d.get("status") or {}).get("readyReplicas") or 0) >= 1
+
+        for svc, behind in SERVE_BEHIND.items():
+            if all(ready(n) for n in behind):
+                return svc
         return None
 
     def action_prompt(self) -> None:
