@@ -106,10 +106,8 @@ class FlowsMixin:
                     self.notify("Nothing was bid or applied.")
                     return
                 if ceiling != standing:
-                    assessed = ladder.rungs[0].price_per_gpu_hour if ladder.rungs else None
-                    spend = st.value("spend")
-                    if spend is not None and spend.price_per_gpu_hour:
-                        assessed = spend.price_per_gpu_hour
+                    ticks = [t for t in (st.value("ticks") or ()) if t.gpu_model == cluster.gpu_model]
+                    assessed = ticks[-1].price_per_gpu_hour if ticks else None
                     yes = await self.push_screen_wait(ConfirmModal(
                         "Set the limit price?", R.bid_confirmation(ref.name, ceiling, plan.gpus, assessed),
                         yes="Set it", no="Cancel"))

@@ -65,7 +65,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
 
     def on_mount(self) -> None:
         t = self.query_one("#pods", DataTable)
-        for name, w in (("NAME", 28), ("READY", 5), ("STATUS", 18), ("RESTARTS", 8), ("AGE", 6), ("NODE", 22)):
+        for name, w in (("NAME", 20), ("READY", 5), ("STATUS", 16), ("RESTARTS", 8), ("AGE", 5), ("NODE", 14)):
             t.add_column(name, width=w)
         super().on_mount()
 
@@ -143,6 +143,14 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
                 table.move_cursor(row=names.index(self.pod) if self.pod in names else min(cursor, len(rows) - 1))
         if rows and (self.pod is None or self.pod not in pods):
             self.select(rows[0][0])
+        elif not rows and self.pod is not None:  # its job was deleted: keep what it logged, stop following
+            if self.follower is not None:
+                self.follower.stop()
+                self.follower = None
+            self.query_one("#explain", Static).update(
+                Text(f"{self.pod} is gone; its log so far stays below.", style="italic"))
+            self.pod = None
+            return
         self._explain()
 
     def _explain(self) -> None:
