@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from .apphelp import app_for, loaded, screen_text, until
+from .kube_support import kube_factory  # noqa: F401 (fixture)
 
 SIZES = [(80, 24), (120, 40)]
 SCREENS = {
@@ -45,3 +46,30 @@ def test_help(snap_compare, sim):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=ready)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_workloads(snap_compare, kube_factory, monkeypatch, size):
+    """A Train job running, its loss lines followed: seeded box, frozen clock, a signed-in kubectl."""
+    k = kube_factory("k8s-market")
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(k.auth_cache))
+    k.set_bid(5.0)
+    k.kubectl("apply", "-f", k.file("nanogpt-job-nvidia.yaml"))
+    k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="running")
+    k.world.advance(10 * 60)  # ten minutes of training
+    app = app_for(k.sim)
+
+    async def ready(pilot):
+        await until(pilot, lambda: loaded(app, "whoami", "cluster", "bid", "ladder"))
+        await pilot.press("4")
+        await until(pilot, lambda: app.store.value("k8s_pods"), what="the pod watch")
+        view = app.query_one("#workloads")
+        await until(pilot, lambda: len(view._losses) > 10 and view.follower is not None
+                    and view.follower.state == "following", what="loss lines")
+        pane = app.query_one("#log")
+        await until(pilot, lambda: view.follower.total > 0 and len(pane.log.lines) == view.follower.total,
+                    what="every line the follower got on screen")
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)
