@@ -59,3 +59,17 @@ def screen_text(app) -> str:
 
 def loaded(app, *names: str) -> bool:
     return all(app.store.get(n).loaded for n in names)
+
+
+async def through_sign_in(pilot, app, sim, then, timeout: float = 30.0) -> None:
+    """Wait for ``then`` (a screen class); approve the sign-in link on the way, as a human would."""
+    import httpx
+
+    from ncui.screens.modals import SignInModal
+
+    await until(pilot, lambda: isinstance(app.screen, (SignInModal, then)), timeout, what=f"sign-in or {then}")
+    if isinstance(app.screen, SignInModal):
+        code = app.screen.link.split("code=", 1)[1]
+        async with httpx.AsyncClient() as h:
+            assert (await h.post(sim.api_url + "/device", data={"code": code})).status_code == 200
+        await until(pilot, lambda: isinstance(app.screen, then), timeout, what=str(then))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ncui.screens.modals import CeilingModal, ConfirmModal, CustomJobModal
 
-from .apphelp import app_for, loaded, screen_text, until
+from .apphelp import app_for, loaded, screen_text, through_sign_in, until
 
 
 async def open_recipes(pilot, app):
@@ -36,13 +36,14 @@ async def test_vendor_fallback_and_not_offered_on_amd(sim_factory):
         assert not isinstance(app.screen, (CeilingModal, ConfirmModal))
 
 
-async def test_a_ceiling_under_the_floor_is_refused_and_nothing_is_bid(sim):
+async def test_a_ceiling_under_the_floor_is_refused_and_nothing_is_bid(sim, tmp_path, monkeypatch):
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_recipes(pilot, app)
         await until(pilot, lambda: loaded(app, "ladder", "bid"))
         await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, CeilingModal), what="the ceiling question")
+        await through_sign_in(pilot, app, sim, CeilingModal)
         await pilot.press("1", "enter")  # $1 < the $1.50 floor
         await pilot.pause()
         assert isinstance(app.screen, CeilingModal) and "bid-too-low" in screen_text(app)
@@ -54,7 +55,8 @@ async def test_a_ceiling_under_the_floor_is_refused_and_nothing_is_bid(sim):
         assert sim.world.main_org.k8s["halcyon"].bid == 0
 
 
-async def test_a_short_balance_is_refused_with_the_exact_top_up(sim):
+async def test_a_short_balance_is_refused_with_the_exact_top_up(sim, tmp_path, monkeypatch):
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
     with sim.world.lock:
         sim.world.main_org.balance = 42_100_000
     app = app_for(sim)
@@ -62,7 +64,7 @@ async def test_a_short_balance_is_refused_with_the_exact_top_up(sim):
         await open_recipes(pilot, app)
         await until(pilot, lambda: loaded(app, "ladder", "bid"))
         await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, CeilingModal))
+        await through_sign_in(pilot, app, sim, CeilingModal)
         for ch in "5.00":
             await pilot.press(ch if ch != "." else "full_stop")
         await pilot.press("enter")
@@ -73,7 +75,8 @@ async def test_a_short_balance_is_refused_with_the_exact_top_up(sim):
         assert sim.world.main_org.k8s["halcyon"].bid == 0
 
 
-async def test_something_else_refuses_bad_input(sim):
+async def test_something_else_refuses_bad_input(sim, tmp_path, monkeypatch):
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_recipes(pilot, app)
@@ -93,4 +96,21 @@ async def test_something_else_refuses_bad_input(sim):
         assert "'abc' is not a whole number" in screen_text(app)
         app.screen.query_one("#nodes").value = "1"
         await pilot.click("#ok")
-        await until(pilot, lambda: isinstance(app.screen, CeilingModal), what="the money check")
+        await through_sign_in(pilot, app, sim, CeilingModal)
+
+
+async def test_an_idle_node_already_held_hosts_the_job_with_no_bid(sim_factory, tmp_path, monkeypatch):
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+    sim = sim_factory("k8s-packing")  # one reserved node, idle
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_recipes(pilot, app)
+        await until(pilot, lambda: loaded(app, "ladder", "bid"))
+        await pilot.press("a")
+        await through_sign_in(pilot, app, sim, ConfirmModal)
+        text = screen_text(app)
+        assert "idle GPU node(s) already held will host this job: no new bid is needed" in text
+        assert "Apply Train nanoGPT?" in text
+        await pilot.press("n")
+        await pilot.pause()
+        assert sim.world.main_org.k8s["osprey"].bid == 0

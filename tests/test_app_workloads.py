@@ -3,21 +3,9 @@ loss lines in the log pane and chart → stop; and a Serve recipe to a completio
 
 from __future__ import annotations
 
-from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal, SignInModal
+from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal
 
-from .apphelp import app_for, loaded, screen_text, until
-
-
-async def sign_in_if_asked(pilot, app, sim):
-    """When the sign-in modal shows, approve its link as the human would in a browser."""
-    import httpx
-
-    await until(pilot, lambda: isinstance(app.screen, SignInModal) or app.store.value("k8s_pods") is not None,
-                timeout=30, what="sign-in or the pod watch")
-    if isinstance(app.screen, SignInModal):
-        code = app.screen.link.split("code=", 1)[1]
-        async with httpx.AsyncClient() as h:
-            assert (await h.post(sim.api_url + "/device", data={"code": code})).status_code == 200
+from .apphelp import app_for, loaded, screen_text, through_sign_in, until
 
 
 async def type_text(pilot, text: str) -> None:
@@ -37,7 +25,7 @@ async def test_train_flow_end_to_end(sim, tmp_path, monkeypatch):
         price = app.store.value("ladder").rungs[0].price_per_gpu_hour
         ceiling = f"{price / 1e6 + 0.5:.2f}"
         await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, CeilingModal))
+        await through_sign_in(pilot, app, sim, CeilingModal)
         await type_text(pilot, ceiling)
         await until(pilot, lambda: "clears now" in screen_text(app))
         await pilot.press("enter")
@@ -50,7 +38,6 @@ async def test_train_flow_end_to_end(sim, tmp_path, monkeypatch):
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app),
                     what="the apply confirmation")
         await pilot.press("y")
-        await sign_in_if_asked(pilot, app, sim)
         await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30, what="Workloads")
         await until(pilot, lambda: "nanogpt" in (app.store.value("k8s_jobs") or {}), timeout=30)
         # The market grants the node; it joins; the pod runs and logs loss lines.
@@ -87,7 +74,7 @@ async def test_serve_flow_to_a_completion(sim, tmp_path, monkeypatch):
         await pilot.press("down", "down")  # Serve Inkling
         await until(pilot, lambda: "inkling-serve-nvidia.yaml" in screen_text(app))
         await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, CeilingModal))
+        await through_sign_in(pilot, app, sim, CeilingModal)
         price = app.store.value("ladder").rungs[0].price_per_gpu_hour
         await type_text(pilot, f"{price / 1e6 + 0.5:.2f}")
         await pilot.press("enter")
@@ -95,7 +82,6 @@ async def test_serve_flow_to_a_completion(sim, tmp_path, monkeypatch):
         await pilot.press("y")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app))
         await pilot.press("y")
-        await sign_in_if_asked(pilot, app, sim)
         await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30)
         view = app.query_one("#workloads")
         for _ in range(120):

@@ -87,6 +87,10 @@ class FlowsMixin:
         preface = ""
 
         if cluster.market and plan.gpus:
+            # Idle nodes already held host the job with no new bid: look at the cluster first.
+            if await self.kube_client() is None:
+                return
+            await self._settle("k8s_nodes", "k8s_pods")
             ladder, bid = st.value("ladder"), st.value("bid")
             if ladder is None:
                 self.notify("The price-to-win ladder is still loading.")
@@ -157,6 +161,18 @@ class FlowsMixin:
         self.store.meta["last_plan"] = plan
         self.notify(f"{plan.title} applied: " + ", ".join(f"{r.kind.lower()}/{r.name}" for r in results))
         await self.run_action("show('workloads')")
+
+    async def _settle(self: "NCApp", *names: str, timeout: float = 5.0) -> bool:
+        """Wait (bounded) until the watched slices have their first snapshot."""
+        import asyncio
+        import time
+
+        deadline = time.monotonic() + timeout
+        while not all(self.store.get(n).loaded for n in names):
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
 
     async def _ask_ceiling(self: "NCApp", plan, ladder, nodes_needed, balance, purchases, standing) -> Optional[int]:
         rungs = " · ".join(f"{r.nodes} node{'s' if r.nodes > 1 else ''} {fmt_price(r.price_per_gpu_hour)}"
