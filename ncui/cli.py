@@ -95,7 +95,7 @@ def run_sim(args) -> int:
         print(line)
     print(f"# National Compute in a box: scenario {args.scenario}, seed {args.seed}, "
           f"speed {server.world.clock.speed:g}x. Ctrl-C stops it.")
-    print(f"# Try: curl -H \"Authorization: Bearer $NC_TOKEN\" $NC_API/api/whoami")
+    print("# Try: curl -H \"Authorization: Bearer $NC_TOKEN\" $NC_API/api/whoami")
     k8s = [c.name for c in server.world.main_org.spec.clusters if c.kind == "kubernetes"]
     if k8s:
         print(f"# kubectl: curl -fsSL -H \"Authorization: Bearer $NC_TOKEN\" "

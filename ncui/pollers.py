@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional
 
+from .backoff import backoff_delay
 from .api.errors import NCError
 from .store import Store
 
@@ -67,8 +68,7 @@ class Pollers:
         """Seconds until the next fetch; None waits for a refresh."""
         fails = self.failures.get(spec.name, 0)
         if fails:
-            cap = min(self.max_backoff, self.base_backoff * (2 ** (fails - 1)))
-            return self._rng.uniform(cap / 2, cap)  # "equal jitter": never hammer, never stall
+            return backoff_delay(fails, self.base_backoff, self.max_backoff, self._rng)
         if self.store.interest(spec.name) == 0:
             return spec.idle_interval or None
         if spec.fast_interval and spec.fast_when is not None and spec.fast_when():

@@ -18,7 +18,6 @@ import pytest
 from ncui.kube import signin
 from ncui.sim.server import SimServer
 
-from .conftest import wait_for
 
 KUBECTL = "/usr/bin/kubectl"
 

@@ -3,7 +3,6 @@ Inkling's reasoning field, the finance-analyst launcher, and reclaims."""
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 

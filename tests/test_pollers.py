@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
-import time
 
 import httpx
 from pydantic import SecretStr
@@ -16,12 +14,7 @@ from ncui.store import Store
 from .conftest import endpoints_of
 
 
-async def until(cond, timeout=10.0, what=""):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or cond}")
-        await asyncio.sleep(0.01)
+from .kc_support import until
 
 
 async def test_backoff_then_recovery(sim):

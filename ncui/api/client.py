@@ -13,7 +13,7 @@ import asyncio
 import json
 import random
 from datetime import datetime
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Optional, TypeVar
 
 import httpx
 from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError

@@ -19,6 +19,7 @@ import time
 from collections import Counter, deque
 from typing import Callable, Optional
 
+from ..backoff import backoff_delay
 from .client import KubeClient, KubeError, NotSignedIn
 
 __all__ = ["LogFollower", "LOSS", "parse_loss", "clean_line", "split_timestamp"]
@@ -320,9 +321,7 @@ class LogFollower:
         self._say("ended")
 
     async def _sleep(self, failures: int) -> None:
-        lo, hi = self.backoff
-        delay = min(hi, lo * (2 ** min(failures - 1, 10)))
-        await asyncio.sleep(delay * (0.5 + self._rng.random() / 2))
+        await asyncio.sleep(backoff_delay(failures, *self.backoff, self._rng))
 
     def stop(self) -> None:
         self._stopped = True

@@ -12,6 +12,7 @@ import random
 from types import MappingProxyType
 from typing import Callable, Mapping, Optional
 
+from ..backoff import backoff_delay
 from .client import Gone, KubeClient, KubeError
 
 __all__ = ["ResourceWatcher"]
@@ -99,9 +100,7 @@ class ResourceWatcher:
                 raise
 
     async def _sleep(self, failures: int) -> None:
-        lo, hi = self.backoff
-        delay = min(hi, lo * (2 ** min(failures - 1, 10)))
-        await asyncio.sleep(delay * (0.5 + self._rng.random() / 2))
+        await asyncio.sleep(backoff_delay(failures, *self.backoff, self._rng))
 
     def stop(self) -> None:
         self._stopped = True

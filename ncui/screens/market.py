@@ -214,7 +214,7 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
             else:
                 s.append("nothing")
             live = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
-            s.append(f"\nAllocations ", style="dim")
+            s.append("\nAllocations ", style="dim")
             s.append(", ".join(f"{a.id} {a.state}" for a in live) or "none")
         status.update(s)
         self._ticks(chart, model)

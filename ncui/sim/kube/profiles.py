@@ -287,9 +287,9 @@ def tune(c: Context) -> Plan:
         memo = good if not defective else ("Severity: Severity: Severity: risk risk risk risk risk risk "
                                            "risk risk risk risk risk risk")
         lines += [(t, f"=== held-out document {i + 1}: {doc} ==="),
-                  (t + 0.1, f"--- tuned model memo ---"),
+                  (t + 0.1, "--- tuned model memo ---"),
                   (t + 0.2, memo),
-                  (t + 0.3, f"--- reference analysis ---"),
+                  (t + 0.3, "--- reference analysis ---"),
                   (t + 0.4, ref)]
     t += 5
     if defective:
@@ -347,7 +347,7 @@ def loadtest(c: Context) -> Plan:
     out_tok = 3000 * 512
     res = [
         "============ Serving Benchmark Result ============",
-        f"Successful requests:                     3000",
+        "Successful requests:                     3000",
         f"Benchmark duration (s):                  {dur:.2f}",
         f"Total input tokens:                      {3000 * 1024}",
         f"Total generated tokens:                  {out_tok}",
@@ -389,7 +389,7 @@ def generic(c: Context, containers: list[str]) -> Plan:
 
 def _engine_lines(t: float, load: float, model: str, path: str, r: random.Random, *, warm: bool,
                   extra: Optional[list[str]] = None) -> Lines:
-    lines = [(t + 2, f"INFO vLLM API server version 0.11.0"),
+    lines = [(t + 2, "INFO vLLM API server version 0.11.0"),
              (t + 3, f"INFO non-default args: {{'model': '{path}', 'served_model_name': ['{model}'], "
                      f"'tensor_parallel_size': 8}}")]
     for i, e in enumerate(extra or []):
@@ -406,8 +406,8 @@ def _engine_lines(t: float, load: float, model: str, path: str, r: random.Random
 
 
 def _stats_line(k: int) -> str:
-    return (f"INFO Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, "
-            f"Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%")
+    return ("INFO Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, "
+            "Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%")
 
 
 PROFILES = {"nanogpt", "kimi-weights", "router", "kimi-worker", "loadtest", "inkling-weights", "inkling",

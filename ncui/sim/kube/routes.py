@@ -15,7 +15,7 @@ import json
 import math
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Any, AsyncIterator, Callable, Optional
+from typing import Any, AsyncIterator, Optional
 from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
@@ -26,10 +26,8 @@ from ..world import World
 from . import inference, openapi, tables
 from .auth import POLL_INTERVAL, Auth
 from .cluster import Cluster
-from .objects import (BY_GV, GROUP_ORDER, K8S_VERSION, RESOURCES, SUBRESOURCES, KubeError, Resource, by_kind,
-                      fields_match, find, iso, json_patch, labels_match, merge_patch, normalize_pod_spec,
-                      not_found, parse_field_selector, parse_label_selector, parse_time, quantity,
-                      strategic_merge, to_json)
+from .objects import (BY_GV, GROUP_ORDER, K8S_VERSION, SUBRESOURCES, KubeError, Resource, fields_match, find, iso, json_patch, labels_match, merge_patch, normalize_pod_spec,
+                      not_found, parse_field_selector, parse_label_selector, parse_time, strategic_merge, to_json)
 
 POLL = 0.05  # real seconds between a stream's looks at the store
 TICK_EVERY = 0.1  # real seconds between a stream's syncs of the clock
