@@ -62,7 +62,9 @@ def test_with_a_terminal_it_waits_until_approved(kube_factory):
                             text=True)
     os.close(slave)
     try:
-        link = wait_for(lambda: (k.pending() or {}).get("link"), 15, what="a pending code")
+        # approve only once the link was printed (a human cannot approve a link they have not seen)
+        link = wait_for(lambda: (k.pending() or {}).get("printed_for") and k.pending()["link"], 15,
+                        what="the printed link")
         assert proc.poll() is None  # still waiting, no background poller
         assert not (k.pending() or {}).get("poller")
         assert k.approve(link).status_code == 200

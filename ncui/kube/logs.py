@@ -88,7 +88,7 @@ class LogFollower:
 
     def __init__(self, client: KubeClient, pod: str, container: Optional[str] = None, *,
                  on_lines: Callable[[list[str]], None], previous: bool = False, batch_interval: float = 0.1,
-                 keep: int = 200_000, namespace: str = "default",
+                 keep: int = 50_000, namespace: str = "default",
                  on_entries: Optional[Callable[[list[tuple[str, str]]], None]] = None,
                  on_state: Optional[Callable[[str], None]] = None, tail_lines: Optional[int] = None,
                  backoff: tuple[float, float] = (0.2, 10.0)) -> None:

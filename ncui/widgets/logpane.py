@@ -23,6 +23,19 @@ from textual.widgets import Input, Log
 
 Entry = Union[str, tuple[str, str]]  # a line, or (timestamp, text)
 
+
+class FastLog(Log):
+    """``Log`` measuring new lines' width in place: Textual 8.2.8 starts a thread worker per write to do it
+    (``_update_size``), which dominates the cost of a fast log. Lines here are already cleaned of control
+    sequences by the follower, and mostly ASCII, where the width is the length."""
+
+    def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]
+        if lines:
+            from rich.cells import cell_len
+
+            widest = max(len(line) if line.isascii() else cell_len(line.expandtabs()) for line in lines)
+            self._update_maximum_width(updates, widest)
+
 __all__ = ["LogPane", "Entry"]
 
 
@@ -56,7 +69,7 @@ class LogPane(Widget, can_focus=False):
         self._width = 0
 
     def compose(self):
-        yield Log(max_lines=self.max_lines, auto_scroll=True, id="logpane-log")
+        yield FastLog(max_lines=self.max_lines, auto_scroll=True, id="logpane-log")
         yield Input(placeholder="filter: show lines containing…", id="logpane-filter")
 
     @property
