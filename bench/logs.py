@@ -34,6 +34,7 @@ from textual.app import App
 from ncui.kube.client import KubeClient
 from ncui.kube.logs import LogFollower
 from ncui.widgets.logpane import LogPane
+from ncui.screens.workloads import LOG_BATCH_INTERVAL  # what the Workloads screen uses
 
 kubeconfig, pod, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
@@ -51,7 +52,7 @@ async def main():
             if not first:
                 first.append((time.monotonic(), time.process_time()))
             app.pane.write_batch(batch)
-        f = LogFollower(kc, pod, "main", on_lines=on_lines)
+        f = LogFollower(kc, pod, "main", on_lines=on_lines, batch_interval=LOG_BATCH_INTERVAL)
         task = asyncio.ensure_future(f.run())
         while f.total < total and not task.done():
             await asyncio.sleep(0.02)

@@ -18,6 +18,10 @@ from ..widgets.chart import Chart, ChartData, Series
 from .base import View
 from .modals import ConfirmModal, ResultsModal
 
+# The log pane takes a batch every 250 ms: 4 repaints a second keep a 2,000 lines/s log under 15% of a
+# core (bench/logs.py); every 100 ms cost about 30%.
+LOG_BATCH_INTERVAL = 0.25
+
 SERVE_PORTS = {"infera": 8000, "inkling": 8000, "finance-analyst": 8000}
 SERVE_BEHIND = {"infera": ("kimi-k3-worker", "infera-router"), "inkling": ("inkling",),
                 "finance-analyst": ("finance-analyst",)}
@@ -214,7 +218,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
                 self._chart()
 
         follower = LogFollower(kube, self.pod, self.container, on_lines=on_lines, on_entries=pane.write_batch,
-                               previous=self.previous)
+                               previous=self.previous, batch_interval=LOG_BATCH_INTERVAL)
         self.follower = follower
         pane.source = follower.lines
         await follower.run()
