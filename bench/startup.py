@@ -46,8 +46,7 @@ class Bench(NCApp):
         self.store.subscribe("balance", live, interested=False)
 import sys
 if len(sys.argv) > 1:  # against a separately started box: the path the real service takes
-    from pydantic import SecretStr
-    from ncui.config import Endpoints
+    from ncui.config import Endpoints, SecretStr
     backend = Backend(Endpoints(sys.argv[1], sys.argv[1] + "/access"), SecretStr(sys.argv[2]))
 else:
     backend = Backend(demo=DemoOptions("k8s-market", 60, 1))

@@ -19,21 +19,27 @@ from .api.errors import NCError
 from .backend import Backend
 from .screens.account import AccountView
 from .screens.base import View
-from .screens.market import MarketView
-from .screens.modals import ConfirmModal, HelpModal
 from .screens.flows import FlowsMixin
-from .screens.lease import LeaseView
-from .screens.recipes import RecipesView
-from .screens.workloads import WorkloadsView
+from .screens.modals import ConfirmModal, HelpModal
 from .store import Store
 from .widgets.header import StatusHeader
 
 log = logging.getLogger("ncui")
 
-VIEWS: tuple[tuple[str, type[View]], ...] = (
-    ("account", AccountView), ("market", MarketView), ("recipes", RecipesView),
-    ("workloads", WorkloadsView), ("lease", LeaseView),
+# The five screens: (id, title, module, class). Only Account is imported before the first frame; the
+# others are imported and built when first shown.
+VIEWS: tuple[tuple[str, str, str, str], ...] = (
+    ("account", "Account", "account", "AccountView"), ("market", "Market", "market", "MarketView"),
+    ("recipes", "Recipes", "recipes", "RecipesView"), ("workloads", "Workloads", "workloads", "WorkloadsView"),
+    ("lease", "Lease", "lease", "LeaseView"),
 )
+
+
+def view_class(name: str) -> type[View]:
+    import importlib
+
+    _, _, module, cls = next(v for v in VIEWS if v[0] == name)
+    return getattr(importlib.import_module(f".screens.{module}", __package__), cls)
 CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity")
 
 GLOBAL_HELP = """
@@ -78,7 +84,7 @@ class NCApp(FlowsMixin, App):
             yield Static(self.first_run, id="first-run", markup=False)
             yield Footer()
             return
-        yield Tabs(*[Tab(f"{i} {cls.TITLE}", id=f"tab-{name}") for i, (name, cls) in enumerate(VIEWS, 1)],
+        yield Tabs(*[Tab(f"{i} {title}", id=f"tab-{name}") for i, (name, title, _, _) in enumerate(VIEWS, 1)],
                    id="tabs")
         with ContentSwitcher(initial="account", id="views"):
             yield AccountView(self.store, id="account")  # the others are built when first shown
@@ -152,13 +158,13 @@ class NCApp(FlowsMixin, App):
     # ---- actions ------------------------------------------------------------------------------
 
     async def action_show(self, name: str) -> None:
-        if self.first_run or name not in dict(VIEWS):
+        if self.first_run or name not in [v[0] for v in VIEWS]:
             return
         switcher = self.query_one("#views", ContentSwitcher)
         if switcher.current == name:
             return
         if not switcher.query(f"#{name}"):
-            await switcher.mount(dict(VIEWS)[name](self.store, id=name))
+            await switcher.mount(view_class(name)(self.store, id=name))
         if switcher.current:
             self.query_one(f"#{switcher.current}", View).activate(False)
         switcher.current = name
@@ -308,8 +314,8 @@ class NCApp(FlowsMixin, App):
         yield from super().get_system_commands(screen)
         if self.first_run:
             return
-        for i, (name, cls) in enumerate(VIEWS, 1):
-            yield SystemCommand(f"Go to {cls.TITLE}", f"Show the {cls.TITLE} screen (key {i})",
+        for i, (name, title, _, _) in enumerate(VIEWS, 1):
+            yield SystemCommand(f"Go to {title}", f"Show the {title} screen (key {i})",
                                 lambda name=name: self.run_action(f"show('{name}')"))
         yield SystemCommand("Refresh", "Fetch everything now (key r)", self.action_refresh)
         yield SystemCommand("Sign in to the cluster (kubectl)", "Run the kubeconfig's sign-in (key s)",

@@ -59,10 +59,8 @@ class Backend:
 
     async def connect(self) -> "NCClient":
         """Start the box when this is the demo (off the event loop: it imports a web stack), then a client."""
-        from pydantic import SecretStr
-
         from .api.client import NCClient
-        from .config import Endpoints
+        from .config import Endpoints, SecretStr
 
         if self.demo and self.sim is None:
             self.sim = await asyncio.to_thread(_start_sim, self.demo)

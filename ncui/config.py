@@ -8,7 +8,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from pydantic import SecretStr
+
+class SecretStr:
+    """A secret that never shows itself: ``repr``/``str`` are masked, ``get_secret_value()`` reveals it.
+
+    The same face as pydantic's ``SecretStr`` (which the client also accepts), without importing pydantic
+    before the first frame.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get_secret_value(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "SecretStr('**********')"
+
+    def __str__(self) -> str:
+        return "**********"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SecretStr) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
 
 API_ORIGIN = "https://nationalcompute.com"
 ACCESS_ORIGIN = "https://access.nationalcompute.com"

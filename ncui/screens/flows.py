@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Optional
 from rich.text import Text
 from textual import work
 
-from .. import recipes as R
 from ..api.errors import NCError
 from ..money import fmt_price, fmt_usd
 from .modals import CeilingModal, ConfirmModal, CustomJobModal, ResultsModal
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # recipes (and yaml) are imported when a flow first runs, not before the first frame
+    from .. import recipes as R
     from ..app import NCApp
 
 
@@ -46,6 +46,8 @@ class FlowsMixin:
     # ---- Something else -------------------------------------------------------------------------
 
     def open_custom_job(self: "NCApp") -> None:
+        from .. import recipes as R
+
         cluster = self.store.value("cluster")
         if cluster is None:
             self.notify("The cluster is still loading.")
@@ -70,11 +72,13 @@ class FlowsMixin:
 
     # ---- apply ----------------------------------------------------------------------------------
 
-    def start_apply(self: "NCApp", plan: R.Plan) -> None:
+    def start_apply(self: "NCApp", plan: "R.Plan") -> None:
         self.apply_flow(plan)
 
     @work(group="apply", exclusive=True, exit_on_error=False)
-    async def apply_flow(self: "NCApp", plan: R.Plan) -> None:
+    async def apply_flow(self: "NCApp", plan: "R.Plan") -> None:
+        from .. import recipes as R
+
         st = self.store
         cluster, ref = st.value("cluster"), st.meta.get("cluster")
         summary, bal = st.value("summary"), st.value("balance")
@@ -175,6 +179,8 @@ class FlowsMixin:
         return True
 
     async def _ask_ceiling(self: "NCApp", plan, ladder, nodes_needed, balance, purchases, standing) -> Optional[int]:
+        from .. import recipes as R
+
         rungs = " · ".join(f"{r.nodes} node{'s' if r.nodes > 1 else ''} {fmt_price(r.price_per_gpu_hour)}"
                            for r in ladder.rungs[:3])
         context = (f"{plan.title} needs {plan.gpus} GPUs ({nodes_needed} node{'s' if nodes_needed > 1 else ''}). "
@@ -191,6 +197,7 @@ class FlowsMixin:
             return v.ok and m.ok, lines
 
         prefill = f"{standing / 1e6:.2f}" if standing else ""
+
         return await self.push_screen_wait(CeilingModal("Your ceiling", context, judge, prefill))
 
     # ---- the cluster's API ----------------------------------------------------------------------
