@@ -87,15 +87,20 @@ async def test_something_else_refuses_bad_input(sim, tmp_path, monkeypatch):
         await until(pilot, lambda: isinstance(app.screen, CustomJobModal))
         app.screen.query_one("#command").value = "python train.py"
         app.screen.query_one("#nodes").value = "abc"
-        await pilot.click("#ok")
+        await pilot.press("enter")
         await pilot.pause()
         assert "image is empty" in screen_text(app) or "not a whole number" in screen_text(app)
         app.screen.query_one("#image").value = "ghcr.io/me/trainer:1"
-        await pilot.click("#ok")
+        await pilot.press("enter")
         await pilot.pause()
         assert "'abc' is not a whole number" in screen_text(app)
         app.screen.query_one("#nodes").value = "1"
-        await pilot.click("#ok")
+        app.screen.query_one("#gpus").value = "4"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "4 GPUs is a partial node" in screen_text(app)  # halcyon does not pack reservations
+        app.screen.query_one("#gpus").value = ""
+        await pilot.press("enter")
         await through_sign_in(pilot, app, sim, CeilingModal)
 
 

@@ -53,13 +53,20 @@ class FlowsMixin:
             self.notify("The cluster is still loading.")
             return
 
-        def build(image, command, nodes_text, name, tolerant):
+        def build(image, command, nodes_text, name, tolerant, gpus_text=""):
             try:
                 nodes = int(str(nodes_text).strip())
             except ValueError:
                 return None, f"nodes: {str(nodes_text)[:10]!r} is not a whole number"
+            gpus = None
+            if str(gpus_text).strip():
+                try:
+                    gpus = int(str(gpus_text).strip())
+                except ValueError:
+                    return None, f"GPUs per pod: {str(gpus_text)[:10]!r} is not a whole number"
             try:
-                plan = R.custom_plan(R.CustomJob(image, command, nodes, name, reclaim_tolerant=tolerant), cluster)
+                plan = R.custom_plan(R.CustomJob(image, command, nodes, name, gpus_per_pod=gpus,
+                                                 reclaim_tolerant=tolerant), cluster)
             except ValueError as e:
                 return None, str(e)
             return plan, ""

@@ -214,16 +214,15 @@ class CustomJobModal(ModalScreen["dict | None"]):
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
     CustomJobModal { align: center middle; }
-    CustomJobModal > Vertical { width: 90%; max-width: 90; height: auto; border: thick $accent;
-                                background: $surface; padding: 1 2; }
-    CustomJobModal Input { margin-bottom: 1; }
+    CustomJobModal > Vertical { width: 90%; max-width: 90; height: auto; max-height: 100%; border: thick $accent;
+                                background: $surface; padding: 0 2; overflow-y: auto; }
     CustomJobModal Horizontal { height: auto; align-horizontal: right; }
     CustomJobModal Button { margin-left: 2; }
     """
 
     def __init__(self, build) -> None:
         super().__init__()
-        self.build = build  # (image, command, nodes_text, name, tolerant) -> (manifest | None, message)
+        self.build = build  # (image, command, nodes, name, tolerant, gpus) -> (plan | None, message)
 
     def compose(self) -> ComposeResult:
         from textual.widgets import Checkbox, Input, Label
@@ -236,6 +235,8 @@ class CustomJobModal(ModalScreen["dict | None"]):
             yield Input(placeholder="e.g. python train.py --epochs 3", id="command")
             yield Label("Nodes")
             yield Input(value="1", id="nodes")
+            yield Label("GPUs per pod (blank: every GPU of a node)")
+            yield Input(value="", placeholder="whole node", id="gpus")
             yield Label("Job name")
             yield Input(value="my-job", id="name")
             yield Checkbox("Survive reclaims (podFailurePolicy ignores DisruptionTarget and exit 143)", True,
@@ -254,7 +255,8 @@ class CustomJobModal(ModalScreen["dict | None"]):
         from textual.widgets import Checkbox, Input
 
         q = lambda i: self.query_one(f"#{i}", Input).value  # noqa: E731
-        return q("image"), q("command"), q("nodes"), q("name"), self.query_one("#tolerant", Checkbox).value
+        return (q("image"), q("command"), q("nodes"), q("name"), self.query_one("#tolerant", Checkbox).value,
+                q("gpus"))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id != "ok":
