@@ -69,6 +69,10 @@ async def run_plugin(spec: ExecSpec, timeout: float = 30.0) -> SigninResult:
         proc.kill()
         await proc.wait()
         return SigninResult(False, message="the sign-in plugin did not answer in time")
+    except asyncio.CancelledError:  # the app is closing: leave no plugin behind
+        if proc.returncode is None:
+            proc.kill()
+        raise
     text = clean(err.decode("utf-8", "replace"))
     status = _credential(out) if proc.returncode == 0 else None
     del out
