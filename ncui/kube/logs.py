@@ -19,7 +19,7 @@ import time
 from collections import Counter, deque
 from typing import Callable, Optional
 
-from ..backoff import backoff_delay
+from ..backoff import RetryLoop
 from .client import KubeClient, KubeError, NotSignedIn
 
 __all__ = ["LogFollower", "LOSS", "parse_loss", "clean_line", "split_timestamp"]
@@ -83,7 +83,7 @@ def ts_key(ts: str) -> str:
     return f"{base}.{frac}Z"
 
 
-class LogFollower:
+class LogFollower(RetryLoop):
     """``f = LogFollower(kc, "nanogpt-x2k4z", on_lines=pane.write_batch)``; ``await f.run()``; ``f.stop()``."""
 
     def __init__(self, client: KubeClient, pod: str, container: Optional[str] = None, *,
@@ -320,10 +320,3 @@ class LogFollower:
         self.end_reason = reason
         self._say("ended")
 
-    async def _sleep(self, failures: int) -> None:
-        await asyncio.sleep(backoff_delay(failures, *self.backoff, self._rng))
-
-    def stop(self) -> None:
-        self._stopped = True
-        if self._task is not None and not self._task.done() and self._task is not asyncio.current_task():
-            self._task.cancel()

@@ -12,13 +12,13 @@ import random
 from types import MappingProxyType
 from typing import Callable, Mapping, Optional
 
-from ..backoff import backoff_delay
+from ..backoff import RetryLoop
 from .client import Gone, KubeClient, KubeError
 
 __all__ = ["ResourceWatcher"]
 
 
-class ResourceWatcher:
+class ResourceWatcher(RetryLoop):
     def __init__(self, client: KubeClient, kind: str, on_snapshot: Callable[[Mapping[str, dict]], None],
                  namespace: str = "default", *, on_error: Optional[Callable[[str], None]] = None,
                  label_selector: Optional[str] = None, watch_timeout: int = 300,
@@ -99,10 +99,3 @@ class ResourceWatcher:
             if not self._stopped:
                 raise
 
-    async def _sleep(self, failures: int) -> None:
-        await asyncio.sleep(backoff_delay(failures, *self.backoff, self._rng))
-
-    def stop(self) -> None:
-        self._stopped = True
-        if self._task is not None and not self._task.done() and self._task is not asyncio.current_task():
-            self._task.cancel()
