@@ -80,38 +80,7 @@ class NotSignedIn(KubeError):
 
 # ---- kinds ----------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Kind:
-    plural: str
-    kind: str
-    group: str
-    version: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    @property
-    def base(self) -> str:
-        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-
-    @property
-    def ref(self) -> str:
-        """kubectl's resource.group name: ``job.batch``, ``deployment.apps``, ``service``."""
-        return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
-
-
-KINDS: dict[str, Kind] = {k.plural: k for k in (
-    Kind("pods", "Pod", "", "v1"), Kind("services", "Service", "", "v1"), Kind("nodes", "Node", "", "v1", False),
-    Kind("namespaces", "Namespace", "", "v1", False), Kind("serviceaccounts", "ServiceAccount", "", "v1"),
-    Kind("configmaps", "ConfigMap", "", "v1"), Kind("secrets", "Secret", "", "v1"),
-    Kind("events", "Event", "", "v1"), Kind("persistentvolumeclaims", "PersistentVolumeClaim", "", "v1"),
-    Kind("jobs", "Job", "batch", "v1"), Kind("deployments", "Deployment", "apps", "v1"),
-    Kind("replicasets", "ReplicaSet", "apps", "v1"),
-    Kind("roles", "Role", "rbac.authorization.k8s.io", "v1"),
-    Kind("rolebindings", "RoleBinding", "rbac.authorization.k8s.io", "v1"),
-)}
+from .kinds import KINDS, Kind  # noqa: E402  (re-exported: the client's kinds)
 
 
 def kind_of(name: str) -> Kind:

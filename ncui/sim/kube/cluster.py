@@ -708,7 +708,6 @@ class Cluster:
         r = self.runs.get(key)
         if r is None or not r.active or r.node is None or r.start is None or r.start > t:
             return
-        node = self.nodes.get(r.node)
         R = r.start
         spec = r.obj["spec"]
         main = (spec.get("containers") or [{}])[0]

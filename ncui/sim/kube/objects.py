@@ -8,24 +8,19 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Optional
 
+from ...kube.kinds import KINDS, Kind
+
 K8S_VERSION = "v1.32.3"
 
 
 @dataclass(frozen=True)
-class Resource:
-    group: str
-    version: str
-    plural: str
-    kind: str
-    namespaced: bool
+class Resource(Kind):
+    """A kind as the API server serves it: the shared kind plus discovery's short names, verbs, categories."""
+
     short: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
     categories: tuple[str, ...] = ()
     singular: str = ""
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
     def gv_path(self) -> str:
@@ -33,23 +28,23 @@ class Resource:
 
 
 RO = ("get", "list", "watch")
-RESOURCES: list[Resource] = [
-    Resource("", "v1", "pods", "Pod", True, ("po",), categories=("all",)),
-    Resource("", "v1", "nodes", "Node", False, ("no",), RO),
-    Resource("", "v1", "namespaces", "Namespace", False, ("ns",), ("create", "delete", "get", "list", "patch",
-                                                                    "update", "watch")),
-    Resource("", "v1", "services", "Service", True, ("svc",), ("create", "delete", "get", "list", "patch", "update",
-                                                               "watch"), categories=("all",)),
-    Resource("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
-    Resource("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
-    Resource("", "v1", "secrets", "Secret", True),
-    Resource("", "v1", "events", "Event", True, ("ev",)),
-    Resource("batch", "v1", "jobs", "Job", True, (), categories=("all",)),
-    Resource("apps", "v1", "deployments", "Deployment", True, ("deploy",), categories=("all",)),
-    Resource("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), categories=("all",)),
-    Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
-    Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
-]
+_SERVED: dict[str, dict] = {  # plural → discovery extras; the order is discovery's order
+    "pods": dict(short=("po",), categories=("all",)),
+    "nodes": dict(short=("no",), verbs=RO),
+    "namespaces": dict(short=("ns",), verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
+    "services": dict(short=("svc",), verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+                     categories=("all",)),
+    "serviceaccounts": dict(short=("sa",)),
+    "configmaps": dict(short=("cm",)),
+    "secrets": {},
+    "events": dict(short=("ev",)),
+    "jobs": dict(categories=("all",)),
+    "deployments": dict(short=("deploy",), categories=("all",)),
+    "replicasets": dict(short=("rs",), categories=("all",)),
+    "roles": {},
+    "rolebindings": {},
+}
+RESOURCES: list[Resource] = [Resource(**vars(KINDS[p]), **extra) for p, extra in _SERVED.items()]
 BY_GV: dict[tuple[str, str], list[Resource]] = {}
 for _r in RESOURCES:
     BY_GV.setdefault((_r.group, _r.version), []).append(_r)
