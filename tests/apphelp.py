@@ -73,3 +73,18 @@ async def through_sign_in(pilot, app, sim, then, timeout: float = 30.0) -> None:
         async with httpx.AsyncClient() as h:
             assert (await h.post(sim.api_url + "/device", data={"code": code})).status_code == 200
         await until(pilot, lambda: isinstance(app.screen, then), timeout, what=str(then))
+
+
+async def open_recipes(pilot, app) -> None:
+    """Show the Recipes screen once the account and catalog are in, and wait for the preview."""
+    await until(pilot, lambda: loaded(app, "whoami", "cluster", "catalog", "balance", "summary"))
+    await pilot.press("3")
+    await until(pilot, lambda: "What will be applied" in screen_text(app) or "not offered" in screen_text(app),
+                what="the preview")
+
+
+async def type_text(pilot, text: str) -> None:
+    """Type into the focused input, key by key."""
+    names = {".": "full_stop", "-": "minus", " ": "space"}
+    for ch in text:
+        await pilot.press(names.get(ch, ch))

@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from ncui.screens.modals import CeilingModal, ConfirmModal, CustomJobModal
 
-from .apphelp import app_for, loaded, screen_text, through_sign_in, until
-
-
-async def open_recipes(pilot, app):
-    await until(pilot, lambda: loaded(app, "whoami", "cluster", "catalog", "balance", "summary"))
-    await pilot.press("3")
-    await until(pilot, lambda: "What will be applied" in screen_text(app) or "not offered" in screen_text(app),
-                what="the preview")
+from .apphelp import app_for, loaded, open_recipes, screen_text, through_sign_in, type_text, until
 
 
 async def test_train_is_the_default_and_its_manifest_is_previewed(sim):
@@ -65,8 +58,7 @@ async def test_a_short_balance_is_refused_with_the_exact_top_up(sim, tmp_path, m
         await until(pilot, lambda: loaded(app, "ladder", "bid"))
         await pilot.press("a")
         await through_sign_in(pilot, app, sim, CeilingModal)
-        for ch in "5.00":
-            await pilot.press(ch if ch != "." else "full_stop")
+        await type_text(pilot, "5.00")
         await pilot.press("enter")
         await pilot.pause()
         text = screen_text(app)

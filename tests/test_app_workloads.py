@@ -5,13 +5,7 @@ from __future__ import annotations
 
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal
 
-from .apphelp import app_for, loaded, screen_text, through_sign_in, until
-
-
-async def type_text(pilot, text: str) -> None:
-    names = {".": "full_stop", "-": "minus", " ": "space"}
-    for ch in text:
-        await pilot.press(names.get(ch, ch))
+from .apphelp import app_for, loaded, open_recipes, screen_text, through_sign_in, type_text, until
 
 
 async def test_train_flow_end_to_end(sim, tmp_path, monkeypatch):
@@ -19,9 +13,8 @@ async def test_train_flow_end_to_end(sim, tmp_path, monkeypatch):
     world = sim.world
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: loaded(app, "whoami", "cluster", "catalog", "balance", "summary", "ladder", "bid"))
-        await pilot.press("3")
-        await until(pilot, lambda: "What will be applied" in screen_text(app))
+        await open_recipes(pilot, app)
+        await until(pilot, lambda: loaded(app, "ladder", "bid"))
         price = app.store.value("ladder").rungs[0].price_per_gpu_hour
         ceiling = f"{price / 1e6 + 0.5:.2f}"
         await pilot.press("a")
@@ -68,9 +61,8 @@ async def test_serve_flow_to_a_completion(sim, tmp_path, monkeypatch):
     world = sim.world
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: loaded(app, "whoami", "cluster", "catalog", "balance", "summary", "ladder", "bid"))
-        await pilot.press("3")
-        await until(pilot, lambda: "What will be applied" in screen_text(app))
+        await open_recipes(pilot, app)
+        await until(pilot, lambda: loaded(app, "ladder", "bid"))
         await pilot.press("down", "down")  # Serve Inkling
         await until(pilot, lambda: "inkling-serve-nvidia.yaml" in screen_text(app))
         await pilot.press("a")
