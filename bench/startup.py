@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 BARE = r'''
@@ -37,9 +40,8 @@ import os
 from ncui.app import NCApp
 from ncui.backend import Backend, DemoOptions
 class Bench(NCApp):
-    async def on_mount(self):
+    def on_mount(self):  # Textual calls NCApp.on_mount after this one (handlers run along the MRO)
         self.call_after_refresh(lambda: os.write(1, b"first-frame\n"))  # before the app's own start-up
-        await super().on_mount()
         def live(s):
             if s.loaded:
                 os.write(1, b"live\n"); self.exit()
@@ -55,14 +57,22 @@ Bench(backend, mode="bench").run(headless=True, size=(80, 24))
 
 
 def run(code: str, *args: str) -> dict[str, float]:
+    """One fresh process; a child that has not exited after 30 s is stopped with its stacks printed."""
     t0 = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         env={**os.environ, "TEXTUAL": ""})
-    out: dict[str, float] = {}
-    assert p.stdout is not None
-    for line in p.stdout:
-        out[line.decode().strip()] = (time.perf_counter() - t0) * 1000
-    p.wait(30)
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=err,
+                             env={**os.environ, "TEXTUAL": "", "PYTHONFAULTHANDLER": "1"})
+        watchdog = threading.Timer(30, lambda: p.send_signal(signal.SIGABRT))
+        watchdog.start()
+        out: dict[str, float] = {}
+        assert p.stdout is not None
+        for line in p.stdout:
+            out[line.decode().strip()] = (time.perf_counter() - t0) * 1000
+        p.wait()
+        watchdog.cancel()
+        if p.returncode != 0:
+            err.seek(0)
+            sys.exit(f"a run failed (exit {p.returncode}):\n{err.read().decode(errors='replace')[-6000:]}")
     return out
 
 
@@ -70,7 +80,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, root)
+    # as an installed package would be (and as `make demo` leaves it): ncui's bytecode compiled
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(root, "ncui")], check=True,
+                   stdout=subprocess.DEVNULL)
     from ncui.sim.server import SimServer
     from ncui.sim.world import World
 

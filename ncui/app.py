@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Static, Tab, Tabs
+from textual.widgets import ContentSwitcher, Footer, Static
 
 from .api.errors import NCError
 from .backend import Backend
@@ -23,6 +23,7 @@ from .screens.flows import FlowsMixin
 from .screens.modals import ConfirmModal, HelpModal
 from .store import Store
 from .widgets.header import StatusHeader
+from .widgets.navbar import NavBar
 
 log = logging.getLogger("ncui")
 
@@ -84,8 +85,7 @@ class NCApp(FlowsMixin, App):
             yield Static(self.first_run, id="first-run", markup=False)
             yield Footer()
             return
-        yield Tabs(*[Tab(f"{i} {title}", id=f"tab-{name}") for i, (name, title, _, _) in enumerate(VIEWS, 1)],
-                   id="tabs")
+        yield NavBar(tuple((name, title) for name, title, _, _ in VIEWS), active="account", id="tabs")
         with ContentSwitcher(initial="account", id="views"):
             yield AccountView(self.store, id="account")  # the others are built when first shown
         yield Footer()
@@ -171,15 +171,11 @@ class NCApp(FlowsMixin, App):
         view = self.query_one(f"#{name}", View)
         view.activate(True)
         view.focus_target().focus()
-        self.query_one("#tabs", Tabs).active = f"tab-{name}"
+        self.query_one("#tabs", NavBar).show(name)
         if self.pollers is not None:  # anything stale that this screen needs: fetch it now
             stale = [n for n in view.NEEDS if (self.store.get(n).age(self.store.now()) or 1e9) > 5]
             if stale:
                 self.pollers.refresh(*stale)
-
-    async def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
-        if event.tab is not None and event.tab.id:
-            await self.action_show(event.tab.id.removeprefix("tab-"))
 
     def current_view(self) -> Optional[View]:
         if self.first_run:

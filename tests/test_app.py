@@ -25,6 +25,33 @@ async def test_account_screen_shows_who_money_and_plan(sim):
         assert "limit none" in header
 
 
+async def test_each_view_subscribes_once_and_the_tab_bar_follows(sim, tmp_path, monkeypatch):
+    # Textual calls every class's on_mount along the MRO: a view that also called super().on_mount()
+    # subscribed twice, redrew twice per change and leaked a subscription when unmounted.
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+    app = app_for(sim)
+
+    def highlighted() -> str:
+        bar = app.query_one("#tabs").content
+        return " ".join(bar.plain[s.start:s.end].strip() for s in bar.spans if "reverse" in str(s.style))
+
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami"))
+        assert highlighted() == "1 Account"
+        for key, name in [("3", "recipes"), ("1", "account")]:
+            await pilot.press(key)
+            assert app.query_one("#views").current == name and highlighted() == f"{key} {name.title()}"
+        x = app.query_one("#tabs").content.plain.index("2 Market")
+        await pilot.click("#tabs", offset=(x + 1 + 2, 0))  # the mouse works too (1 cell of padding)
+        await until(pilot, lambda: app.query_one("#views").current == "market", what="market by click")
+        assert highlighted() == "2 Market"
+        for name in ("account", "market", "recipes"):
+            view = app.query_one(f"#{name}")
+            subs = [s for s in app.store._subs if getattr(s.fn, "__self__", None) is view]
+            assert len(subs) == 1, (name, len(subs))
+        await pilot.press("q")
+
+
 async def test_keys_switch_screens_and_help(sim, tmp_path, monkeypatch):
     monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
     app = app_for(sim)

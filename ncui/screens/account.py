@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 from ..money import fmt_price, fmt_usd
 from ..formatting import COVER_HOURS, fmt_rate, fmt_runway, plan_sentence
 from ..widgets.chart import Chart, ChartData, Series
-from .base import View
+from .base import View, fit_columns
 
 
 class AccountView(View):
@@ -50,11 +50,7 @@ Who the token belongs to, your organization's clusters and its money.
         t = self.query_one("#clusters", DataTable)
         t.add_column("cluster", width=16)
         t.add_column("kind", width=10)
-        tx = self.query_one("#transactions", DataTable)
-        tx.add_column("when", width=11)
-        tx.add_column("amount", width=10)
-        tx.add_column("what", width=30)
-        super().on_mount()
+        self._tx_columns()
 
     def refresh_view(self) -> None:
         st = self.store
@@ -200,6 +196,16 @@ Who the token belongs to, your organization's clusters and its money.
             t.append(f"sign in with the setup script and slurm-login, then ssh {active.name}.")
             return t
         return None
+
+    def _tx_columns(self) -> bool:
+        if fit_columns(self.query_one("#transactions", DataTable), (("when", 11), ("amount", 9), ("what", 30))):
+            self._tx_sig = None  # the rows went with the columns
+            return True
+        return False
+
+    def on_resize(self) -> None:
+        if self._tx_columns():
+            self._transactions()
 
     def _transactions(self) -> None:
         table = self.query_one("#transactions", DataTable)

@@ -14,6 +14,23 @@ if TYPE_CHECKING:
     from ..app import NCApp
 
 
+def fit_columns(table, columns: tuple[tuple[str, int], ...], *, last_min: int = 8) -> bool:
+    """Give a DataTable its columns, the last taking the width the others leave, so it never scrolls
+    sideways at 80 columns nor wastes a wide terminal. Returns True when the columns were (re)made:
+    the rows are then gone and the caller adds them again."""
+    fixed = sum(w for _, w in columns[:-1]) + 2 * len(columns)  # each cell has one cell of padding each side
+    width = table.size.width - (2 if table.show_vertical_scrollbar else 0)
+    last = max(last_min, width - fixed) if width > 0 else columns[-1][1]
+    want = tuple(columns[:-1]) + ((columns[-1][0], last),)
+    if getattr(table, "_ncui_columns", None) == want:
+        return False
+    table.clear(columns=True)
+    for label, w in want:
+        table.add_column(label, width=w, key=label)
+    table._ncui_columns = want
+    return True
+
+
 class View(VerticalScroll):
     NEEDS: ClassVar[tuple[str, ...]] = ()
     TITLE: ClassVar[str] = ""
@@ -30,7 +47,10 @@ class View(VerticalScroll):
         return self.app  # type: ignore[return-value]
 
     def on_mount(self) -> None:
-        self._unsub = self.store.subscribe(self.NEEDS + ("whoami",), self._changed, interested=False)
+        # Textual calls every class's own on_mount along the MRO, subclass first: a view's on_mount sets up
+        # its tables and must not call this one again (that subscribed twice and redrew twice per change).
+        if self._unsub is None:
+            self._unsub = self.store.subscribe(self.NEEDS + ("whoami",), self._changed, interested=False)
         self.refresh_view()
 
     def on_unmount(self) -> None:

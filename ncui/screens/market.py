@@ -61,7 +61,6 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
         table.add_column("$/node-h", key="node", width=9)
         table.add_column(f"{COVER_HOURS}-h cover", key="cover", width=10)
         table.add_column("", key="mark", width=18)
-        super().on_mount()
 
     def refresh_view(self) -> None:
         active = self.store.meta.get("cluster")

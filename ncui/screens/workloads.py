@@ -15,7 +15,7 @@ from textual.widgets import DataTable, Static
 
 from ..api.errors import NCError
 from ..widgets.chart import Chart, ChartData, Series
-from .base import View
+from .base import View, fit_columns
 from .modals import ConfirmModal, ResultsModal
 
 # The log pane takes a batch every 250 ms: 4 repaints a second keep a 2,000 lines/s log under 15% of a
@@ -68,10 +68,19 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
             yield Chart(id="loss-chart")
 
     def on_mount(self) -> None:
-        t = self.query_one("#pods", DataTable)
-        for name, w in (("NAME", 20), ("READY", 5), ("STATUS", 16), ("RESTARTS", 8), ("AGE", 5), ("NODE", 14)):
-            t.add_column(name, width=w)
-        super().on_mount()
+        self._pod_columns()
+
+    POD_COLUMNS = (("NAME", 18), ("READY", 5), ("STATUS", 16), ("RESTARTS", 8), ("AGE", 4), ("NODE", 14))
+
+    def _pod_columns(self) -> bool:
+        if fit_columns(self.query_one("#pods", DataTable), self.POD_COLUMNS):
+            self._rows = []  # the rows went with the columns
+            return True
+        return False
+
+    def on_resize(self) -> None:
+        if self._pod_columns():
+            self.refresh_view()
 
     def focus_target(self):
         return self.query_one("#pods", DataTable)
