@@ -1,4 +1,5 @@
-"""Log throughput: ncui's LogFollower into a headless LogPane beside ``kubectl logs -f`` to /dev/null.
+"""Log throughput: the Workloads screen's log wiring (LogFollower into a LogPane, loss lines into the chart),
+headless, beside ``kubectl logs -f`` to /dev/null.
 
     PYTHONPATH=. .venv/bin/python bench/logs.py [--burst 1000000] [--steady 2000] [--seconds 10]
 
@@ -32,27 +33,36 @@ import asyncio, json, os, sys, time
 t0 = time.monotonic()
 from textual.app import App
 from ncui.kube.client import KubeClient
-from ncui.kube.logs import LogFollower
+from ncui.kube.logs import LossCurve
+from ncui.widgets.chart import Chart
 from ncui.widgets.logpane import LogPane
-from ncui.screens.workloads import LOG_BATCH_INTERVAL  # what the Workloads screen uses
+from ncui.screens.workloads import LOSS_CHART_INTERVAL, log_follower, loss_chart  # the screen's own wiring
 
 kubeconfig, pod, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
 class Bench(App):
+    CSS = "LogPane { width: 2fr; } Chart { width: 1fr; height: 1fr; }"
     def compose(self):
-        self.pane = LogPane(max_lines=20_000)
-        yield self.pane
+        from textual.containers import Horizontal
+        with Horizontal():
+            self.pane = LogPane(max_lines=20_000)
+            yield self.pane
+            self.chart = Chart(min_interval=LOSS_CHART_INTERVAL)
+            yield self.chart
 
 async def main():
     app = Bench()
     async with app.run_test(headless=True, size=(120, 40)) as pilot:
         kc = KubeClient.from_kubeconfig(open(kubeconfig).read())
         first = []
-        def on_lines(batch):
+        losses = LossCurve()
+        pane_write = app.pane.write_batch
+        def write(batch):
             if not first:
                 first.append((time.monotonic(), time.process_time()))
-            app.pane.write_batch(batch)
-        f = LogFollower(kc, pod, "main", on_lines=on_lines, batch_interval=LOG_BATCH_INTERVAL)
+            pane_write(batch)
+        app.pane.write_batch = write
+        f = log_follower(kc, pod, "main", app.pane, losses, lambda: app.chart.set_data(loss_chart(losses)))
         task = asyncio.ensure_future(f.run())
         while f.total < total and not task.done():
             await asyncio.sleep(0.02)
@@ -65,7 +75,7 @@ async def main():
         os.write(int(os.environ["NCUI_BENCH_FD"]), json.dumps({"lines": f.total, "first": first[0][0] - t0 if first else None,
                                 "stream_s": t1 - first[0][0] if first else None,
                                 "stream_cpu": c1 - first[0][1] if first else None,
-                                "streams": f.streams, "last": ok[:60]}).encode())
+                                "streams": f.streams, "last": ok[:60], "points": len(losses.points)}).encode())
 
 asyncio.run(main())
 '''

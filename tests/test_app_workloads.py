@@ -44,8 +44,8 @@ async def test_train_flow_end_to_end(sim, tmp_path, monkeypatch):
             await pilot.pause(0.2)
         await until(pilot, loss_lines, timeout=10, what="loss lines in the log pane")
         view = app.query_one("#workloads")
-        await until(pilot, lambda: len(view._losses) >= 2, what="the loss chart")
-        assert view._losses[0][1] > view._losses[-1][1]  # the loss falls
+        await until(pilot, lambda: len(view._losses.points) >= 2, what="the loss chart")
+        assert view._losses.points[0][1] > view._losses.points[-1][1]  # the loss falls
         assert "Running" in screen_text(app) or "Completed" in screen_text(app)
         await pilot.press("x")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))

@@ -64,11 +64,13 @@ def test_workloads(snap_compare, kube_factory, monkeypatch, size):
         await pilot.press("4")
         await until(pilot, lambda: app.store.value("k8s_pods"), what="the pod watch")
         view = app.query_one("#workloads")
-        await until(pilot, lambda: len(view._losses) > 10 and view.follower is not None
+        await until(pilot, lambda: len(view._losses.points) > 10 and view.follower is not None
                     and view.follower.state == "following", what="loss lines")
         pane = app.query_one("#log")
         await until(pilot, lambda: view.follower.total > 0 and len(pane.log.lines) == view.follower.total,
                     what="every line the follower got on screen")
+        chart = app.query_one("#loss-chart")
+        await until(pilot, lambda: not chart.pending, what="the loss chart drawn with the last points")
         await pilot.pause()
         await pilot.wait_for_scheduled_animations()
 

@@ -14,6 +14,7 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
 from ..api.errors import NCError
+from ..kube.logs import LogFollower, LossCurve
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns
 from .modals import ConfirmModal, ResultsModal
@@ -21,11 +22,39 @@ from .modals import ConfirmModal, ResultsModal
 # The log pane takes a batch every 250 ms: 4 repaints a second keep a 2,000 lines/s log under 15% of a
 # core (bench/logs.py); every 100 ms cost about 30%.
 LOG_BATCH_INTERVAL = 0.25
+# The loss chart redraws at most once a second (plotext costs a few ms a draw; a fast log adds points
+# every batch).
+LOSS_CHART_INTERVAL = 1.0
 
 SERVE_PORTS = {"infera": 8000, "inkling": 8000, "finance-analyst": 8000}
 SERVE_BEHIND = {"infera": ("kimi-k3-worker", "infera-router"), "inkling": ("inkling",),
                 "finance-analyst": ("finance-analyst",)}
 MODELS = {"infera": "moonshotai/Kimi-K3", "inkling": "thinkingmachines/Inkling", "finance-analyst": "finance-analyst"}
+
+
+def log_follower(kube, pod: str, container: Optional[str], pane, losses: LossCurve, on_losses, *,
+                 previous: bool = False) -> LogFollower:
+    """Follow a pod's log into the pane and its loss lines into ``losses`` (``on_losses()`` when it grew):
+    the Workloads screen's wiring, which bench/logs.py measures."""
+
+    def on_lines(lines: list[str]) -> None:
+        if losses.add(lines):
+            on_losses()
+
+    follower = LogFollower(kube, pod, container, on_lines=on_lines, on_entries=pane.write_batch,
+                           previous=previous, batch_interval=LOG_BATCH_INTERVAL)
+    pane.source = follower.lines
+    return follower
+
+
+def loss_chart(losses: LossCurve) -> ChartData:
+    pts = losses.points
+    if not pts:
+        return ChartData(empty="loss: no 'iter N: loss X' lines yet")
+    xs = tuple(float(i) for i, _ in pts)
+    ys = tuple(v for _, v in pts)
+    return ChartData(series=(Series(xs, ys, "loss", "magenta"),),
+                     xticks=((xs[0], xs[-1]), (f"iter {int(xs[0])}", f"{int(xs[-1])}")))
 
 
 class WorkloadsView(View):
@@ -55,7 +84,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         self.previous = False
         self.follower = None
         self._rows: list = []
-        self._losses: list[tuple[int, float]] = []
+        self._losses = LossCurve()
 
     def compose(self) -> ComposeResult:
         from ..widgets.logpane import LogPane
@@ -65,7 +94,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         yield Static(id="explain")
         with Horizontal(id="log-row"):
             yield LogPane(id="log")
-            yield Chart(id="loss-chart")
+            yield Chart(id="loss-chart", min_interval=LOSS_CHART_INTERVAL)
 
     def on_mount(self) -> None:
         self._pod_columns()
@@ -198,7 +227,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
 
     def select(self, pod: str, container: Optional[str] = None, previous: bool = False) -> None:
         self.pod, self.container, self.previous = pod, container, previous
-        self._losses = []
+        self._losses.clear()
         self._explain()
         self.follow_log()
 
@@ -207,7 +236,6 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
 
     @work(group="wl-log", exclusive=True, exit_on_error=False)
     async def follow_log(self) -> None:
-        from ..kube.logs import LogFollower, parse_loss
         from ..widgets.logpane import LogPane
 
         pane = self.query_one("#log", LogPane)
@@ -220,27 +248,13 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         if kube is None or self.pod is None:
             return
 
-        def on_lines(lines: list[str]) -> None:
-            new = [x for x in (parse_loss(line) for line in lines) if x]
-            if new:
-                self._losses.extend(new)
-                self._chart()
-
-        follower = LogFollower(kube, self.pod, self.container, on_lines=on_lines, on_entries=pane.write_batch,
-                               previous=self.previous, batch_interval=LOG_BATCH_INTERVAL)
+        follower = log_follower(kube, self.pod, self.container, pane, self._losses, self._chart,
+                                previous=self.previous)
         self.follower = follower
-        pane.source = follower.lines
         await follower.run()
 
     def _chart(self) -> None:
-        chart = self.query_one("#loss-chart", Chart)
-        if not self._losses:
-            chart.set_data(ChartData(empty="loss: no 'iter N: loss X' lines yet"))
-            return
-        xs = tuple(float(i) for i, _ in self._losses)
-        ys = tuple(v for _, v in self._losses)
-        chart.set_data(ChartData(series=(Series(xs, ys, "loss", "magenta"),),
-                                 xticks=((xs[0], xs[-1]), (f"iter {int(xs[0])}", f"{int(xs[-1])}"))))
+        self.query_one("#loss-chart", Chart).set_data(loss_chart(self._losses))
 
     def _pane(self):
         from ..widgets.logpane import LogPane

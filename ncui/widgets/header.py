@@ -36,7 +36,7 @@ class StatusHeader(Static):
         text = self.compose_text()
         if text.plain != getattr(self._last, "plain", None) or text != self._last:
             self._last = text
-            self.update(text)
+            self.update(text, layout=False)  # two lines, always: no layout pass every second
 
     def compose_text(self) -> Text:
         st = self.store

@@ -15,9 +15,15 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional, Sequence, Union
 
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from textual.binding import Binding
 from textual.events import Resize
+from textual.geometry import Size
+from textual.cache import LRUCache
 from textual.reactive import reactive
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input, Log
 
@@ -25,16 +31,82 @@ Entry = Union[str, tuple[str, str]]  # a line, or (timestamp, text)
 
 
 class FastLog(Log):
-    """``Log`` measuring new lines' width in place: Textual 8.2.8 starts a thread worker per write to do it
-    (``_update_size``), which dominates the cost of a fast log. Lines here are already cleaned of control
-    sequences by the follower, and mostly ASCII, where the width is the length."""
+    """``Log`` for the pane's batches. Textual 8.2.8's ``write_lines`` splits every line again, forgets every
+    line's cached rendering one by one, and starts a thread worker per call to measure the new lines'
+    width (``_update_size``), which dominates the cost of a fast log. Here lines come from the pane: one
+    line each (no newline), cleaned of control sequences, mostly ASCII (where the width is the length);
+    and of a batch longer than ``max_lines`` only the newest ``max_lines`` can ever be shown."""
+
+    def write_lines(self, lines: Iterable[str], scroll_end: bool | None = None) -> "FastLog":  # type: ignore[override]
+        new = lines if isinstance(lines, list) else list(lines)
+        if not new:
+            return self
+        cap = self.max_lines
+        if cap is not None and len(new) > cap:
+            new = new[-cap:]
+        is_end = self.is_vertical_scroll_end
+        auto_scroll = self.auto_scroll if scroll_end is None else scroll_end
+        self._lines.extend(new)
+        if cap is not None and len(self._lines) > cap:
+            self._prune_max_lines()
+        self._update_size(self._updates, new)
+        # The new size without a layout pass of the whole screen (Widget.virtual_size is a layout=True
+        # reactive: ~40 ms a batch on a growing log); the Log's own size is its CSS's, only its
+        # scrollbars follow the content.
+        size = Size(self._width, len(self._lines))
+        if size != self.virtual_size:
+            self.set_reactive(Log.virtual_size, size)
+            self._scroll_update(size)
+        # The rendered-line cache is keyed by line number; the new lines are past anything it holds, and
+        # pruning above re-keys it. Repaint what is on screen.
+        if auto_scroll and not self.is_vertical_scrollbar_grabbed and is_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+        return self
+
+    # ---- drawing: Textual 8.2.8 builds a rich Text per visible line on every repaint (and its line cache
+    # is only ever filled while a selection is active), and works out the widget's style once per line.
+
+    _frame_style: Optional[Style] = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._strips: LRUCache[tuple[str, Style], Strip] = LRUCache(2048)
+
+    def render_lines(self, crop):  # type: ignore[override]
+        self._frame_style = self.rich_style  # once per repaint, not once per line
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
+    def _render_line(self, y: int, scroll_x: int, width: int) -> Strip:  # type: ignore[override]
+        rich_style = self._frame_style or self.rich_style
+        if y >= len(self._lines):
+            return Strip.blank(width, rich_style)
+        line = self._render_line_strip(y, rich_style)
+        return line.crop_extend(scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, y)
+
+    def _render_line_strip(self, y: int, rich_style: Style) -> Strip:  # type: ignore[override]
+        if self.text_selection is not None or self.highlight:
+            return super()._render_line_strip(y, rich_style)
+        raw = self._lines[y]
+        key = (raw, rich_style)  # by content, so nothing to re-key when lines are pruned or cleared
+        strip = self._strips.get(key)
+        if strip is None:
+            text = self._process_line(raw)
+            # one plain line in the widget's style: one segment (what Text(...).render gives, without Text)
+            strip = Strip([Segment(text, rich_style)], len(text) if text.isascii() else cell_len(text))
+            self._strips[key] = strip
+        return strip
 
     def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]
-        if lines:
-            from rich.cells import cell_len
-
-            widest = max(len(line) if line.isascii() else cell_len(line.expandtabs()) for line in lines)
-            self._update_maximum_width(updates, widest)
+        if lines and updates == self._updates:
+            if "".join(lines).isascii():
+                widest = max(map(len, lines))
+            else:
+                widest = max(len(line) if line.isascii() else cell_len(line.expandtabs()) for line in lines)
+            self._width = max(widest, self._width)
 
 __all__ = ["LogPane", "Entry"]
 
@@ -78,11 +150,16 @@ class LogPane(Widget, can_focus=False):
 
     # ---- feeding --------------------------------------------------------------------------------
 
-    def _format(self, lines: Iterable[Entry]) -> list[str]:
-        flt = self.filter_text
-        stamps = self.timestamps
+    def _format(self, lines: Sequence[Entry]) -> list[str]:
+        """The lines to show of ``lines``: the newest ``max_lines`` of those the filter keeps, with their
+        timestamps when asked for, wrapped when asked for."""
+        flt, stamps, cap = self.filter_text, self.timestamps, self.max_lines
+        if not flt and not stamps and not self.wrap:  # the usual case, a whole batch at a time
+            tail = lines[-cap:] if len(lines) > cap else lines
+            out = [e if isinstance(e, str) else e[1] for e in tail]
+            return [x or " " for x in out] if "" in out else out  # Log drops empty lines
         out: list[str] = []
-        for e in lines:
+        for e in reversed(lines):  # newest first, so a long source stops at the cap
             if isinstance(e, tuple):
                 ts, text = e
                 if stamps and ts:
@@ -91,7 +168,10 @@ class LogPane(Widget, can_focus=False):
                 text = e
             if flt and flt not in text:
                 continue
-            out.append(text or " ")  # Log drops empty lines
+            out.append(text or " ")
+            if len(out) >= cap:
+                break
+        out.reverse()
         if self.wrap:
             w = max(10, self.log.scrollable_content_region.width or self.size.width or 80)
             wrapped: list[str] = []
@@ -100,7 +180,7 @@ class LogPane(Widget, can_focus=False):
                     wrapped.append(line)
                 else:
                     wrapped.extend(line[i:i + w] for i in range(0, len(line), w))
-            out = wrapped
+            out = wrapped[-cap:]
         return out
 
     def write_batch(self, lines: Sequence[Entry]) -> None:
@@ -110,12 +190,11 @@ class LogPane(Widget, can_focus=False):
         out = self._format(lines)
         if not out:
             return
-        log = self.log
-        log.write_lines(out, scroll_end=self.follow)
+        # FastLog repaints the visible region after every batch: Textual 8.2.8's Log, once max_lines is
+        # reached, refreshes line numbers past the pruned end and the scroll offset no longer moves, so
+        # nothing would repaint (PERF.md; tests/test_kc_logpane.py).
+        self.log.write_lines(out, scroll_end=self.follow)
         self.written += len(out)
-        # Textual 8.2.8: once max_lines is reached write_lines refreshes line numbers past the pruned end
-        # and the scroll offset no longer moves, so nothing repaints. Repaint the visible region.
-        log.refresh()
 
     def rerender(self) -> None:
         """Show ``source``'s lines again (after a filter/wrap/timestamp change), the newest ``max_lines``."""
