@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 
@@ -85,3 +86,54 @@ async def test_filter_follow_timestamps_and_wrap():
         await pilot.pause()
         assert pane.filter_text == "iter 299" and list(log.lines) == ["iter 299: loss 2.2990, time 1ms"]
         assert isinstance(log, Log)
+
+
+async def test_entries_of_a_burst_the_newest_shown_and_every_mode_honoured():
+    # The follower hands the pane "<timestamp> <text>" entries; of a burst only the newest max_lines show.
+    entries = [f"2026-11-02T09:00:00.{i:09d}Z line {i}" for i in range(5000)]
+    pane = LogPane(max_lines=100)
+    app = PaneApp(pane)
+    async with app.run_test(size=(60, 12)) as pilot:
+        pane.write_entries(entries[:4000])
+        await pilot.pause()
+        log = pane.log
+        assert list(log.lines) == [f"line {i}" for i in range(3900, 4000)]
+        assert log.virtual_size.height == 100 and log.is_vertical_scroll_end
+        assert _screen_numbers(app)[-1] == 3999
+        pane.write_entries(["2026-11-02T09:00:01.000000000Z ", " no timestamp"])  # an empty text; no timestamp
+        assert list(log.lines)[-2:] == [" ", "no timestamp"]
+        pane.timestamps = True
+        pane.write_entries(entries[4000:4002])
+        assert list(log.lines)[-2:] == [entries[4000], entries[4001]]
+        pane.timestamps = False
+        pane.set_filter("line 42")  # a filter looks back through the whole batch, not just its tail
+        pane.write_entries(entries)
+        # the batch's last 100 lines (4900–4999) hold no match: the newest 100 matches are 4200–4299
+        assert list(log.lines) == [f"line {i}" for i in range(4200, 4300)]
+
+
+async def test_a_throttled_chart_draws_the_newest_data_when_its_time_comes():
+    from ncui.widgets.chart import Chart, ChartData, Series
+
+    class ChartApp(App):
+        def compose(self):
+            yield Chart(min_interval=0.3)
+
+    app = ChartApp()
+    async with app.run_test(size=(60, 14)) as pilot:
+        chart = app.query_one(Chart)
+        await pilot.pause()
+
+        def data(n: int) -> ChartData:
+            return ChartData(series=(Series(tuple(float(i) for i in range(n)), tuple(float(i) for i in range(n)),
+                                            f"s{n}"),))
+
+        chart.set_data(data(5))  # drawn at once
+        assert not chart.pending and "s5" in chart.content.plain
+        chart.set_data(data(6))  # too soon: put off…
+        chart.set_data(data(7))  # …and this one rides along
+        assert chart.pending and "s5" in chart.content.plain
+        deadline = asyncio.get_running_loop().time() + 5
+        while chart.pending and asyncio.get_running_loop().time() < deadline:
+            await pilot.pause(0.05)
+        assert not chart.pending and "s7" in chart.content.plain

@@ -139,3 +139,48 @@ def test_parse_loss_and_clean_line():
     assert clean_line("Fetching:  10%\rFetching: 100%") == "Fetching: 100%"
     assert clean_line("a\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\b") == "alinkb"
     assert clean_line("bell\x07 nul\x00 del\x7f") == "bell nul del"
+
+
+def test_a_batch_is_taken_whole_when_usual_and_line_by_line_when_not():
+    # What the follower makes of a stream's lines (its per-batch fast path must agree with the careful one).
+    ts = [f"2026-11-02T09:00:0{i}.000000000Z" for i in range(8)]
+    entries: list[list[str]] = []
+    texts: list[list[str]] = []
+    f = LogFollower(None, "p", on_lines=texts.append, on_entries=entries.append)  # type: ignore[arg-type]
+    f._take([f"{ts[0]} iter 1: loss 2.5, time 1ms", f"{ts[1]} plain"])  # the usual batch
+    f._flush()
+    f._take([f"{ts[2]} \x1b[31mred\x1b[0m", f"{ts[3]} tab\there", f"{ts[4]} ünïcode ok"])  # cleaned, kept
+    f._take(["no timestamp: a continuation"])  # the previous line's timestamp
+    f._take([f"{ts[5][:19]}.5Z short fraction", f"{ts[6]} "])  # another RFC 3339 form; an empty text
+    f._flush()
+    assert texts == [["iter 1: loss 2.5, time 1ms", "plain"],
+                     ["red", "tab\there", "ünïcode ok", "no timestamp: a continuation", "short fraction", ""]]
+    assert entries[0] == [f"{ts[0]} iter 1: loss 2.5, time 1ms", f"{ts[1]} plain"]
+    assert f.lines() == [(ts[0], "iter 1: loss 2.5, time 1ms"), (ts[1], "plain"), (ts[2], "red"),
+                         (ts[3], "tab\there"), (ts[4], "ünïcode ok"), (ts[4], "no timestamp: a continuation"),
+                         ("2026-11-02T09:00:05.5Z", "short fraction"), (ts[6], "")]
+    assert f.total == 8 and f._last_ts == ts[6]
+    # a burst longer than the buffer: the newest `keep` stay, every line is counted and delivered
+    g = LogFollower(None, "p", on_lines=texts.append, keep=100)  # type: ignore[arg-type]
+    g._take([f"{ts[7]} line {i}" for i in range(1000)])
+    assert [t for _, t in g.lines()] == [f"line {i}" for i in range(900, 1000)] and g.total == 1000
+    texts.clear()
+    g._flush()
+    assert texts == [[f"line {i}" for i in range(1000)]]
+
+
+def test_loss_curve_samples_a_burst_and_stays_bounded():
+    from ncui.kube.logs import LossCurve
+
+    c = LossCurve(sample=100, max_points=1000)
+    assert not c.add(["step 1: nothing to plot"])
+    assert c.add([f"iter {i}: loss {10 - i / 1000:.4f}, time 1ms" for i in range(50)])
+    assert c.points[:2] == [(0, 10.0), (1, 9.999)] and len(c.points) == 50  # a small batch: every line
+    burst = [f"2026-11-02T09:00:00.000000000Z iter {i}: loss {10 - i / 1e6:.6f}, time 1ms" for i in range(50, 100_050)]
+    assert c.add(burst, entries=True)  # a burst: an even sample and its last line
+    assert 100 <= len(c.points) - 50 <= 102 and c.points[-1] == (100_049, 10 - 100_049 / 1e6)
+    for n in range(30):
+        c.add([f"iter {200_000 + n * 100 + i}: loss 1.0, time 1ms" for i in range(100)])
+    assert len(c.points) <= 1000 and c.points[-1][0] == 200_000 + 29 * 100 + 99  # bounded; the newest kept
+    xs = [x for x, _ in c.points]
+    assert xs == sorted(xs) and xs[0] == 0  # thinned evenly, in order, from the start

@@ -5,9 +5,9 @@ again with ``sinceTime`` = the last timestamp it saw and skips what it already d
 an earlier timestamp, and as many lines with that same timestamp and text as it already had). It ends when
 the container has terminated and every line is in (one last catch-up read makes sure of that).
 
-Lines are cleaned of terminal control sequences, delivered in batches at most every ``batch_interval``
-seconds or of at most about ``batch_lines`` lines (never a call per line), and the newest ``keep`` of them
-stay in a ring buffer.
+Lines are cleaned of terminal control sequences, delivered in batches (never a call per line): at most
+every ``batch_interval`` seconds, every ``busy_interval`` while the log is fast, and at once when
+``batch_lines`` are waiting. The newest ``keep`` lines stay in a ring buffer.
 No Textual here.
 """
 
@@ -24,7 +24,8 @@ from typing import Callable, Optional
 from ..backoff import RetryLoop
 from .client import KubeClient, KubeError, NotSignedIn
 
-__all__ = ["LogFollower", "LossCurve", "LOSS", "parse_loss", "clean_line", "split_timestamp"]
+__all__ = ["LogFollower", "LossCurve", "LOSS", "parse_loss", "clean_line", "split_timestamp", "split_entry",
+           "entry_text"]
 
 LOSS = re.compile(r"\biter (\d+): loss (-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf), time (\d+(?:\.\d+)?)ms"
                   r"(?:, mfu (-?\d+(?:\.\d+)?)%)?")
@@ -43,7 +44,7 @@ class LossCurve:
 
     A batch of up to ``sample`` lines is read whole; of a bigger one (a burst) an even sample of ``sample``
     lines and its last line, since a chart a few hundred cells wide cannot show more. Past ``max_points``
-    every other point is dropped, which keeps the curve's shape and its newest point.
+    every other point is dropped, which keeps the curve's shape, its first point and its newest.
     """
 
     def __init__(self, *, sample: int = 500, max_points: int = 4000) -> None:
@@ -53,18 +54,20 @@ class LossCurve:
     def clear(self) -> None:
         self.points = []
 
-    def add(self, lines: list[str]) -> bool:
-        """Take a batch of log lines; True when it added points."""
+    def add(self, lines: list[str], *, entries: bool = False) -> bool:
+        """Take a batch of log lines (or of a follower's entries); True when it added points."""
         if len(lines) > self.sample:
             step = len(lines) // self.sample
             lines = lines[::step] + lines[-1:]
+        if entries:
+            lines = [e[e.find(" ") + 1:] for e in lines]
         new = [x for x in map(parse_loss, lines) if x is not None]
         if not new:
             return False
         pts = self.points
         pts.extend(new)
         while len(pts) > self.max_points:
-            del pts[-2::-2]  # every other point but the newest
+            del pts[1:-1:2]  # every other point, keeping the first and the newest
         return True
 
 
@@ -101,7 +104,7 @@ def split_timestamp(line: str) -> tuple[Optional[str], str]:
 # The usual line, as the kubelet writes it: "2026-11-02T09:00:01.123456789Z text" (nine-digit nanoseconds, UTC).
 _USUAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ")
 _USUAL_END = {"Z "}
-_TEXT_OF = itemgetter(1)
+_PRINTABLE = bytes(range(0x20, 0x7F))  # what translate() deletes: a clean ASCII batch leaves nothing
 _AT_29, _TS_PART, _TEXT_PART = itemgetter(slice(29, 31)), itemgetter(slice(0, 30)), itemgetter(slice(31, None))
 
 _TS_PARTS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
@@ -121,13 +124,24 @@ def ts_key(ts: str) -> str:
     return f"{base}.{frac}Z"
 
 
+def split_entry(entry: str) -> tuple[str, str]:
+    """An entry ("<timestamp> <text>"; the timestamp has no space and may be empty) → (timestamp, text)."""
+    i = entry.find(" ")
+    return (entry[:i], entry[i + 1:]) if i >= 0 else ("", entry)
+
+
+def entry_text(entry: str) -> str:
+    return entry[entry.find(" ") + 1:]
+
+
 class LogFollower(RetryLoop):
     """``f = LogFollower(kc, "nanogpt-x2k4z", on_lines=pane.write_batch)``; ``await f.run()``; ``f.stop()``."""
 
     def __init__(self, client: KubeClient, pod: str, container: Optional[str] = None, *,
-                 on_lines: Callable[[list[str]], None], previous: bool = False, batch_interval: float = 0.1,
-                 keep: int = 50_000, batch_lines: int = 50_000, namespace: str = "default",
-                 on_entries: Optional[Callable[[list[tuple[str, str]]], None]] = None,
+                 on_lines: Optional[Callable[[list[str]], None]] = None, previous: bool = False, batch_interval: float = 0.1,
+                 keep: int = 50_000, batch_lines: int = 100_000, busy_lines: int = 200,
+                 busy_interval: float = 0.5, namespace: str = "default",
+                 on_entries: Optional[Callable[[list[str]], None]] = None,
                  on_state: Optional[Callable[[str], None]] = None, tail_lines: Optional[int] = None,
                  backoff: tuple[float, float] = (0.2, 10.0)) -> None:
         self.client, self.pod, self.container, self.namespace = client, pod, container, namespace
@@ -135,11 +149,18 @@ class LogFollower(RetryLoop):
         self.previous = previous
         self.batch_interval = batch_interval
         self.batch_lines = batch_lines  # a batch this long goes out at once, whatever the interval
+        # After a batch of busy_lines or more, the next waits busy_interval: a log at thousands of lines a
+        # second repaints twice a second instead of ten times (CPU), a slow one still shows within 100 ms.
+        self.busy_lines, self.busy_interval = busy_lines, max(batch_interval, busy_interval)
+        self._last_size = 0
         self.keep = keep
         self.tail_lines = tail_lines
         self.backoff = backoff
-        self._buf: deque[tuple[str, str]] = deque(maxlen=max(1, keep))
-        self._pending: list[tuple[str, str]] = []
+        # Lines are kept as entries, "<timestamp> <text>" strings (see split_entry): a log of millions of
+        # lines makes no tuple per line. The usual line is its own entry, as it came off the wire.
+        self._buf: deque[str] = deque(maxlen=max(1, keep))
+        self._pending: list[str] = []
+        self._pending_usual = True  # every pending entry has the usual 30-character timestamp
         self._last_key: Optional[str] = None  # the newest timestamp delivered (sortable form)
         self._last_ts: Optional[str] = None  # … as the server wrote it
         self._skip: Optional[Counter] = None  # on a resumed stream: texts at _resume_key still to skip
@@ -161,10 +182,14 @@ class LogFollower(RetryLoop):
 
     def lines(self) -> list[tuple[str, str]]:
         """The newest ``keep`` lines as (timestamp, text)."""
+        return list(map(split_entry, self._buf))
+
+    def entries(self) -> list[str]:
+        """The newest ``keep`` lines as entries ("<timestamp> <text>", see split_entry)."""
         return list(self._buf)
 
     def texts(self) -> list[str]:
-        return [t for _, t in self._buf]
+        return list(map(entry_text, self._buf))
 
     # ---- delivery -----------------------------------------------------------------------------------
 
@@ -172,8 +197,11 @@ class LogFollower(RetryLoop):
         if not self._pending:
             return
         batch, self._pending = self._pending, []
+        usual, self._pending_usual = self._pending_usual, True
         self._last_flush = time.monotonic()
-        self.on_lines(list(map(_TEXT_OF, batch)))
+        self._last_size = len(batch)
+        if self.on_lines is not None:
+            self.on_lines(list(map(_TEXT_PART if usual else entry_text, batch)))
         if self.on_entries is not None:
             self.on_entries(batch)
 
@@ -181,7 +209,8 @@ class LogFollower(RetryLoop):
         while True:
             await self._wake.wait()
             self._wake.clear()
-            wait = self._last_flush + self.batch_interval - time.monotonic()
+            busy = self._last_size >= self.busy_lines  # a fast log: nobody reads it line by line anyway
+            wait = self._last_flush + (self.busy_interval if busy else self.batch_interval) - time.monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
             self._flush()
@@ -190,16 +219,16 @@ class LogFollower(RetryLoop):
         """Add a batch of raw ``timestamp text`` lines, skipping what a resumed stream repeats."""
         if not raw:
             return
-        if (self._skip is None and set(map(_AT_29, raw)) == _USUAL_END and "".join(raw).isprintable()
-                and all(map(_USUAL.match, (raw[0], raw[-1])))):
-            # The usual batch, checked a whole batch at a time: every line "<30-char RFC 3339 UTC
-            # timestamp> <text>", nothing to clean, nothing to skip. Tens of nanoseconds a line.
-            added = list(zip(map(_TS_PART, raw), map(_TEXT_PART, raw)))
-            self._pending.extend(added)
-            self._buf.extend(added if len(added) <= self.keep else added[-self.keep:])
-            self.total += len(added)
-            self._last_key = self._last_ts = added[-1][0]
-            return
+        if self._skip is None and set(map(_AT_29, raw)) == _USUAL_END and all(map(_USUAL.match, (raw[0], raw[-1]))):
+            joined = "".join(raw)
+            if joined.isascii() and not joined.encode("ascii").translate(None, _PRINTABLE):
+                # The usual batch, checked a whole batch at a time: every line "<30-character RFC 3339
+                # timestamp> <text>", printable ASCII, nothing to skip. Each line is its own entry.
+                self._pending.extend(raw)
+                self._buf.extend(raw if len(raw) <= self.keep else raw[-self.keep:])
+                self.total += len(raw)
+                self._last_key = self._last_ts = raw[-1][:30]
+                return
         out = self._pending
         n0 = len(out)
         last_key, last_ts = self._last_key, self._last_ts
@@ -228,7 +257,9 @@ class LogFollower(RetryLoop):
                 else:
                     skip = None  # past the resumption point: nothing more to skip
             last_key, last_ts = key, ts
-            out.append((ts, text))
+            out.append(f"{ts} {text}")
+            if len(ts) != 30:
+                self._pending_usual = False
         added = len(out) - n0
         if added:
             self._buf.extend(out[n0:] if n0 else out)
@@ -241,9 +272,10 @@ class LogFollower(RetryLoop):
         c: Counter = Counter()
         buf, ts = self._buf, self._last_ts
         for i in range(len(buf) - 1, -1, -1):
-            if buf[i][0] != ts:
+            t, text = split_entry(buf[i])
+            if t != ts:
                 break
-            c[buf[i][1]] += 1
+            c[text] += 1
         return c
 
     # ---- the loop -----------------------------------------------------------------------------------

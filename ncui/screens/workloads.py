@@ -19,12 +19,13 @@ from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns
 from .modals import ConfirmModal, ResultsModal
 
-# The log pane takes a batch every 250 ms: 4 repaints a second keep a 2,000 lines/s log under 15% of a
-# core (bench/logs.py); every 100 ms cost about 30%.
-LOG_BATCH_INTERVAL = 0.25
-# The loss chart redraws at most once a second (plotext costs a few ms a draw; a fast log adds points
-# every batch).
-LOSS_CHART_INTERVAL = 1.0
+# The log pane takes a batch within 100 ms of a line; while the log runs at hundreds of lines a second and
+# more, every 500 ms (LogFollower's busy_interval): each batch repaints the pane, and at 2,000 lines/s
+# four repaints a second cost more than 15% of a core (bench/logs.py).
+LOG_BATCH_INTERVAL = 0.1
+# The loss chart redraws at most every 2 s: a draw (plotext, then a pane of braille cells) costs about
+# as much as a batch of log lines, and a fast log adds points every batch.
+LOSS_CHART_INTERVAL = 2.0
 
 SERVE_PORTS = {"infera": 8000, "inkling": 8000, "finance-analyst": 8000}
 SERVE_BEHIND = {"infera": ("kimi-k3-worker", "infera-router"), "inkling": ("inkling",),
@@ -37,12 +38,13 @@ def log_follower(kube, pod: str, container: Optional[str], pane, losses: LossCur
     """Follow a pod's log into the pane and its loss lines into ``losses`` (``on_losses()`` when it grew):
     the Workloads screen's wiring, which bench/logs.py measures."""
 
-    def on_lines(lines: list[str]) -> None:
-        if losses.add(lines):
+    def on_entries(entries: list[str]) -> None:
+        pane.write_entries(entries)
+        if losses.add(entries, entries=True):
             on_losses()
 
-    follower = LogFollower(kube, pod, container, on_lines=on_lines, on_entries=pane.write_batch,
-                           previous=previous, batch_interval=LOG_BATCH_INTERVAL)
+    follower = LogFollower(kube, pod, container, on_entries=on_entries, previous=previous,
+                           batch_interval=LOG_BATCH_INTERVAL)
     pane.source = follower.lines
     return follower
 

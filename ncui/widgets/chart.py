@@ -69,7 +69,6 @@ class Chart(Static):
         self._draw()
 
     def _draw(self) -> None:
-        self._drawn_at = time.monotonic()
         w, h = self.content_size.width, self.content_size.height
         d = self._data
         if w < 20 or h < 5 or not any(s.xs for s in d.series):
@@ -77,6 +76,7 @@ class Chart(Static):
             return
         import plotext as plt  # 30 ms: only when a chart is first drawn
 
+        self._drawn_at = time.monotonic()  # what min_interval spaces out: plotting
         plt.clf()
         plt.plotsize(w, h)
         plt.theme("clear")
