@@ -236,6 +236,7 @@ class NCApp(FlowsMixin, App):
         """Run the kubeconfig's sign-in plugin as kubectl would; show its link until it is approved."""
         import asyncio
 
+        from .backoff import wait_event
         from .kube.session import exec_spec, run_plugin
         from .screens.modals import SignInModal
 
@@ -270,11 +271,8 @@ class NCApp(FlowsMixin, App):
         await self.push_screen(modal, callback=lambda _ok: closed.set())
         link = result.link
         while not closed.is_set():
-            try:
-                await asyncio.wait_for(closed.wait(), timeout=2.0)
+            if await wait_event(closed, 2.0):
                 break
-            except asyncio.TimeoutError:
-                pass
             result = await run_plugin(spec)
             if result.signed_in:
                 self.store.set("kube_signin", "signed in")

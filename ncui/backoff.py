@@ -1,8 +1,27 @@
-"""One backoff rule for everything that retries on its own (pollers, watches, log streams)."""
+"""One backoff rule for everything that retries on its own (pollers, watches, log streams), and one way
+to wait for an event with a timeout."""
 
 from __future__ import annotations
 
+import asyncio
 import random
+from typing import Optional
+
+
+async def wait_event(event: asyncio.Event, timeout: Optional[float]) -> bool:
+    """Wait until ``event`` is set or ``timeout`` seconds pass (None: no limit); True when it is set.
+
+    Not ``asyncio.wait_for(event.wait(), timeout)``: on Python 3.10/3.11 that returns normally when the
+    task is cancelled just as the event is set, so the cancellation is lost (a poller kept running and
+    ``q`` hung until its next poll). ``asyncio.wait`` never swallows a cancellation."""
+    if event.is_set():
+        return True
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=timeout)
+    finally:
+        waiter.cancel()
+    return event.is_set()
 
 
 def backoff_delay(failures: int, base: float, cap: float, rng: random.Random) -> float:
@@ -24,13 +43,9 @@ class RetryLoop:
     _rng: random.Random
 
     async def _sleep(self, failures: int) -> None:
-        import asyncio
-
         await asyncio.sleep(backoff_delay(failures, *self.backoff, self._rng))
 
     def stop(self) -> None:
-        import asyncio
-
         self._stopped = True
         task = self._task
         if task is not None and not task.done() and task is not asyncio.current_task():

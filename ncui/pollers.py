@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Optional
 
-from .backoff import backoff_delay
+from .backoff import backoff_delay, wait_event
 from .api.errors import NCError
 from .store import Store
 
@@ -82,13 +82,7 @@ class Pollers:
             if spec.enabled():
                 await self._once(spec)
             delay = self.next_delay(spec) if spec.enabled() else None
-            try:
-                if delay is None:
-                    await wake.wait()
-                else:
-                    await asyncio.wait_for(wake.wait(), timeout=delay)
-            except asyncio.TimeoutError:
-                pass
+            await wait_event(wake, delay)
 
     async def _once(self, spec: PollSpec) -> None:
         self.polls[spec.name] = self.polls.get(spec.name, 0) + 1

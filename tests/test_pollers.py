@@ -78,3 +78,22 @@ async def test_refresh_wakes_a_poller_at_once():
         await until(lambda: store.value("x") == 2, timeout=5, what="the refresh")
     finally:
         await p.stop()
+
+
+async def test_stopping_while_a_refresh_lands_stops_for_good():
+    # asyncio.wait_for (3.10/3.11) loses a cancellation that arrives as the awaited event is set: a poller
+    # woken by a refresh in the same moment as the app quit kept running, and quitting hung on it.
+    import asyncio
+
+    store = Store()
+
+    async def fetch():
+        return 1
+
+    p = Pollers(store, [PollSpec("x", fetch, interval=3600, idle_interval=3600)])
+    p.start()
+    await until(lambda: store.value("x") == 1)
+    await asyncio.sleep(0)  # the poller is back waiting for its next turn
+    p.refresh("x")  # the wake-up and the stop land in the same loop turn
+    await asyncio.wait_for(p.stop(), timeout=10)
+    assert not p._tasks
