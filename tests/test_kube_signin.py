@@ -78,3 +78,25 @@ def test_with_a_terminal_it_waits_until_approved(kube_factory):
     cred = json.loads(out)
     assert cred["kind"] == "ExecCredential" and cred["status"]["token"]
     assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", cred["status"]["expirationTimestamp"])
+
+
+def test_a_sign_in_link_lasts_a_persons_minutes_whatever_the_demo_speed():
+    # At 60x the market's 15 minutes pass in 15 s: a person opening a browser would see every link expire.
+    import time as _time
+    from datetime import datetime, timezone
+
+    from ncui.sim.clock import VirtualClock
+    from ncui.sim.kube.auth import CODE_TTL, Auth
+
+    clock = VirtualClock(datetime(2026, 11, 2, tzinfo=timezone.utc), speed=1e6)
+    auth = Auth(1, clock.human_elapsed)
+    dc = auth.new_code("halcyon", "halcyon", clock.now())
+    t0 = clock.elapsed()
+    while clock.elapsed() - t0 < 2 * CODE_TTL.total_seconds():  # the market's clock runs past the TTL…
+        _time.sleep(0.001)
+    assert auth.poll(dc.device_code, clock.now()) == ("authorization_pending", None)  # …the link still stands
+    assert auth.approve(dc, clock.now()) == "approved"
+    late = auth.new_code("halcyon", "halcyon", clock.now())
+    clock.advance(CODE_TTL.total_seconds() + 1)  # a test (or a person) letting 15 minutes pass
+    assert auth.poll(late.device_code, clock.now()) == ("expired_token", None)
+    assert auth.approve(late, clock.now()) == "expired"

@@ -14,14 +14,16 @@ if TYPE_CHECKING:
     from ..app import NCApp
 
 
-def fit_columns(table, columns: tuple[tuple[str, int], ...], *, last_min: int = 8) -> bool:
-    """Give a DataTable its columns, the last taking the width the others leave, so it never scrolls
-    sideways at 80 columns nor wastes a wide terminal. Returns True when the columns were (re)made:
-    the rows are then gone and the caller adds them again."""
-    fixed = sum(w for _, w in columns[:-1]) + 2 * len(columns)  # each cell has one cell of padding each side
+def fit_columns(table, columns: tuple[tuple[str, int], ...], *, flex: int = -1, flex_min: int = 8) -> bool:
+    """Give a DataTable its columns, column ``flex`` (the last by default) taking the width the others
+    leave (``columns`` gives its width before the table has one), so the table never scrolls sideways at
+    80 columns nor wastes a wide terminal. Returns True when the columns were (re)made: the rows are then
+    gone and the caller adds them again."""
+    flex %= len(columns)
+    fixed = sum(w for i, (_, w) in enumerate(columns) if i != flex) + 2 * len(columns)  # 1 cell padding a side
     width = table.size.width - (2 if table.show_vertical_scrollbar else 0)
-    last = max(last_min, width - fixed) if width > 0 else columns[-1][1]
-    want = tuple(columns[:-1]) + ((columns[-1][0], last),)
+    grow = max(flex_min, width - fixed) if width > 0 else columns[flex][1]
+    want = tuple((label, grow if i == flex else w) for i, (label, w) in enumerate(columns))
     if getattr(table, "_ncui_columns", None) == want:
         return False
     table.clear(columns=True)

@@ -101,10 +101,12 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
     def on_mount(self) -> None:
         self._pod_columns()
 
-    POD_COLUMNS = (("NAME", 18), ("READY", 5), ("STATUS", 16), ("RESTARTS", 8), ("AGE", 4), ("NODE", 14))
+    # kubectl's columns; NAME takes what is left (15 at 80 columns): STATUS fits "ContainerCreating" and
+    # NODE the box's node names whole.
+    POD_COLUMNS = (("NAME", 20), ("READY", 5), ("STATUS", 17), ("RESTARTS", 8), ("AGE", 4), ("NODE", 17))
 
     def _pod_columns(self) -> bool:
-        if fit_columns(self.query_one("#pods", DataTable), self.POD_COLUMNS):
+        if fit_columns(self.query_one("#pods", DataTable), self.POD_COLUMNS, flex=0, flex_min=12):
             self._rows = []  # the rows went with the columns
             return True
         return False

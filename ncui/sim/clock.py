@@ -22,6 +22,15 @@ class VirtualClock:
         self._base = float(elapsed)
         self._t0 = time.monotonic()
         self._lock = threading.Lock()
+        self._real0 = self._t0
+        self._advanced = 0.0
+
+    def human_elapsed(self) -> float:
+        """Seconds as a person lives them: real time since the start plus explicit advances, never × speed.
+        What a person is given time to do (approve a sign-in link) runs on this, so a demo at 60× still
+        leaves them minutes, and a test still expires it by advancing the clock."""
+        with self._lock:
+            return (time.monotonic() - self._real0) + self._advanced
 
     @property
     def speed(self) -> float:
@@ -39,6 +48,7 @@ class VirtualClock:
             raise ValueError("the clock does not go back")
         with self._lock:
             self._base += seconds
+            self._advanced += seconds
 
     def set_speed(self, speed: float) -> None:
         with self._lock:

@@ -13,7 +13,7 @@ import random
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Optional
+from typing import Callable, Optional
 
 CODE_TTL = timedelta(minutes=15)
 IDLE = timedelta(days=1)
@@ -28,8 +28,9 @@ class DeviceCode:
     org: str
     cluster: str
     created: datetime
-    expires: datetime
+    expires: datetime  # virtual time, as the service reports it
     approved: bool = False
+    human_expires: float = float("inf")  # the clock's human_elapsed() when the code expires: what counts
     issued: bool = False
 
 
@@ -45,7 +46,8 @@ def _h(token: str) -> bytes:
 
 
 class Auth:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, human: Callable[[], float] = lambda: 0.0) -> None:
+        self.human = human  # VirtualClock.human_elapsed: a sign-in link lasts CODE_TTL of a person's time
         self.codes: dict[str, DeviceCode] = {}  # device_code -> code
         self.sessions: dict[bytes, Session] = {}  # sha256(token) -> session
         self._rng = random.Random(f"device:{seed}")
@@ -53,7 +55,8 @@ class Auth:
 
     def new_code(self, org: str, cluster: str, now: datetime) -> DeviceCode:
         uc = "".join(self._rng.choice(USER_CODE_CHARS) for _ in range(8))
-        dc = DeviceCode(secrets.token_urlsafe(24), f"{uc[:4]}-{uc[4:]}", org, cluster, now, now + CODE_TTL)
+        dc = DeviceCode(secrets.token_urlsafe(24), f"{uc[:4]}-{uc[4:]}", org, cluster, now, now + CODE_TTL,
+                        human_expires=self.human() + CODE_TTL.total_seconds())
         self.codes[dc.device_code] = dc
         return dc
 
@@ -66,8 +69,11 @@ class Auth:
                 return dc
         return None
 
+    def expired(self, dc: DeviceCode) -> bool:
+        return self.human() >= dc.human_expires
+
     def approve(self, dc: DeviceCode, now: datetime) -> str:
-        if now >= dc.expires:
+        if self.expired(dc):
             return "expired"
         if dc.approved:
             return "already"
@@ -86,7 +92,7 @@ class Auth:
             return "ok", token
         if dc.issued:
             return "invalid_grant", None
-        if now >= dc.expires:
+        if self.expired(dc):
             return "expired_token", None
         return "authorization_pending", None
 

@@ -38,7 +38,7 @@ class Kube:
 
     def __init__(self, world: World) -> None:
         self.world = world
-        self.auth = Auth(world.seed)
+        self.auth = Auth(world.seed, world.clock.human_elapsed)
         self.defaults: dict[str, Any] = {"tune_defective": None}
         self.clusters: dict[str, Cluster] = {}
         self.closed = False
@@ -1003,7 +1003,7 @@ def _device_routes(app: FastAPI, kube: Kube) -> None:
                     return page("Sign in to kubectl", "<form method=post><label>Code <input name=code></label> "
                                                       "<button>Continue</button></form>",
                                 200 if not code else 404)
-                if now >= dc.expires:
+                if kube.auth.expired(dc):
                     return page("This code has expired", "<p>Run kubectl again for a fresh link.</p>", 410)
                 org = world.orgs[dc.org].spec.org_name
             return page("Approve kubectl sign-in",
