@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 import httpx
 import pytest
@@ -28,15 +28,17 @@ async def until(predicate: Callable[[], object], timeout: float = 10.0, what: st
 
 
 async def advance_until(k, predicate: Callable[[], object], step: float = 60, max_steps: int = 200,
-                        what: str = "", settle: float = 0.0):
-    """Move the frozen clock ``step`` virtual seconds at a time (letting the loop run between steps)."""
+                        what: str = "", caught_up: Optional[Callable[[], object]] = None):
+    """Move the frozen clock ``step`` virtual seconds at a time; after each step, when given, wait until
+    ``caught_up()`` (a reader has seen what that step made), so every intermediate state is observed."""
     for _ in range(max_steps):
         v = predicate()
         if v:
             return v
         await asyncio.to_thread(k.world.advance, step)
         await asyncio.to_thread(k.sim.app.state.kube.tick)
-        await asyncio.sleep(settle)
+        if caught_up is not None:
+            await until(caught_up, what="the reader catching up with the step")
     raise AssertionError(f"never happened: {what or predicate}")
 
 

@@ -148,6 +148,18 @@ class KubeEnv:
         r.raise_for_status()
         return r.json()
 
+    def versions(self, path: str) -> dict[str, str]:
+        """name → resourceVersion of what the box holds now (what a caught-up watcher has seen)."""
+        return {o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in self.api(path)["items"]}
+
+    def log_count(self, pod: str, container: str = "main") -> int:
+        """How many lines the box has logged for a container so far, as the wire carries them (a text with a
+        newline is two); read in-process: a log request would spend the log cuts a test set up."""
+        with self.world.lock:
+            c = self.sim.app.state.kube.clusters[self.cluster]
+            run = next(r for r in c.runs.values() if r.name == pod)
+            return sum(text.count("\n") + 1 for _, text in c.log_lines(run, container, self.world.now()))
+
     def pod_statuses(self) -> dict[str, str]:
         from ncui.sim.kube.tables import pod_reason
         out = {}

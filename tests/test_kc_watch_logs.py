@@ -45,12 +45,18 @@ async def test_watcher_follows_a_train_job_and_relists_after_410(kc_factory):
                         out.append(v)
             return out
 
-        await advance_until(k, lambda: "Running 1/1" in seen(), step=60, settle=0.15, what="Running")
+        def watched() -> bool:  # both watchers hold what the box holds now
+            def held(w):
+                return {n: o["metadata"]["resourceVersion"] for n, o in w.snapshot.items()}
+            return (held(pw) == k.versions("/api/v1/namespaces/default/pods")
+                    and held(jw) == k.versions("/apis/batch/v1/namespaces/default/jobs"))
+
+        await advance_until(k, lambda: "Running 1/1" in seen(), step=60, caught_up=watched, what="Running")
         assert seen()[:3] == ["Pending 0/1", "ContainerCreating 0/1", "Running 1/1"], seen()
         # the history is compacted: the open watch gets 410 Gone and the watcher lists again
         n = len(pods)
         k.sim_post("/_sim/k8s/compact")
-        await advance_until(k, lambda: "Completed 0/1" in seen(), step=120, settle=0.15, what="Completed")
+        await advance_until(k, lambda: "Completed 0/1" in seen(), step=120, caught_up=watched, what="Completed")
         assert pw.lists >= 2 and jw.lists >= 2
         assert all(len(s) == 1 for s in pods[1:]), "one pod, never a duplicate, never an empty snapshot"
         assert len(pods) > n
@@ -80,7 +86,8 @@ async def test_follower_resumes_after_drops_without_loss_or_repeats(kc_factory):
     f = LogFollower(kc, pod, "main", on_lines=batches.append, batch_interval=0.05)
     task = asyncio.ensure_future(f.run())
     try:
-        await advance_until(k, lambda: "Completed 0/1" in k.pod_statuses().values(), step=60, settle=0.1)
+        await advance_until(k, lambda: "Completed 0/1" in k.pod_statuses().values(), step=60,
+                            caught_up=lambda: f.total == k.log_count(pod))
         await until(lambda: f.ended, 20, what="the follower ends with the container")
     finally:
         f.stop()

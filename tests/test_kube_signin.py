@@ -82,7 +82,6 @@ def test_with_a_terminal_it_waits_until_approved(kube_factory):
 
 def test_a_sign_in_link_lasts_a_persons_minutes_whatever_the_demo_speed():
     # At 60x the market's 15 minutes pass in 15 s: a person opening a browser would see every link expire.
-    import time as _time
     from datetime import datetime, timezone
 
     from ncui.sim.clock import VirtualClock
@@ -92,8 +91,8 @@ def test_a_sign_in_link_lasts_a_persons_minutes_whatever_the_demo_speed():
     auth = Auth(1, clock.human_elapsed)
     dc = auth.new_code("halcyon", "halcyon", clock.now())
     t0 = clock.elapsed()
-    while clock.elapsed() - t0 < 2 * CODE_TTL.total_seconds():  # the market's clock runs past the TTL…
-        _time.sleep(0.001)
+    wait_for(lambda: clock.elapsed() - t0 >= 2 * CODE_TTL.total_seconds(), 5, interval=0.001,
+             what="the market's clock running past the TTL")
     assert auth.poll(dc.device_code, clock.now()) == ("authorization_pending", None)  # …the link still stands
     assert auth.approve(dc, clock.now()) == "approved"
     late = auth.new_code("halcyon", "halcyon", clock.now())

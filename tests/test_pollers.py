@@ -92,8 +92,7 @@ async def test_stopping_while_a_refresh_lands_stops_for_good():
 
     p = Pollers(store, [PollSpec("x", fetch, interval=3600, idle_interval=3600)])
     p.start()
-    await until(lambda: store.value("x") == 1)
-    await asyncio.sleep(0)  # the poller is back waiting for its next turn
+    await until(lambda: store.value("x") == 1)  # the poller has fetched and waits for its next turn
     p.refresh("x")  # the wake-up and the stop land in the same loop turn
     await asyncio.wait_for(p.stop(), timeout=10)
     assert not p._tasks
