@@ -80,7 +80,7 @@ class NotSignedIn(KubeError):
 
 # ---- kinds ----------------------------------------------------------------------------------------
 
-from .kinds import KINDS, Kind  # noqa: E402  (re-exported: the client's kinds)
+from .kinds import KINDS, Kind, quantity  # noqa: E402  (KINDS and Kind re-exported: the client's kinds)
 
 
 def kind_of(name: str) -> Kind:
@@ -119,16 +119,6 @@ class ApplyResult:
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-def _quantity(v: Any) -> Any:
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return str(int(v)) if v.is_integer() else f"{round(v * 1000)}m"
-    return v
-
-
 def normalise(doc: dict) -> dict:
     """A copy with every ``resources.limits/requests`` quantity as a string (``8`` → ``"8"``), as the API
     server stores them and the official clients require."""
@@ -140,7 +130,7 @@ def normalise(doc: dict) -> dict:
             if isinstance(res, dict):
                 for part in ("limits", "requests"):
                     if isinstance(res.get(part), dict):
-                        res[part] = {k: _quantity(v) for k, v in res[part].items()}
+                        res[part] = {k: quantity(v) for k, v in res[part].items()}
             for v in o.values():
                 walk(v)
         elif isinstance(o, list):
@@ -158,7 +148,7 @@ def _subset(want: Any, have: Any) -> bool:
     if isinstance(want, list):
         return isinstance(have, list) and len(want) == len(have) and all(_subset(a, b) for a, b in zip(want, have))
     if isinstance(want, (int, float)) and not isinstance(want, bool) and isinstance(have, str):
-        return str(_quantity(want)) == have
+        return quantity(want) == have
     return want == have
 
 

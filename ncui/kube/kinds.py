@@ -1,8 +1,10 @@
-"""The Kubernetes kinds ncui and the box know: one table, used by the client and by the simulator."""
+"""The Kubernetes kinds ncui and the box know: one table, used by the client and by the simulator; and how
+the API server writes a quantity, which both follow."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -37,3 +39,14 @@ KINDS: dict[str, Kind] = {k.plural: k for k in (
     Kind("roles", "Role", "rbac.authorization.k8s.io", "v1"),
     Kind("rolebindings", "RoleBinding", "rbac.authorization.k8s.io", "v1"),
 )}
+
+
+def quantity(v: Any) -> str:
+    """A quantity as the API server stores it: a string (``8`` → ``"8"``, ``0.5`` → ``"500m"``)."""
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() else f"{round(v * 1000)}m"
+    return str(v)

@@ -23,8 +23,7 @@ from typing import Callable, Optional
 
 from ..world import K8sState, Node, OrgState, World
 from . import profiles
-from .objects import (K8S_VERSION, KubeError, gpu_requests, iso, normalize_pod_spec, quantity,
-                      selector_to_text)
+from .objects import (K8S_VERSION, KubeError, gpu_requests, iso, normalize_pod_spec, selector_to_text)
 from .store import Store
 
 NS_DEFAULT = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -1086,10 +1085,6 @@ def _failure_action(spec: dict, r: PodRun) -> str:
     if r.disrupted and not pfp:
         return "Count"
     return "Count"
-
-
-def quantity_str(v) -> str:  # re-exported for routes
-    return quantity(v)
 
 
 def selector_text(sel: dict) -> str:

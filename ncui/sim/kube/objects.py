@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from ...kube.kinds import KINDS, Kind
+from ...kube.kinds import KINDS, Kind, quantity
 
 K8S_VERSION = "v1.32.3"
 
@@ -101,20 +101,7 @@ def parse_time(text: str) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
-# ---- quantities -------------------------------------------------------------------------------
-
-def quantity(v: Any) -> str:
-    """The real server returns quantities as strings: ``8`` → ``"8"``, ``0.5`` → ``"500m"``."""
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if v.is_integer():
-            return str(int(v))
-        return f"{round(v * 1000)}m"
-    return str(v)
-
+# ---- pod specs as the API server completes them ------------------------------------------------
 
 def normalize_pod_spec(spec: dict) -> None:
     for key in ("containers", "initContainers"):

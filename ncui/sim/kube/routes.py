@@ -997,7 +997,7 @@ def _device_routes(app: FastAPI, kube: Kube) -> None:
     async def device_get(request: Request, code: str = "") -> Response:
         def show() -> Response:
             with world.lock:
-                now = kube.tick()
+                kube.tick()
                 dc = kube.auth.by_user_code(code) if code else None
                 if dc is None:
                     return page("Sign in to kubectl", "<form method=post><label>Code <input name=code></label> "
