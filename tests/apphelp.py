@@ -76,8 +76,11 @@ async def through_sign_in(pilot, app, sim, then, timeout: float = 30.0) -> None:
 
 
 async def open_recipes(pilot, app) -> None:
-    """Show the Recipes screen once the account and catalog are in, and wait for the preview."""
+    """Show the Recipes screen once what the money check reads is in (on a market cluster, the ladder and
+    the standing bid too), and wait for the preview."""
     await until(pilot, lambda: loaded(app, "whoami", "cluster", "catalog", "balance", "summary"))
+    if app.store.value("cluster").market:
+        await until(pilot, lambda: loaded(app, "ladder", "bid"))
     await pilot.press("3")
     await until(pilot, lambda: "What will be applied" in screen_text(app) or "not offered" in screen_text(app),
                 what="the preview")

@@ -21,6 +21,16 @@ def make_world(scenario: str = "k8s-market", *, seed: int = 7, speed: float = 0.
     return World(scenario, seed=seed, speed=speed, start=START, **kw)
 
 
+# The Kubernetes fixtures (kube_factory, kc_factory) for every test module, without importing them in each.
+pytest_plugins = ("tests.kube_support", "tests.kc_support")
+
+
+@pytest.fixture(autouse=True)
+def _kube_cache(tmp_path, monkeypatch) -> None:
+    """Every test keeps kubectl sign-ins in its own temporary cache, never in the user's."""
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+
+
 @pytest.fixture
 def sim_factory() -> Iterator[Callable[..., SimServer]]:
     """Start simulators (stopped at the end): ``sim_factory("vm", seed=3)``."""

@@ -12,7 +12,6 @@ import yaml
 
 from ncui.kube.client import KubeClient
 
-from .kube_support import kube_factory  # noqa: F401 (fixture)
 
 
 async def until(predicate: Callable[[], object], timeout: float = 10.0, what: str = "", interval: float = 0.01):

@@ -25,10 +25,9 @@ async def test_account_screen_shows_who_money_and_plan(sim):
         assert "limit none" in header
 
 
-async def test_each_view_subscribes_once_and_the_tab_bar_follows(sim, tmp_path, monkeypatch):
+async def test_each_view_subscribes_once_and_the_tab_bar_follows(sim):
     # Textual calls every class's on_mount along the MRO: a view that also called super().on_mount()
     # subscribed twice, redrew twice per change and leaked a subscription when unmounted.
-    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
     app = app_for(sim)
 
     def highlighted() -> str:
@@ -52,8 +51,7 @@ async def test_each_view_subscribes_once_and_the_tab_bar_follows(sim, tmp_path, 
         await pilot.press("q")
 
 
-async def test_keys_switch_screens_and_help(sim, tmp_path, monkeypatch):
-    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+async def test_keys_switch_screens_and_help(sim):
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami"))
@@ -175,10 +173,9 @@ async def test_vm_cluster_shows_its_market_and_capacity(sim_factory):
         assert "VM market" in text and "Declared nothing" in text and "Allocations none" in text
 
 
-async def test_kubectl_sign_in_shows_the_link_then_goes_on_by_itself(sim, tmp_path, monkeypatch):
+async def test_kubectl_sign_in_shows_the_link_then_goes_on_by_itself(sim):
     from ncui.screens.modals import SignInModal
 
-    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))
@@ -202,10 +199,9 @@ async def test_kubectl_sign_in_shows_the_link_then_goes_on_by_itself(sim, tmp_pa
         assert app.store.value("kube_signin") == "signed in" and not isinstance(app.screen, SignInModal)
 
 
-async def test_an_expired_sign_in_link_is_replaced_by_a_fresh_one(sim, tmp_path, monkeypatch):
+async def test_an_expired_sign_in_link_is_replaced_by_a_fresh_one(sim):
     from ncui.screens.modals import SignInModal
 
-    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ncui.screens.modals import CeilingModal, ConfirmModal, CustomJobModal
 
-from .apphelp import app_for, loaded, open_recipes, screen_text, through_sign_in, type_text, until
+from .apphelp import app_for, open_recipes, screen_text, through_sign_in, type_text, until
 
 
 async def test_train_is_the_default_and_its_manifest_is_previewed(sim):
@@ -29,12 +29,10 @@ async def test_vendor_fallback_and_not_offered_on_amd(sim_factory):
         assert not isinstance(app.screen, (CeilingModal, ConfirmModal))
 
 
-async def test_a_ceiling_under_the_floor_is_refused_and_nothing_is_bid(sim, tmp_path, monkeypatch):
-    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+async def test_a_ceiling_under_the_floor_is_refused_and_nothing_is_bid(sim):
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_recipes(pilot, app)
-        await until(pilot, lambda: loaded(app, "ladder", "bid"))
         await pilot.press("a")
         await through_sign_in(pilot, app, sim, CeilingModal)
         await pilot.press("1", "enter")  # $1 < the $1.50 floor
@@ -48,14 +46,12 @@ async def test_a_ceiling_under_the_floor_is_refused_and_nothing_is_bid(sim, tmp_
         assert sim.world.main_org.k8s["halcyon"].bid == 0
 
 
-async def test_a_short_balance_is_refused_with_the_exact_top_up(sim, tmp_path, monkeypatch):
-    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+async def test_a_short_balance_is_refused_with_the_exact_top_up(sim):
     with sim.world.lock:
         sim.world.main_org.balance = 42_100_000
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_recipes(pilot, app)
-        await until(pilot, lambda: loaded(app, "ladder", "bid"))
         await pilot.press("a")
         await through_sign_in(pilot, app, sim, CeilingModal)
         await type_text(pilot, "5.00")
@@ -67,8 +63,7 @@ async def test_a_short_balance_is_refused_with_the_exact_top_up(sim, tmp_path, m
         assert sim.world.main_org.k8s["halcyon"].bid == 0
 
 
-async def test_something_else_refuses_bad_input(sim, tmp_path, monkeypatch):
-    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+async def test_something_else_refuses_bad_input(sim):
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_recipes(pilot, app)
@@ -96,13 +91,11 @@ async def test_something_else_refuses_bad_input(sim, tmp_path, monkeypatch):
         await through_sign_in(pilot, app, sim, CeilingModal)
 
 
-async def test_an_idle_node_already_held_hosts_the_job_with_no_bid(sim_factory, tmp_path, monkeypatch):
-    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+async def test_an_idle_node_already_held_hosts_the_job_with_no_bid(sim_factory):
     sim = sim_factory("k8s-packing")  # one reserved node, idle
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_recipes(pilot, app)
-        await until(pilot, lambda: loaded(app, "ladder", "bid"))
         await pilot.press("a")
         await through_sign_in(pilot, app, sim, ConfirmModal)
         text = screen_text(app)

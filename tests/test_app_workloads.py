@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal
 
-from .apphelp import app_for, loaded, open_recipes, screen_text, through_sign_in, type_text, until
+from .apphelp import app_for, open_recipes, screen_text, through_sign_in, type_text, until
 
 
-async def test_train_flow_end_to_end(sim, tmp_path, monkeypatch):
-    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+async def test_train_flow_end_to_end(sim):
     world = sim.world
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_recipes(pilot, app)
-        await until(pilot, lambda: loaded(app, "ladder", "bid"))
         price = app.store.value("ladder").rungs[0].price_per_gpu_hour
         ceiling = f"{price / 1e6 + 0.5:.2f}"
         await pilot.press("a")
@@ -56,13 +54,11 @@ async def test_train_flow_end_to_end(sim, tmp_path, monkeypatch):
         assert "limit $" in app.query_one("StatusHeader").render().plain  # the standing limit stays visible
 
 
-async def test_serve_flow_to_a_completion(sim, tmp_path, monkeypatch):
-    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+async def test_serve_flow_to_a_completion(sim):
     world = sim.world
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_recipes(pilot, app)
-        await until(pilot, lambda: loaded(app, "ladder", "bid"))
         await pilot.press("down", "down")  # Serve Inkling
         await until(pilot, lambda: "inkling-serve-nvidia.yaml" in screen_text(app))
         await pilot.press("a")

@@ -8,7 +8,7 @@ from pydantic import SecretStr
 from ncui.kube.client import ApplyResult, KubeError, NotSignedIn
 from ncui.kube.status import pod_ready, pod_status
 
-from .kc_support import advance_until, kc_factory, kube_factory, recipe  # noqa: F401 (fixtures)
+from .kc_support import advance_until, recipe
 
 
 def _deploy(replicas: int = 1, cpu=1) -> dict:

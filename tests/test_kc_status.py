@@ -9,7 +9,7 @@ from ncui.kube.status import (age, deployment_ready, explain, explain_job_withou
                               pod_ready, pod_restarts, pod_status)
 from ncui.sim.kube import tables
 
-from .kc_support import advance_until, kc_factory, kube_factory, recipe  # noqa: F401 (fixtures)
+from .kc_support import advance_until, recipe
 from .kube_support import subsequence
 
 LIMIT, WIN = 4_100_000, 3_800_000

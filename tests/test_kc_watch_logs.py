@@ -9,7 +9,7 @@ from ncui.kube.logs import LOSS, LogFollower, clean_line, parse_loss
 from ncui.kube.status import job_status, pod_ready, pod_status
 from ncui.kube.watch import ResourceWatcher
 
-from .kc_support import advance_until, kc_factory, kube_factory, recipe, until  # noqa: F401 (fixtures)
+from .kc_support import advance_until, recipe, until
 
 
 def _job(name: str, command: str, env: dict | None = None) -> dict:

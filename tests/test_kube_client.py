@@ -12,7 +12,6 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from .conftest import wait_for
-from .kube_support import kube_factory  # noqa: F401 (fixture)
 from .test_kube_kubectl import _job
 
 

@@ -8,7 +8,7 @@ import re
 import httpx
 
 from .conftest import wait_for
-from .kube_support import kube_factory, statuses, subsequence  # noqa: F401 (fixture)
+from .kube_support import statuses, subsequence
 
 LOSS = re.compile(r"^iter (\d+): loss (\d+\.\d+), time (\d+\.\d+)ms$")
 

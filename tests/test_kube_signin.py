@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 from .conftest import wait_for
-from .kube_support import kube_factory  # noqa: F401 (fixture)
 
 LINK = re.compile(r"(http://\S+/device\?code=[A-Z]{4}-[A-Z]{4})")
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 from .apphelp import app_for, loaded, screen_text, until
-from .kube_support import kube_factory  # noqa: F401 (fixture)
 
 SIZES = [(80, 24), (120, 40)]
 SCREENS = {
