@@ -60,7 +60,7 @@ class LossCurve:
             step = len(lines) // self.sample
             lines = lines[::step] + lines[-1:]
         if entries:
-            lines = [e[e.find(" ") + 1:] for e in lines]
+            lines = list(map(entry_text, lines))
         new = [x for x in map(parse_loss, lines) if x is not None]
         if not new:
             return False
@@ -105,7 +105,7 @@ def split_timestamp(line: str) -> tuple[Optional[str], str]:
 _USUAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ")
 _USUAL_END = {"Z "}
 _PRINTABLE = bytes(range(0x20, 0x7F))  # what translate() deletes: a clean ASCII batch leaves nothing
-_AT_29, _TS_PART, _TEXT_PART = itemgetter(slice(29, 31)), itemgetter(slice(0, 30)), itemgetter(slice(31, None))
+_AT_29, _TEXT_PART = itemgetter(slice(29, 31)), itemgetter(slice(31, None))
 
 _TS_PARTS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
 
@@ -183,10 +183,6 @@ class LogFollower(RetryLoop):
     def lines(self) -> list[tuple[str, str]]:
         """The newest ``keep`` lines as (timestamp, text)."""
         return list(map(split_entry, self._buf))
-
-    def entries(self) -> list[str]:
-        """The newest ``keep`` lines as entries ("<timestamp> <text>", see split_entry)."""
-        return list(self._buf)
 
     def texts(self) -> list[str]:
         return list(map(entry_text, self._buf))

@@ -185,17 +185,15 @@ class LogPane(Widget, can_focus=False):
 
     def write_entries(self, entries: Sequence[str]) -> None:
         """Append a batch of the follower's entries ("<timestamp> <text>", its ``on_entries``). Of a burst
-        only the newest ``max_lines`` can be shown: only those are looked at (a filter looks further back)."""
+        only the newest ``max_lines`` can be shown: only those are split (a filter looks further back)."""
         if not entries or not self.is_mounted:
             return
-        if self.filter_text or self.timestamps or self.wrap:
-            from ..kube.logs import split_entry
+        from ..kube.logs import entry_text, split_entry
 
+        if self.filter_text or self.timestamps or self.wrap:
             self.write_batch(list(map(split_entry, entries)))
-            return
-        cap = self.max_lines
-        tail = entries[-cap:] if len(entries) > cap else entries
-        self._write([e[e.find(" ") + 1:] or " " for e in tail])  # the text: what follows the timestamp
+        else:
+            self.write_batch(list(map(entry_text, entries[-self.max_lines:])))
 
     def write_batch(self, lines: Sequence[Entry]) -> None:
         """Append a batch (from the follower's ``on_lines`` / ``on_entries``)."""
@@ -204,9 +202,6 @@ class LogPane(Widget, can_focus=False):
         out = self._format(lines)
         if not out:
             return
-        self._write(out)
-
-    def _write(self, out: list[str]) -> None:
         # FastLog repaints the visible region after every batch: Textual 8.2.8's Log, once max_lines is
         # reached, refreshes line numbers past the pruned end and the scroll offset no longer moves, so
         # nothing would repaint (PERF.md; tests/test_kc_logpane.py).
