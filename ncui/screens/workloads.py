@@ -100,6 +100,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
 
     def on_mount(self) -> None:
         self._pod_columns()
+        self._chart()  # says what it waits for ("iter N: loss X" lines), not a bare "no data yet"
 
     # kubectl's columns; NAME takes what is left (15 at 80 columns): STATUS fits "ContainerCreating" and
     # NODE the box's node names whole.
