@@ -28,6 +28,14 @@ def _screen_numbers(app: App) -> list[int]:
     return [int(x) for x in re.findall(r"line (\d+)", plain)]
 
 
+async def _painted(pilot, pane: LogPane, seconds: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while pane.log.paint_pending:
+        assert asyncio.get_running_loop().time() < deadline, "the pane's repaint never came"
+        await pilot.pause(0.02)
+    await pilot.pause()
+
+
 async def test_capped_log_keeps_redrawing_the_newest_lines():
     pane = LogPane(max_lines=50)
     app = PaneApp(pane)
@@ -35,8 +43,9 @@ async def test_capped_log_keeps_redrawing_the_newest_lines():
         for b in range(6):  # 180 lines into a 50-line cap, in batches
             pane.write_batch([f"line {b * 30 + i}" for i in range(30)])
             await pilot.pause()
-        await pilot.pause()
         assert pane.log.lines[-1] == "line 179" and len(pane.log.lines) == 50
+        assert pane.log.paint_pending  # batches this close together repaint at most every 0.2 s…
+        await _painted(pilot, pane)  # …and the last one is painted when its time comes
         shown = _screen_numbers(app)
         assert shown and shown[-1] == 179, f"the screen still shows old lines: {shown[-3:]}"
         assert shown == list(range(shown[0], 180))
@@ -95,7 +104,7 @@ async def test_entries_of_a_burst_the_newest_shown_and_every_mode_honoured():
     app = PaneApp(pane)
     async with app.run_test(size=(60, 12)) as pilot:
         pane.write_entries(entries[:4000])
-        await pilot.pause()
+        await _painted(pilot, pane)
         log = pane.log
         assert list(log.lines) == [f"line {i}" for i in range(3900, 4000)]
         assert log.virtual_size.height == 100 and log.is_vertical_scroll_end

@@ -105,6 +105,11 @@ def split_timestamp(line: str) -> tuple[Optional[str], str]:
 _USUAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ")
 _USUAL_END = {"Z "}
 _PRINTABLE = bytes(range(0x20, 0x7F))  # what translate() deletes: a clean ASCII batch leaves nothing
+
+
+def _plain(text: str) -> bool:
+    """Printable ASCII only (``linestream.Lines.plain`` says the same of a batch read from the wire)."""
+    return text.isascii() and not text.encode("ascii").translate(None, _PRINTABLE)
 _AT_29, _TEXT_PART = itemgetter(slice(29, 31)), itemgetter(slice(31, None))
 
 _TS_PARTS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
@@ -216,8 +221,7 @@ class LogFollower(RetryLoop):
         if not raw:
             return
         if self._skip is None and set(map(_AT_29, raw)) == _USUAL_END and all(map(_USUAL.match, (raw[0], raw[-1]))):
-            joined = "".join(raw)
-            if joined.isascii() and not joined.encode("ascii").translate(None, _PRINTABLE):
+            if getattr(raw, "plain", False) or _plain("".join(raw)):
                 # The usual batch, checked a whole batch at a time: every line "<30-character RFC 3339
                 # timestamp> <text>", printable ASCII, nothing to skip. Each line is its own entry.
                 self._pending.extend(raw)

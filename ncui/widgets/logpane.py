@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Iterable, Optional, Sequence, Union
 
 from rich.cells import cell_len
@@ -61,8 +62,34 @@ class FastLog(Log):
         # pruning above re-keys it. Repaint what is on screen.
         if auto_scroll and not self.is_vertical_scrollbar_grabbed and is_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
-        self.refresh()
+        self.paint()
         return self
+
+    # ---- repaints: a burst writes a batch every few dozen milliseconds; a repaint costs ~10 ms, and nobody
+    # reads lines that fly by faster than a few frames a second.
+
+    min_paint_interval = 0.2
+    _painted_at = 0.0
+    _paint_timer = None
+
+    def paint(self) -> None:
+        """Repaint what is on screen: now, or when ``min_paint_interval`` has passed since the last repaint."""
+        if self._paint_timer is not None:
+            return  # one is due already; it shows the newest lines
+        wait = self._painted_at + self.min_paint_interval - time.monotonic()
+        if wait <= 0:
+            self._paint_due()
+        else:
+            self._paint_timer = self.set_timer(wait, self._paint_due)
+
+    def _paint_due(self) -> None:
+        self._paint_timer = None
+        self._painted_at = time.monotonic()
+        self.refresh()
+
+    @property
+    def paint_pending(self) -> bool:
+        return self._paint_timer is not None
 
     # ---- drawing: Textual 8.2.8 builds a rich Text per visible line on every repaint (and its line cache
     # is only ever filled while a selection is active), and works out the widget's style once per line.
