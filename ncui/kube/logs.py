@@ -25,7 +25,7 @@ from ..backoff import RetryLoop
 from .client import KubeClient, KubeError, NotSignedIn
 
 __all__ = ["LogFollower", "LossCurve", "LOSS", "parse_loss", "clean_line", "split_timestamp", "split_entry",
-           "entry_text"]
+           "entry_text", "entry_texts", "Entries"]
 
 LOSS = re.compile(r"\biter (\d+): loss (-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf), time (\d+(?:\.\d+)?)ms"
                   r"(?:, mfu (-?\d+(?:\.\d+)?)%)?")
@@ -103,14 +103,26 @@ def split_timestamp(line: str) -> tuple[Optional[str], str]:
 
 # The usual line, as the kubelet writes it: "2026-11-02T09:00:01.123456789Z text" (nine-digit nanoseconds, UTC).
 _USUAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ")
-_USUAL_END = {"Z "}
 _PRINTABLE = bytes(range(0x20, 0x7F))  # what translate() deletes: a clean ASCII batch leaves nothing
 
 
 def _plain(text: str) -> bool:
     """Printable ASCII only (``linestream.Lines.plain`` says the same of a batch read from the wire)."""
     return text.isascii() and not text.encode("ascii").translate(None, _PRINTABLE)
-_AT_29, _TEXT_PART = itemgetter(slice(29, 31)), itemgetter(slice(31, None))
+
+
+# One character each (no new string per line): "Z" and " " after the usual timestamp's 29 characters.
+_AT_29, _AT_30, _TEXT_PART = itemgetter(29), itemgetter(30), itemgetter(slice(31, None))
+_Z, _SPACE = {"Z"}, {" "}
+
+
+def _usual_shape(raw: list[str]) -> bool:
+    """Every line has "Z " after 29 characters (with the first and last lines matched whole: the usual batch)."""
+    try:
+        return set(map(_AT_29, raw)) == _Z and set(map(_AT_30, raw)) == _SPACE
+    except IndexError:  # a short line: not the usual form
+        return False
+
 
 _TS_PARTS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
 
@@ -139,6 +151,22 @@ def entry_text(entry: str) -> str:
     return entry[entry.find(" ") + 1:]
 
 
+class Entries(list):
+    """A batch of entries as the follower delivers it. ``usual``: every entry has the usual 30-character
+    timestamp, so the texts are a slice away (``entry_texts``)."""
+
+    __slots__ = ("usual",)
+
+    def __init__(self, entries=(), usual: bool = False) -> None:
+        super().__init__(entries)
+        self.usual = usual
+
+
+def entry_texts(entries: list[str], usual: bool = False) -> list[str]:
+    """The texts of entries (``usual``: as ``Entries.usual`` says of them)."""
+    return list(map(_TEXT_PART if usual else entry_text, entries))
+
+
 class LogFollower(RetryLoop):
     """``f = LogFollower(kc, "nanogpt-x2k4z", on_lines=pane.write_batch)``; ``await f.run()``; ``f.stop()``."""
 
@@ -164,7 +192,7 @@ class LogFollower(RetryLoop):
         # Lines are kept as entries, "<timestamp> <text>" strings (see split_entry): a log of millions of
         # lines makes no tuple per line. The usual line is its own entry, as it came off the wire.
         self._buf: deque[str] = deque(maxlen=max(1, keep))
-        self._pending: list[str] = []
+        self._pending = Entries()
         self._pending_usual = True  # every pending entry has the usual 30-character timestamp
         self._last_key: Optional[str] = None  # the newest timestamp delivered (sortable form)
         self._last_ts: Optional[str] = None  # … as the server wrote it
@@ -197,12 +225,12 @@ class LogFollower(RetryLoop):
     def _flush(self) -> None:
         if not self._pending:
             return
-        batch, self._pending = self._pending, []
-        usual, self._pending_usual = self._pending_usual, True
+        batch, self._pending = self._pending, Entries()
+        batch.usual, self._pending_usual = self._pending_usual, True
         self._last_flush = time.monotonic()
         self._last_size = len(batch)
         if self.on_lines is not None:
-            self.on_lines(list(map(_TEXT_PART if usual else entry_text, batch)))
+            self.on_lines(entry_texts(batch, batch.usual))
         if self.on_entries is not None:
             self.on_entries(batch)
 
@@ -220,7 +248,7 @@ class LogFollower(RetryLoop):
         """Add a batch of raw ``timestamp text`` lines, skipping what a resumed stream repeats."""
         if not raw:
             return
-        if self._skip is None and set(map(_AT_29, raw)) == _USUAL_END and all(map(_USUAL.match, (raw[0], raw[-1]))):
+        if self._skip is None and all(map(_USUAL.match, (raw[0], raw[-1]))) and _usual_shape(raw):
             if getattr(raw, "plain", False) or _plain("".join(raw)):
                 # The usual batch, checked a whole batch at a time: every line "<30-character RFC 3339
                 # timestamp> <text>", printable ASCII, nothing to skip. Each line is its own entry.

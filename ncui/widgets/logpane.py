@@ -215,12 +215,16 @@ class LogPane(Widget, can_focus=False):
         only the newest ``max_lines`` can be shown: only those are split (a filter looks further back)."""
         if not entries or not self.is_mounted:
             return
-        from ..kube.logs import entry_text, split_entry
+        from ..kube.logs import entry_texts, split_entry
 
         if self.filter_text or self.timestamps or self.wrap:
             self.write_batch(list(map(split_entry, entries)))
-        else:
-            self.write_batch(list(map(entry_text, entries[-self.max_lines:])))
+            return
+        texts = entry_texts(entries[-self.max_lines:], getattr(entries, "usual", False))
+        if "" in texts:
+            texts = [x or " " for x in texts]  # Log drops empty lines
+        self.log.write_lines(texts, scroll_end=self.follow)
+        self.written += len(texts)
 
     def write_batch(self, lines: Sequence[Entry]) -> None:
         """Append a batch (from the follower's ``on_lines`` / ``on_entries``)."""
