@@ -85,3 +85,89 @@ async def test_serve_flow_to_a_completion(sim):
         await until(pilot, lambda: isinstance(app.screen, ResultsModal), timeout=30, what="the answer")
         text = screen_text(app)
         assert "Answer" in text and "Reasoning" in text
+
+
+def _busybox_job(name: str, command: str, env: dict | None = None) -> dict:
+    ctr = {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", command]}
+    if env:
+        ctr["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [ctr]}}}}
+
+
+async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
+    """In the TUI: a pod's log whose stream the cluster cuts twice reaches the pane whole, each line once,
+    the line under the pane saying it resumes; then a log line carrying terminal escapes shows clean."""
+    import httpx
+    from textual.widgets import DataTable
+
+    from ncui.screens.modals import SignInModal
+
+    from .apphelp import loaded
+
+    world = sim.world
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "cluster"))
+        await pilot.press("s")  # sign kubectl in, as a person does
+        await until(pilot, lambda: isinstance(app.screen, SignInModal), what="the sign-in link")
+        async with httpx.AsyncClient() as h:
+            code = app.screen.link.split("code=", 1)[1]
+            assert (await h.post(sim.api_url + "/device", data={"code": code})).status_code == 200
+        await until(pilot, lambda: app._kube is not None, timeout=30, what="signed in")
+        kube = app._kube
+        res = await kube.apply([_busybox_job("flood", "run", {"NCUI_SIM_LOG_FLOOD": "5000"})])
+        assert [r.error for r in res] == [None]
+        await pilot.press("4")
+        pods = lambda: app.store.value("k8s_pods") or {}  # noqa: E731
+        for _ in range(30):
+            if any(p["metadata"]["name"].startswith("flood") and (p.get("status") or {}).get("phase") == "Running"
+                   for p in pods().values()):
+                break
+            world.advance(10)
+            await pilot.pause(0.05)
+        view = app.query_one("#workloads")
+        pane = app.query_one("#log")
+        statuses: list[str] = []
+        set_status = pane.set_status
+        pane.set_status = lambda text: (statuses.append(text), set_status(text))  # what the line under it said
+        async with httpx.AsyncClient() as h:  # the cluster cuts the next two log streams after 1,234 lines
+            r = await h.post(sim.api_url + "/_sim/k8s/logcut", json={"after": 1234, "count": 2},
+                             headers={"Authorization": f"Bearer {sim.token}"})
+            assert r.status_code == 200
+        flood = next(n for n in pods() if n.startswith("flood"))
+        view.follow_log()  # (re)open the selected pod's log: the only pod, so the flood's
+        assert view.pod == flood
+        await until(pilot, lambda: len(pane.log.lines) >= 5000 and not pane.log.paint_pending, timeout=30,
+                    what="all 5,000 lines on the pane")
+        expected = [f"iter {k}: loss {1 + (k % 997) / 331:.4f}, time {380 + k % 37}.12ms" for k in range(5000)]
+        assert list(pane.log.lines) == expected  # none lost, none repeated, in order
+        assert view.follower.streams >= 3 and view.follower.total == 5000
+        assert any("resuming" in s for s in statuses), statuses
+        assert statuses[-1] == ""  # lines flow again: the line under the pane is gone
+        assert "resuming" not in screen_text(app)
+
+        # A line with colour codes, a title sequence, a bell and a carriage return, in its own pod.
+        nasty = "x\r[red: \x1b[31mred\x1b[0m title: \x1b]0;title\x07 end]\x07"
+        res = await kube.apply([_busybox_job("nasty", nasty)])
+        assert [r.error for r in res] == [None]
+        for _ in range(30):
+            if any(n.startswith("nasty") for n in pods()):
+                break
+            world.advance(10)
+            await pilot.pause(0.05)
+        table = app.query_one("#pods", DataTable)
+        table.focus()
+        await until(pilot, lambda: table.row_count == 2, what="both pods in the table")
+        target = sorted(pods()).index(next(n for n in pods() if n.startswith("nasty")))
+        while table.cursor_row != target:
+            await pilot.press("down" if table.cursor_row < target else "up")
+        for _ in range(30):
+            if any(line.startswith("[red") for line in pane.log.lines):
+                break
+            world.advance(10)
+            await pilot.pause(0.1)
+        await until(pilot, lambda: any(line.startswith("[red") for line in pane.log.lines), what="the line")
+        line = next(x for x in pane.log.lines if x.startswith("[red"))
+        assert line == "[red: red title:  end]"
+        assert not any(c in "".join(pane.log.lines) for c in "\x1b\x07\r\x9b")

@@ -44,11 +44,25 @@ async def test_capped_log_keeps_redrawing_the_newest_lines():
             pane.write_batch([f"line {b * 30 + i}" for i in range(30)])
             await pilot.pause()
         assert pane.log.lines[-1] == "line 179" and len(pane.log.lines) == 50
-        assert pane.log.paint_pending  # batches this close together repaint at most every 0.2 s…
-        await _painted(pilot, pane)  # …and the last one is painted when its time comes
+        await _painted(pilot, pane)  # a repaint put off (batches too close together) comes in its time
         shown = _screen_numbers(app)
         assert shown and shown[-1] == 179, f"the screen still shows old lines: {shown[-3:]}"
         assert shown == list(range(shown[0], 180))
+
+
+async def test_batches_close_together_repaint_once_their_interval_has_passed():
+    pane = LogPane(max_lines=50)
+    app = PaneApp(pane)
+    async with app.run_test(size=(60, 12)) as pilot:
+        await pilot.pause()
+        pane.log.min_paint_interval = 3600.0  # (so that no timing of this machine decides the test)
+        pane.write_batch([f"line {i}" for i in range(60)])  # painted at once: the first in its interval
+        await pilot.pause()
+        assert not pane.log.paint_pending and _screen_numbers(app)[-1] == 59
+        pane.write_batch([f"line {i}" for i in range(60, 70)])  # too soon: put off, the screen unchanged
+        await pilot.pause()
+        assert pane.log.paint_pending and _screen_numbers(app)[-1] == 59
+        assert pane.log.lines[-1] == "line 69"
 
 
 async def test_filter_follow_timestamps_and_wrap():

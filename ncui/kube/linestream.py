@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import re
 import ssl
 from typing import AsyncIterator, Optional, Union
 from urllib.parse import urlsplit
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit
 __all__ = ["LineStream", "Lines", "Head", "StreamFailed"]
 
 _PLAIN = bytes(range(0x20, 0x7F)) + b"\n"  # what translate() deletes from a plain piece: everything
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _HEAD_MAX = 1 << 16  # a response head, or an error's body, longer than this is cut
 
 
@@ -82,7 +84,8 @@ class LineStream:
         self._chunk_end = False  # a chunk's data is in; its CRLF is next
         self._trailers = False  # the last chunk came; trailers until an empty line
         self._error_body: list[bytes] = []
-        self._decode = codecs.getincrementaldecoder("utf-8")("replace").decode
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._decode = self._decoder.decode
         self._rest = ""  # the start of a line whose end has not come yet
         self._rest_plain = True
         self._lines: list[str] = []
@@ -241,11 +244,11 @@ class LineStream:
                     self._finish()
                     return
                 continue
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
+            digits = line.split(b";", 1)[0].strip()
+            if not _HEX.fullmatch(digits):  # int() would take "-5", "+5", "0x5"
                 self._fail("a chunk of the response is malformed")
                 return
+            size = int(digits, 16)
             if size == 0:
                 self._trailers = True
             else:
@@ -259,7 +262,8 @@ class LineStream:
             if sum(map(len, self._error_body)) < _HEAD_MAX:
                 self._error_body.append(piece)
             return
-        plain = piece.isascii() and not piece.translate(None, _PLAIN)
+        # plain: printable ASCII, and no bytes of a character cut at the last piece's end are still waiting
+        plain = piece.isascii() and not piece.translate(None, _PLAIN) and not self._decoder.getstate()[0]
         self._take_text(self._decode(piece), plain)
 
     def _take_text(self, text: str, plain: bool, final: bool = False) -> None:

@@ -202,7 +202,8 @@ class CeilingModal(ModalScreen["int | None"]):
         if self.value is not None:
             self.dismiss(self.value)
         else:
-            self.notify("That ceiling cannot be used: see the reason under it.", severity="warning")
+            # The reason is under the field already; a toast would cover it at 80x24.
+            self.app.bell()
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -43,10 +43,26 @@ def log_follower(kube, pod: str, container: Optional[str], pane, losses: LossCur
         if losses.add(entries, entries=True):
             on_losses()
 
+    def on_state(state: str) -> None:
+        pane.set_status(log_state(state, follower))
+
     follower = LogFollower(kube, pod, container, on_entries=on_entries, previous=previous,
-                           batch_interval=LOG_BATCH_INTERVAL)
+                           batch_interval=LOG_BATCH_INTERVAL, on_state=on_state)
     pane.source = follower.lines
     return follower
+
+
+def log_state(state: str, follower: LogFollower) -> str:
+    """The line under the log pane for the follower's state ('' while lines simply flow)."""
+    if state.startswith("waiting: "):
+        return f"log: the container has not started yet ({state[9:]})"
+    if state == "resuming":
+        return "log: the stream dropped; resuming where it stopped (no line lost or repeated)"
+    if state == "not signed in":
+        return "log: not signed in to the cluster (s signs in)"
+    if state == "ended" and follower.end_reason not in (None, "the container terminated", "previous log read"):
+        return f"log ended: {follower.end_reason}"
+    return ""
 
 
 def loss_chart(losses: LossCurve) -> ChartData:

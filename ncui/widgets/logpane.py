@@ -69,7 +69,7 @@ class FastLog(Log):
     # reads lines that fly by faster than a few frames a second.
 
     min_paint_interval = 0.2
-    _painted_at = 0.0
+    _painted_at = float("-inf")  # never painted yet
     _paint_timer = None
 
     def paint(self) -> None:
@@ -144,6 +144,8 @@ class LogPane(Widget, can_focus=False):
     LogPane > Log { height: 1fr; }
     LogPane > #logpane-filter { dock: bottom; display: none; }
     LogPane.-filtering > #logpane-filter { display: block; }
+    LogPane > #logpane-status { dock: bottom; height: 1; display: none; color: $text-muted; }
+    LogPane.-status > #logpane-status { display: block; }
     """
 
     BINDINGS = [
@@ -168,8 +170,20 @@ class LogPane(Widget, can_focus=False):
         self._width = 0
 
     def compose(self):
+        from textual.widgets import Static
+
         yield FastLog(max_lines=self.max_lines, auto_scroll=True, id="logpane-log")
+        yield Static("", id="logpane-status", markup=False)
         yield Input(placeholder="filter: show lines containing…", id="logpane-filter")
+
+    def set_status(self, text: str) -> None:
+        """A line under the log about the stream itself (waiting, resuming, ended); '' hides it."""
+        if not self.is_mounted:
+            return
+        from textual.widgets import Static
+
+        self.query_one("#logpane-status", Static).update(text)
+        self.set_class(bool(text), "-status")
 
     @property
     def log(self) -> Log:
