@@ -163,12 +163,14 @@ async def prepare(kubeconfig: str, jobs: dict[str, str]) -> dict[str, str]:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             pods, _ = await kc.list("pods")
+            # Completed: a follow stream of a running container stays open until it ends (as the kubelet's
+            # does), so both readers read the whole log of a finished container and exit.
             names = {p["metadata"]["labels"].get("job-name"): p["metadata"]["name"] for p in pods
-                     if pod_status(p) in ("Running", "Completed")}
+                     if pod_status(p) == "Completed"}
             if all(n in names for n in jobs):
                 return names
             await asyncio.sleep(0.2)
-        raise SystemExit("the flood pods never ran")
+        raise SystemExit("the flood pods never completed")
     finally:
         await kc.aclose()
 

@@ -41,6 +41,15 @@ async def advance_until(k, predicate: Callable[[], object], step: float = 60, ma
     raise AssertionError(f"never happened: {what or predicate}")
 
 
+def busybox_job(name: str, command: str, env: Optional[dict] = None) -> dict:
+    """A Job of one busybox container (no GPU: it runs on the CPU worker at once); ``env`` as name → value."""
+    ctr: dict = {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", command]}
+    if env:
+        ctr["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [ctr]}}}}
+
+
 def recipe(k, name: str) -> list[dict]:
     r = httpx.get(k.file(name))
     r.raise_for_status()

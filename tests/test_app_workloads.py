@@ -6,6 +6,7 @@ from __future__ import annotations
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal
 
 from .apphelp import app_for, open_recipes, screen_text, through_sign_in, type_text, until
+from .kc_support import busybox_job
 
 
 async def test_train_flow_end_to_end(sim):
@@ -87,14 +88,6 @@ async def test_serve_flow_to_a_completion(sim):
         assert "Answer" in text and "Reasoning" in text
 
 
-def _busybox_job(name: str, command: str, env: dict | None = None) -> dict:
-    ctr = {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", command]}
-    if env:
-        ctr["env"] = [{"name": k, "value": v} for k, v in env.items()]
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [ctr]}}}}
-
-
 async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
     """In the TUI: a pod's log whose stream the cluster cuts twice reaches the pane whole, each line once,
     the line under the pane saying it resumes; then a log line carrying terminal escapes shows clean."""
@@ -116,7 +109,7 @@ async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
             assert (await h.post(sim.api_url + "/device", data={"code": code})).status_code == 200
         await until(pilot, lambda: app._kube is not None, timeout=30, what="signed in")
         kube = app._kube
-        res = await kube.apply([_busybox_job("flood", "run", {"NCUI_SIM_LOG_FLOOD": "5000"})])
+        res = await kube.apply([busybox_job("flood", "run", {"NCUI_SIM_LOG_FLOOD": "5000"})])
         assert [r.error for r in res] == [None]
         await pilot.press("4")
         pods = lambda: app.store.value("k8s_pods") or {}  # noqa: E731
@@ -149,7 +142,7 @@ async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
 
         # A line with colour codes, a title sequence, a bell and a carriage return, in its own pod.
         nasty = "x\r[red: \x1b[31mred\x1b[0m title: \x1b]0;title\x07 end]\x07"
-        res = await kube.apply([_busybox_job("nasty", nasty)])
+        res = await kube.apply([busybox_job("nasty", nasty)])
         assert [r.error for r in res] == [None]
         for _ in range(30):
             if any(n.startswith("nasty") for n in pods()):

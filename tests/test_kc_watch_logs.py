@@ -9,15 +9,7 @@ from ncui.kube.logs import LOSS, LogFollower, clean_line, parse_loss
 from ncui.kube.status import job_status, pod_ready, pod_status
 from ncui.kube.watch import ResourceWatcher
 
-from .kc_support import advance_until, recipe, until
-
-
-def _job(name: str, command: str, env: dict | None = None) -> dict:
-    ctr = {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", command]}
-    if env:
-        ctr["env"] = [{"name": k, "value": v} for k, v in env.items()]
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [ctr]}}}}
+from .kc_support import advance_until, busybox_job, recipe, until
 
 
 async def test_watcher_follows_a_train_job_and_relists_after_410(kc_factory):
@@ -104,7 +96,7 @@ async def test_follower_resumes_after_drops_without_loss_or_repeats(kc_factory):
 async def test_follower_cleans_escapes_keeps_a_bounded_buffer_and_batches(kc_factory):
     k, kc = kc_factory()
     nasty = "x\r[red: \x1b[31mred\x1b[0m title: \x1b]0;title\x07 end]\x07"
-    res = await kc.apply([_job("nasty", nasty), _job("flood", "run", {"NCUI_SIM_LOG_FLOOD": "5000"})])
+    res = await kc.apply([busybox_job("nasty", nasty), busybox_job("flood", "run", {"NCUI_SIM_LOG_FLOOD": "5000"})])
     assert [r.error for r in res] == [None, None]
     await advance_until(k, lambda: sum(v.startswith("Running") for v in k.pod_statuses().values()) == 2,
                         step=10)

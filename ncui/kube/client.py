@@ -26,7 +26,7 @@ import yaml
 from pydantic import SecretStr
 
 from . import session
-from .linestream import LineStream, StreamFailed
+from .linestream import LineStream, Lines, StreamFailed
 from .status import parse_time
 
 __all__ = ["KubeError", "Gone", "NotSignedIn", "ApplyResult", "KubeClient", "Kind", "KINDS", "kind_of"]
@@ -477,7 +477,8 @@ class KubeClient:
                               tail_lines: Optional[int] = None, previous: bool = False,
                               namespace: str = "default") -> AsyncIterator[list[str]]:
         """The pod's log as lists of raw lines (no newline), as they arrive: cheap at hundreds of thousands
-        of lines a second. Splits on ``\\n`` only (a ``\\r`` stays inside its line)."""
+        of lines a second. Splits on ``\\n`` only (a ``\\r`` stays inside its line). The first list is
+        empty: it says the stream is open."""
         params: dict[str, Any] = {}
         if container:
             params["container"] = container
@@ -508,6 +509,7 @@ class KubeClient:
                 raise self._status_error(head.status, head.reason, head.body)
             break
         try:
+            yield Lines()  # open: a follow stream may stay quiet for a long time, and that is no drop
             async for batch in stream.batches(read_timeout=None if follow else 60.0):
                 yield batch
         except (StreamFailed, asyncio.TimeoutError) as e:

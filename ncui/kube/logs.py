@@ -352,7 +352,7 @@ class LogFollower(RetryLoop):
                     self._skip, self._resume_key = self._texts_at_last(), self._last_key or ""
                 try:
                     self.streams += 1
-                    opened = 0
+                    opened = got = 0
                     gen = self.client.pod_log_batches(
                         self.pod, self.container, follow=not self.previous, timestamps=True,
                         since_time=self._last_ts if resume else None,
@@ -360,11 +360,13 @@ class LogFollower(RetryLoop):
                         namespace=self.namespace)
                     try:
                         async for raw in gen:
-                            if not opened:
+                            if not opened:  # the stream is open (its first batch may be empty)
                                 opened = 1
                                 self.error = None
-                                failures = 0
                                 self._say("following" if not self.previous else "previous")
+                            if raw and not got:
+                                got = 1
+                                failures = 0
                             n = len(self._pending)
                             self._take(raw)
                             if len(self._pending) >= self.batch_lines:  # a burst: bounded memory
@@ -374,7 +376,7 @@ class LogFollower(RetryLoop):
                     finally:
                         await gen.aclose()
                     dropped = False
-                    empty = not opened
+                    empty = not got
                 except NotSignedIn as e:
                     self.error = str(e)
                     self._say("not signed in")

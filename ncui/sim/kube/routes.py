@@ -744,7 +744,11 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
     run, cname, lines, done = await run_in_threadpool(first)
     flood = _flood_of(run, cname)
     if flood is not None:
-        return _flood(kube, run, cname, flood, follow, since_time, stamps)
+        def ended() -> bool:
+            with kube.world.lock:
+                return c.container_done(run, cname, kube.tick()) or not run.alive
+
+        return _flood(kube, run, cname, flood, follow, since_time, stamps, ended)
     if tail is not None:
         lines = lines[-tail:] if tail > 0 else []
 
@@ -857,8 +861,9 @@ class _FloodLog:
 
 
 def _flood(kube: Kube, run, container: str, flood: tuple[int, float], follow: bool,
-           since_time: Optional[datetime], stamps: bool) -> Response:
-    """Serve a flood (``_flood_of``): as fast as the connection takes it, or at its rate."""
+           since_time: Optional[datetime], stamps: bool, ended) -> Response:
+    """Serve a flood (``_flood_of``): as fast as the connection takes it, or at its rate; a follow stream
+    then stays open, as the kubelet's does, until the container ends (``ended()``)."""
     total, rate = flood
     base = run.times.get("running") or run.start
     base = base.astimezone(timezone.utc).replace(microsecond=0)
@@ -892,6 +897,8 @@ def _flood(kube: Kube, run, container: str, flood: tuple[int, float], follow: bo
             yield log.lines(i, j)
             i = j
             await asyncio.sleep(0)
+        while not kube.closed and not await run_in_threadpool(ended):
+            await asyncio.sleep(POLL * 2)
 
     return Stream(gen(), "text/plain")
 
