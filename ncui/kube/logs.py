@@ -192,8 +192,7 @@ class LogFollower(RetryLoop):
         # Lines are kept as entries, "<timestamp> <text>" strings (see split_entry): a log of millions of
         # lines makes no tuple per line. The usual line is its own entry, as it came off the wire.
         self._buf: deque[str] = deque(maxlen=max(1, keep))
-        self._pending = Entries()
-        self._pending_usual = True  # every pending entry has the usual 30-character timestamp
+        self._pending = Entries(usual=True)  # .usual: every pending entry has the usual 30-character timestamp
         self._last_key: Optional[str] = None  # the newest timestamp delivered (sortable form)
         self._last_ts: Optional[str] = None  # … as the server wrote it
         self._skip: Optional[Counter] = None  # on a resumed stream: texts at _resume_key still to skip
@@ -225,8 +224,7 @@ class LogFollower(RetryLoop):
     def _flush(self) -> None:
         if not self._pending:
             return
-        batch, self._pending = self._pending, Entries()
-        batch.usual, self._pending_usual = self._pending_usual, True
+        batch, self._pending = self._pending, Entries(usual=True)
         self._last_flush = time.monotonic()
         self._last_size = len(batch)
         if self.on_lines is not None:
@@ -287,7 +285,7 @@ class LogFollower(RetryLoop):
             last_key, last_ts = key, ts
             out.append(f"{ts} {text}")
             if len(ts) != 30:
-                self._pending_usual = False
+                out.usual = False
         added = len(out) - n0
         if added:
             self._buf.extend(out[n0:] if n0 else out)

@@ -112,10 +112,13 @@ def request_code(api: str, cluster: str) -> dict:
     return r.json()
 
 
-def poll_once(api: str, device_code: str) -> tuple[str, Optional[str]]:
-    """("ok", token) | ("authorization_pending" | "expired_token" | "invalid_grant" | ..., None)."""
-    with _client() as c:
-        r = c.post(f"{api.rstrip('/')}/api/k8s/device/token", json={"device_code": device_code})
+def poll_once(api: str, device_code: str, client: Optional[httpx.Client] = None) -> tuple[str, Optional[str]]:
+    """("ok", token) | ("authorization_pending" | "expired_token" | "invalid_grant" | ..., None). A loop passes
+    its one ``client``: a new one each second costs a tenth of a core (it loads the CA bundle)."""
+    if client is None:
+        with _client() as c:
+            return poll_once(api, device_code, c)
+    r = client.post(f"{api.rstrip('/')}/api/k8s/device/token", json={"device_code": device_code})
     if r.status_code == 200:
         return "ok", r.json()["access_token"]
     try:
@@ -261,39 +264,45 @@ def run(api: str, cluster: str) -> int:
             return 1
         _say("Waiting for approval…")
         code_now = pend["device_code"]
-        while True:
-            time.sleep(max(0.1, pend.get("interval", 1)))
-            verdict, token = poll_once(api, code_now)
-            if verdict == "ok" and token:
-                with _locked(api, cluster):
-                    save_credential(api, cluster, token)
-                    with contextlib.suppress(OSError):
-                        pending_path(api, cluster).unlink()
-                print(exec_credential(token, api_version))
-                return 0
-            if verdict != "authorization_pending":
-                cred = _read(cred_path(api, cluster))
-                if cred and cred.get("token"):  # another process got it
-                    print(exec_credential(cred["token"], api_version))
+        with _client() as poller:
+            while True:
+                time.sleep(max(0.1, pend.get("interval", 1)))
+                verdict, token = poll_once(api, code_now, poller)
+                if verdict == "ok" and token:
+                    with _locked(api, cluster):
+                        save_credential(api, cluster, token)
+                        with contextlib.suppress(OSError):
+                            pending_path(api, cluster).unlink()
+                    print(exec_credential(token, api_version))
                     return 0
-                _say("That sign-in link expired; here is a fresh one.")
-                with _locked(api, cluster):
-                    p = _read(pending_path(api, cluster))
-                    if p and p.get("device_code") == code_now:
-                        pending_path(api, cluster).unlink()
-                break  # back to the top: a new code and its link
+                if verdict != "authorization_pending":
+                    cred = _read(cred_path(api, cluster))
+                    if cred and cred.get("token"):  # another process got it
+                        print(exec_credential(cred["token"], api_version))
+                        return 0
+                    _say("That sign-in link expired; here is a fresh one.")
+                    with _locked(api, cluster):
+                        p = _read(pending_path(api, cluster))
+                        if p and p.get("device_code") == code_now:
+                            pending_path(api, cluster).unlink()
+                    break  # back to the top: a new code and its link
 
 
 def poll_background(api: str, cluster: str) -> int:
     """Keep polling the pending code; cache the credential once approved. Exits on any verdict."""
     deadline = time.monotonic() + BACKGROUND_MAX
+    with _client() as c:
+        return _poll_until(api, cluster, deadline, c)
+
+
+def _poll_until(api: str, cluster: str, deadline: float, client: httpx.Client) -> int:
     failures = 0
     while time.monotonic() < deadline:
         pend = _read(pending_path(api, cluster))
         if pend is None or pend.get("state") != "pending" or pend.get("poller") not in (None, os.getpid()):
             return 0
         try:
-            verdict, token = poll_once(api, pend["device_code"])
+            verdict, token = poll_once(api, pend["device_code"], client)
             failures = 0
         except httpx.HTTPError:
             failures += 1
