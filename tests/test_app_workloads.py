@@ -79,6 +79,19 @@ async def test_serve_flow_to_a_completion(sim):
             world.advance(60)
             await pilot.pause(0.1)
         assert view._service() == "inkling"
+        # the engine's log takes the whole width (no loss chart for a serve pod); the staging job's pod keeps it
+        from textual.widgets import DataTable
+
+        table = app.query_one("#pods", DataTable)
+        table.focus()
+        names = sorted(app.store.value("k8s_pods") or {})
+        for want_job in (False, True):
+            target = next(i for i, n in enumerate(names) if n.startswith("inkling-weights") == want_job)
+            while table.cursor_row != target:
+                await pilot.press("down" if table.cursor_row < target else "up")
+            await until(pilot, lambda: view.pod == names[target], what="the pod selected")
+            assert view._serves(view._pod()) == (not want_job)
+            await until(pilot, lambda: app.query_one("#loss-chart").display == want_job, what="the chart's place")
         await pilot.press("m")
         await pilot.pause()
         await type_text(pilot, "hi")

@@ -275,7 +275,16 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         await follower.run()
 
     def _chart(self) -> None:
-        self.query_one("#loss-chart", Chart).set_data(loss_chart(self._losses))
+        chart = self.query_one("#loss-chart", Chart)
+        # A serve pod logs no loss lines: its log takes the whole width, unless a loss line does come.
+        chart.display = bool(self._losses.points) or not self._serves(self._pod())
+        chart.set_data(loss_chart(self._losses))
+
+    @staticmethod
+    def _serves(pod: Optional[dict]) -> bool:
+        """A pod of a Deployment (a serve recipe's engine or router), not of a Job."""
+        refs = ((pod or {}).get("metadata") or {}).get("ownerReferences") or []
+        return any(r.get("kind") in ("ReplicaSet", "Deployment") for r in refs)
 
     def _pane(self):
         from ..widgets.logpane import LogPane
