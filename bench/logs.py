@@ -241,7 +241,7 @@ def main() -> int:
                 print(f"{label:<15}{reader:<8}{n:>10,}{med(m['follow'] for m in ms):>10.2f}"
                       f"{med(n / m['follow'] for m in ms):>11,.0f}{med(m['stream_rate'] for m in ms):>12,.0f}"
                       f"{med(m['cpu_pct'] for m in ms):>7.1f}{max(m['rss_mb'] for m in ms):>13.1f}")
-        burst_n, burst, kb = args.burst, results[("burst", "ncui")], results[("burst", "kubectl")]
+        burst, kb = results[("burst", "ncui")], results[("burst", "kubectl")]
         steady = results[(runs[1][0], "ncui")]
         worst_ratio = min(kb_m["follow"] / m["follow"] for m, kb_m in zip(burst, kb))
         checks = [
