@@ -26,6 +26,8 @@ import pytest
 from ncui.kube.linestream import Head, Lines, LineStream, StreamFailed
 from ncui.sim.kube.tls import self_signed
 
+from .kc_support import until as kc_until
+
 DEADLINE = 3.0  # seconds: no single step of these tests should come anywhere near this
 CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
 CLOSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
@@ -47,12 +49,8 @@ def length_head(n: int, status: bytes = b"200 OK") -> bytes:
 
 
 async def until(cond: Callable[[], bool], what: str, timeout: float = DEADLINE) -> None:
-    """Wait until ``cond()`` holds, failing after ``timeout`` seconds."""
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            pytest.fail(f"timed out waiting for: {what}")
-        await asyncio.sleep(0.01)
+    """Wait until ``cond()`` holds, failing after ``timeout`` seconds (the kube tests' helper)."""
+    await kc_until(cond, timeout, what)
 
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
