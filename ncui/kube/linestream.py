@@ -88,8 +88,7 @@ class LineStream:
         self._decode = self._decoder.decode
         self._rest = ""  # the start of a line whose end has not come yet
         self._rest_plain = True
-        self._lines: list[str] = []
-        self._plain = True
+        self._lines = Lines(plain=True)  # the batch being gathered; .plain: every line of it so far
         self._paused = False
         self._done = False  # the body is complete (or the connection is gone)
         self._error: Optional[Exception] = None
@@ -278,7 +277,8 @@ class LineStream:
         if not parts:
             return
         self._lines.extend(parts)
-        self._plain = self._plain and plain
+        if not plain:
+            self._lines.plain = False
         if len(self._lines) >= self.max_pending and not self._paused and self._transport is not None:
             self._paused = True
             self._transport.pause_reading()  # the server waits until the consumer has taken these
@@ -311,8 +311,7 @@ class LineStream:
             if last_small and self.gap > 0 and not self._done:
                 await asyncio.sleep(self.gap)  # a slow log: gather a few chunks before the next turn
             if self._lines:
-                batch = Lines(self._lines, self._plain)
-                self._lines, self._plain = [], True
+                batch, self._lines = self._lines, Lines(plain=True)  # handed over whole, not copied
                 if self._paused and self._transport is not None:
                     self._paused = False
                     self._transport.resume_reading()
@@ -334,7 +333,7 @@ class LineStream:
 
     def close(self) -> None:
         self._closed = True
-        self._lines = []
+        self._lines = Lines(plain=True)
         if self._transport is not None:
             self._transport.abort()
         self._done = True

@@ -240,11 +240,7 @@ def run(api: str, cluster: str) -> int:
             pend, _ = _pending(api, cluster)
             verdict, token = poll_once(api, pend["device_code"])
             if verdict == "ok" and token:
-                save_credential(api, cluster, token)
-                with contextlib.suppress(OSError):
-                    pending_path(api, cluster).unlink()
-                print(exec_credential(token, api_version))
-                return 0
+                return _approved(api, cluster, token, api_version)
             if verdict != "authorization_pending":  # expired or spent: a fresh code, a fresh link
                 with contextlib.suppress(OSError):
                     pending_path(api, cluster).unlink()
@@ -270,11 +266,7 @@ def run(api: str, cluster: str) -> int:
                 verdict, token = poll_once(api, code_now, poller)
                 if verdict == "ok" and token:
                     with _locked(api, cluster):
-                        save_credential(api, cluster, token)
-                        with contextlib.suppress(OSError):
-                            pending_path(api, cluster).unlink()
-                    print(exec_credential(token, api_version))
-                    return 0
+                        return _approved(api, cluster, token, api_version)
                 if verdict != "authorization_pending":
                     cred = _read(cred_path(api, cluster))
                     if cred and cred.get("token"):  # another process got it
@@ -286,6 +278,15 @@ def run(api: str, cluster: str) -> int:
                         if p and p.get("device_code") == code_now:
                             pending_path(api, cluster).unlink()
                     break  # back to the top: a new code and its link
+
+
+def _approved(api: str, cluster: str, token: str, api_version: str) -> int:
+    """An approved sign-in (the lock held): cache its credential, drop its pending code, hand it to kubectl."""
+    save_credential(api, cluster, token)
+    with contextlib.suppress(OSError):
+        pending_path(api, cluster).unlink()
+    print(exec_credential(token, api_version))
+    return 0
 
 
 def poll_background(api: str, cluster: str) -> int:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Optional
 
 from rich.text import Text
 from textual.widgets import Static
+
+from .throttle import Throttle
 
 
 @dataclass(frozen=True)
@@ -40,43 +41,32 @@ class Chart(Static):
     def __init__(self, *, id: Optional[str] = None, classes: str = "", min_interval: float = 0.0) -> None:
         super().__init__("", id=id, classes=classes)
         self._data = ChartData()
-        self.min_interval = min_interval  # redraw at most this often on new data (a live log's chart)
-        self._drawn_at = -1e9
-        self._due = None  # the timer of a redraw put off by min_interval
+        # a live log's chart plots at most every min_interval on new data
+        self._redraw = Throttle(self, self._draw, min_interval)
 
     @property
     def pending(self) -> bool:
         """New data is in and its redraw is put off (at most ``min_interval``)."""
-        return self._due is not None
+        return self._redraw.pending
 
     def set_data(self, data: ChartData) -> None:
         if data == self._data:
             return
         self._data = data
-        if self._due is not None:  # the redraw already due will show this data
-            return
-        wait = self._drawn_at + self.min_interval - time.monotonic()
-        if wait <= 0 or not self.is_mounted:
-            self._draw()
-        else:
-            self._due = self.set_timer(wait, self._draw_due)
-
-    def _draw_due(self) -> None:
-        self._due = None
-        self._draw()
+        self._redraw()
 
     def on_resize(self) -> None:
-        self._draw()
+        self._redraw.now()
 
-    def _draw(self) -> None:
+    def _draw(self) -> bool:
+        """Draw the data; False when there was nothing to plot (plotting is what min_interval spaces out)."""
         w, h = self.content_size.width, self.content_size.height
         d = self._data
         if w < 20 or h < 5 or not any(s.xs for s in d.series):
             self.update(Text(d.empty, style="dim"), layout=False)  # the chart's size is its CSS's, not its text's
-            return
+            return False
         import plotext as plt  # 30 ms: only when a chart is first drawn
 
-        self._drawn_at = time.monotonic()  # what min_interval spaces out: plotting
         plt.clf()
         plt.plotsize(w, h)
         plt.theme("clear")
@@ -91,6 +81,7 @@ class Chart(Static):
         if d.ylabel:
             plt.ylabel(d.ylabel)
         self.update(Text.from_ansi(plt.build().replace("\x1b[0m\n", "\n")), layout=False)
+        return True
 
 
 def downsample(xs, ys, n: int) -> tuple[list[float], list[float]]:

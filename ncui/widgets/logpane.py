@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Callable, Iterable, Optional, Sequence, Union
 
 from rich.cells import cell_len
@@ -27,6 +26,8 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input, Log
+
+from .throttle import Throttle
 
 Entry = Union[str, tuple[str, str]]  # a line, or (timestamp, text)
 
@@ -66,30 +67,23 @@ class FastLog(Log):
         return self
 
     # ---- repaints: a burst writes a batch every few dozen milliseconds; a repaint costs ~10 ms, and nobody
-    # reads lines that fly by faster than a few frames a second.
-
-    min_paint_interval = 0.2
-    _painted_at = float("-inf")  # never painted yet
-    _paint_timer = None
+    # reads lines that fly by faster than a few frames a second: at most every min_paint_interval.
 
     def paint(self) -> None:
         """Repaint what is on screen: now, or when ``min_paint_interval`` has passed since the last repaint."""
-        if self._paint_timer is not None:
-            return  # one is due already; it shows the newest lines
-        wait = self._painted_at + self.min_paint_interval - time.monotonic()
-        if wait <= 0:
-            self._paint_due()
-        else:
-            self._paint_timer = self.set_timer(wait, self._paint_due)
+        self._paint()
 
-    def _paint_due(self) -> None:
-        self._paint_timer = None
-        self._painted_at = time.monotonic()
-        self.refresh()
+    @property
+    def min_paint_interval(self) -> float:
+        return self._paint.interval
+
+    @min_paint_interval.setter
+    def min_paint_interval(self, seconds: float) -> None:
+        self._paint.interval = seconds
 
     @property
     def paint_pending(self) -> bool:
-        return self._paint_timer is not None
+        return self._paint.pending
 
     # ---- drawing: Textual 8.2.8 builds a rich Text per visible line on every repaint (and its line cache
     # is only ever filled while a selection is active), and works out the widget's style once per line.
@@ -99,6 +93,7 @@ class FastLog(Log):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._strips: LRUCache[tuple[str, Style], Strip] = LRUCache(2048)
+        self._paint = Throttle(self, self.refresh, 0.2)
 
     def render_lines(self, crop):  # type: ignore[override]
         self._frame_style = self.rich_style  # once per repaint, not once per line
@@ -136,6 +131,11 @@ class FastLog(Log):
             self._width = max(widest, self._width)
 
 __all__ = ["LogPane", "Entry"]
+
+
+def _nonempty(lines: list[str]) -> list[str]:
+    """Log drops empty lines: an empty one is shown as a space."""
+    return [x or " " for x in lines] if "" in lines else lines
 
 
 class LogPane(Widget, can_focus=False):
@@ -197,8 +197,7 @@ class LogPane(Widget, can_focus=False):
         flt, stamps, cap = self.filter_text, self.timestamps, self.max_lines
         if not flt and not stamps and not self.wrap:  # the usual case, a whole batch at a time
             tail = lines[-cap:] if len(lines) > cap else lines
-            out = [e if isinstance(e, str) else e[1] for e in tail]
-            return [x or " " for x in out] if "" in out else out  # Log drops empty lines
+            return _nonempty([e if isinstance(e, str) else e[1] for e in tail])
         out: list[str] = []
         for e in reversed(lines):  # newest first, so a long source stops at the cap
             if isinstance(e, tuple):
@@ -234,22 +233,20 @@ class LogPane(Widget, can_focus=False):
         if self.filter_text or self.timestamps or self.wrap:
             self.write_batch(list(map(split_entry, entries)))
             return
-        texts = entry_texts(entries[-self.max_lines:], getattr(entries, "usual", False))
-        if "" in texts:
-            texts = [x or " " for x in texts]  # Log drops empty lines
-        self.log.write_lines(texts, scroll_end=self.follow)
-        self.written += len(texts)
+        self._show(_nonempty(entry_texts(entries[-self.max_lines:], getattr(entries, "usual", False))))
 
     def write_batch(self, lines: Sequence[Entry]) -> None:
         """Append a batch (from the follower's ``on_lines`` / ``on_entries``)."""
         if not lines or not self.is_mounted:
             return
         out = self._format(lines)
-        if not out:
-            return
-        # FastLog repaints the visible region after every batch: Textual 8.2.8's Log, once max_lines is
-        # reached, refreshes line numbers past the pruned end and the scroll offset no longer moves, so
-        # nothing would repaint (PERF.md; tests/test_kc_logpane.py).
+        if out:
+            self._show(out)
+
+    def _show(self, out: list[str]) -> None:
+        # FastLog repaints the visible region after every batch (at most every min_paint_interval): Textual
+        # 8.2.8's Log, once max_lines is reached, refreshes line numbers past the pruned end and the scroll
+        # offset no longer moves, so nothing would repaint (PERF.md; tests/test_kc_logpane.py).
         self.log.write_lines(out, scroll_end=self.follow)
         self.written += len(out)
 
