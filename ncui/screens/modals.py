@@ -146,12 +146,12 @@ class CeilingModal(ModalScreen["int | None"]):
         self.value: "int | None" = None
 
     def compose(self) -> ComposeResult:
-        from textual.widgets import Input
+        from ..widgets.field import Field
 
         with Vertical():
             yield Static(f"[b]{self.title_text}[/b]", markup=True)
             yield Static(self.context, markup=False)
-            yield Input(value=self.prefill, placeholder="e.g. 4.10", id="ceiling")
+            yield Field(value=self.prefill, placeholder="e.g. 4.10", id="ceiling")
             yield Static("", id="verdict")
             with Horizontal():
                 yield Button("Cancel (Esc)", id="cancel")
@@ -226,20 +226,22 @@ class CustomJobModal(ModalScreen["dict | None"]):
         self.build = build  # (image, command, nodes, name, tolerant, gpus) -> (plan | None, message)
 
     def compose(self) -> ComposeResult:
-        from textual.widgets import Checkbox, Input, Label
+        from textual.widgets import Checkbox, Label
+
+        from ..widgets.field import Field
 
         with Vertical():
             yield Static("[b]Something else: your container as one Job on whole nodes[/b]", markup=True)
             yield Label("Image")
-            yield Input(placeholder="e.g. ghcr.io/you/trainer:1.2", id="image")
+            yield Field(placeholder="e.g. ghcr.io/you/trainer:1.2", id="image")
             yield Label("Command (run with sh -c)")
-            yield Input(placeholder="e.g. python train.py --epochs 3", id="command")
+            yield Field(placeholder="e.g. python train.py --epochs 3", id="command")
             yield Label("Nodes")
-            yield Input(value="1", id="nodes")
+            yield Field(value="1", id="nodes")
             yield Label("GPUs per pod (blank: every GPU of a node)")
-            yield Input(value="", placeholder="whole node", id="gpus")
+            yield Field(value="", placeholder="whole node", id="gpus")
             yield Label("Job name")
-            yield Input(value="my-job", id="name")
+            yield Field(value="my-job", id="name")
             yield Checkbox("Survive reclaims (podFailurePolicy ignores DisruptionTarget and exit 143)", True,
                            id="tolerant")
             yield Static("", id="why")
@@ -322,11 +324,11 @@ class PromptModal(ModalScreen["str | None"]):
         self.title_text = title
 
     def compose(self) -> ComposeResult:
-        from textual.widgets import Input
+        from ..widgets.field import Field
 
         with Vertical():
             yield Static(f"[b]{self.title_text}[/b]", markup=True)
-            yield Input(placeholder="Your message, then Enter", id="prompt")
+            yield Field(placeholder="Your message, then Enter", id="prompt")
 
     def on_mount(self) -> None:
         from textual.widgets import Input

@@ -27,6 +27,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Input, Log
 
+from .field import Field
 from .throttle import Throttle
 
 Entry = Union[str, tuple[str, str]]  # a line, or (timestamp, text)
@@ -174,7 +175,7 @@ class LogPane(Widget, can_focus=False):
 
         yield FastLog(max_lines=self.max_lines, auto_scroll=True, id="logpane-log")
         yield Static("", id="logpane-status", markup=False)
-        yield Input(placeholder="filter: show lines containing…", id="logpane-filter")
+        yield Field(placeholder="filter: show lines containing…", id="logpane-filter")
 
     def set_status(self, text: str) -> None:
         """A line under the log about the stream itself (waiting, resuming, ended); '' hides it."""

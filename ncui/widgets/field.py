@@ -1,0 +1,25 @@
+"""A text field that keeps keystrokes in order.
+
+Textual 8.2.8's ``Input`` inserts a printable key as it comes, but a key it has a binding for (backspace,
+delete, ←/→, home, end, ctrl+u…) bubbles up to the app first, which runs the binding later: a burst of keys,
+as an ssh session delivers them, then lands out of order ("1", then backspace 4 . 5 gives "14.", not "4.5").
+In a field where a person types a price that is no small thing. ``Field`` runs its own bindings at once.
+"""
+
+from __future__ import annotations
+
+from textual import events
+from textual.widgets import Input
+
+__all__ = ["Field"]
+
+
+class Field(Input):
+    async def _on_key(self, event: events.Key) -> None:
+        if event.is_printable:
+            return  # Input's own handler inserts it (Textual calls each class's handler)
+        bindings = self._bindings.key_to_bindings.get(event.key)
+        if bindings:
+            event.stop()
+            event.prevent_default()  # not Input's handler, and no bubbling to the app's binding check
+            await self.run_action(bindings[0].action)
