@@ -73,6 +73,8 @@ async def through_sign_in(pilot, app, sim, then, timeout: float = 30.0) -> None:
         async with httpx.AsyncClient() as h:
             assert (await h.post(sim.api_url + "/device", data={"code": code})).status_code == 200
         await until(pilot, lambda: isinstance(app.screen, then), timeout, what=str(then))
+    # and mounted: a test that ends while the screen still composes tears it down half-built
+    await until(pilot, lambda: app.screen.is_mounted, timeout, what=f"{then} mounted")
 
 
 async def open_recipes(pilot, app) -> None:

@@ -103,7 +103,10 @@ class KubeEnv:
 
     def pending(self) -> Optional[dict]:
         for p in self.auth_cache.glob("*.pending.json"):
-            return json.loads(p.read_text())
+            try:
+                return json.loads(p.read_text())
+            except FileNotFoundError:  # the sign-in finished between the listing and the read
+                continue
         return None
 
     # ---- kubectl ------------------------------------------------------------------------------

@@ -134,6 +134,9 @@ async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
             await pilot.pause(0.05)
         view = app.query_one("#workloads")
         pane = app.query_one("#log")
+        # the pod was selected when it appeared: its first follower has its stream (before any cut is set)
+        await until(pilot, lambda: view.follower is not None and view.follower.total >= 5000, timeout=30,
+                    what="the first follower's stream")
         statuses: list[str] = []
         set_status = pane.set_status
         pane.set_status = lambda text: (statuses.append(text), set_status(text))  # what the line under it said
@@ -142,10 +145,12 @@ async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
                              headers={"Authorization": f"Bearer {sim.token}"})
             assert r.status_code == 200
         flood = next(n for n in pods() if n.startswith("flood"))
+        first = view.follower
         view.follow_log()  # (re)open the selected pod's log: the only pod, so the flood's
         assert view.pod == flood
-        await until(pilot, lambda: len(pane.log.lines) >= 5000 and not pane.log.paint_pending, timeout=30,
-                    what="all 5,000 lines on the pane")
+        await until(pilot, lambda: view.follower not in (None, first), what="a new follower (the pane cleared)")
+        await until(pilot, lambda: view.follower.total >= 5000 and len(pane.log.lines) >= 5000
+                    and not pane.log.paint_pending, timeout=30, what="all 5,000 lines on the pane")
         expected = [f"iter {k}: loss {1 + (k % 997) / 331:.4f}, time {380 + k % 37}.12ms" for k in range(5000)]
         assert list(pane.log.lines) == expected  # none lost, none repeated, in order
         assert view.follower.streams >= 3 and view.follower.total == 5000

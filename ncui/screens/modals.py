@@ -160,7 +160,11 @@ class CeilingModal(ModalScreen["int | None"]):
     def on_mount(self) -> None:
         from textual.widgets import Input
 
-        self.query_one("#ceiling", Input).focus()
+        fields = self.query("#ceiling").results(Input)
+        field = next(fields, None)
+        if field is None:  # the app closed while this was being built: nothing to show
+            return
+        field.focus()
         self._judge(self.prefill)
 
     def on_input_changed(self, event) -> None:
