@@ -12,3 +12,12 @@ async def withdraw_bid(nc: NCClient, store: Store, cluster: str) -> m.Bid:
     bid = await nc.set_bid(0, cluster)
     store.set("bid", bid)
     return bid
+
+
+async def release_vm(nc: NCClient, store: Store) -> m.VmCapacity:
+    """Release VM capacity: ``max_gpus: 0`` with the same price, echoing the version read (the PUT needs
+    both fields). A version conflict (409) is raised, never retried: the caller re-reads and asks again."""
+    cap = await nc.vm_capacity()
+    new = await nc.set_vm_capacity(0, cap.max_price_per_gpu_hour, cap.version)
+    store.set("vm_capacity", new)
+    return new

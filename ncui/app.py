@@ -6,6 +6,7 @@ Screens read the store and call actions; the backend's pollers feed the store.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -62,6 +63,9 @@ class NCApp(FlowsMixin, App):
         Binding("r", "refresh", "Refresh"),
         Binding("s", "kube_signin", "Sign in", show=False),
         Binding("q", "quit", "Quit"),
+        # Ctrl-C quits too (Textual's default only says "press Ctrl-Q"): a person over ssh reaches for it. Both
+        # go through the exit guard. Inputs keep Ctrl-C for copying (a focused widget's binding comes first).
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=False),
     ]
 
     def __init__(self, backend: Optional[Backend], *, store: Optional[Store] = None, mode: str = "",
@@ -98,10 +102,11 @@ class NCApp(FlowsMixin, App):
         account.focus()
         self._unsubs.append(self.store.subscribe("whoami", self._on_whoami, interested=False))
         self._unsubs.append(self.store.subscribe("cluster", self._on_cluster, interested=False))
+        self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self._on_standing, interested=False))
         self.call_after_refresh(self._start)
 
     def _start(self) -> None:
-        self.run_worker(self._connect(), name="connect", exit_on_error=False)
+        self.run_worker(self._connect, name="connect", exit_on_error=False)
 
     async def _connect(self) -> None:
         try:
@@ -193,6 +198,67 @@ class NCApp(FlowsMixin, App):
             self.pollers.refresh()
             self.notify("Refreshing…", timeout=1.5)
 
+    # ---- quitting ----------------------------------------------------------------------------------
+
+    async def action_quit(self) -> None:
+        """q, Ctrl-C, Ctrl-Q and the palette's Quit: instant when nothing stands, else asked first."""
+        from .screens.exitguard import ExitGuardModal, standing_spend
+
+        if self.first_run or self.backend is None or self.backend.nc is None:
+            self.exit()
+            return
+        if isinstance(self.screen, ExitGuardModal):  # q again while asked: the question stands
+            return
+        standing = standing_spend(self.store)
+        if not standing:
+            self.exit()
+            return
+        self.push_screen(ExitGuardModal(standing), partial(self._exit_answer, standing))
+
+    def _exit_answer(self, standing, answer: Optional[str]) -> None:
+        if answer == "keep":
+            self.exit()
+        elif answer == "withdraw":
+            self.run_worker(partial(self._withdraw_then_exit, standing), name="withdraw-exit", group="withdraw",
+                            exclusive=True, exit_on_error=False)
+
+    async def _withdraw_then_exit(self, standing) -> None:
+        from .actions import release_vm, withdraw_bid
+
+        for s in standing:
+            try:
+                if s.kind == "bid":
+                    await withdraw_bid(self.backend.nc, self.store, s.cluster)
+                else:
+                    await release_vm(self.backend.nc, self.store)
+            except NCError as e:  # nothing is assumed gone: stay, say why
+                what = "withdraw the limit price" if s.kind == "bid" else "release the VM capacity"
+                self.notify(f"Could not {what}, so ncui stays open: {e}", severity="error", timeout=15)
+                return
+        self.exit()
+
+    def _on_standing(self, s) -> None:
+        """Once per cluster and session: say what already stands when ncui starts (set before, by a session
+        that ended with its terminal, by kubectl, by a teammate)."""
+        ref = self.store.meta.get("cluster")
+        if s.value is None or ref is None:
+            return
+        told = self.store.meta.setdefault("told_standing", set())
+        key = (s.name, ref.name)
+        if key in told:
+            return
+        told.add(key)
+        from .money import fmt_price
+
+        if s.name == "bid" and getattr(s.value, "cluster", ref.name) == ref.name and s.value.max_price_per_gpu_hour:
+            self.notify(f"A limit price of {fmt_price(s.value.max_price_per_gpu_hour)} stands on {ref.name}: it "
+                        "pulls nodes for any GPU job applied there. Lease (5) shows it; w withdraws it.",
+                        title="Still standing", severity="warning", timeout=15)
+        elif s.name == "vm_capacity" and s.value.max_gpus:
+            self.notify(f"VM capacity of {s.value.max_gpus} GPUs at up to "
+                        f"{fmt_price(s.value.max_price_per_gpu_hour)} is declared on {ref.name}: nodes are granted "
+                        "and billed until it is released.", title="Still standing", severity="warning", timeout=15)
+
     def confirm_withdraw(self) -> None:
         bid = self.store.value("bid")
         ref = self.store.meta.get("cluster")
@@ -206,7 +272,7 @@ class NCApp(FlowsMixin, App):
 
         def done(yes: bool | None) -> None:
             if yes:
-                self.run_worker(self._withdraw(ref.name), name="withdraw", exit_on_error=False)
+                self.run_worker(partial(self._withdraw, ref.name), name="withdraw", exit_on_error=False)
 
         self.push_screen(ConfirmModal("Withdraw the limit price?", body, yes="Withdraw", no="Keep"), done)
 
@@ -225,7 +291,9 @@ class NCApp(FlowsMixin, App):
     # ---- kubectl sign-in ----------------------------------------------------------------------
 
     def action_kube_signin(self) -> None:
-        self.run_worker(self._signin_then_connect(), name="signin", group="signin", exclusive=True,
+        # The worker gets the function, not a coroutine: cancelled before it starts (a quit, a second s), a
+        # coroutine object would be left never awaited.
+        self.run_worker(self._signin_then_connect, name="signin", group="signin", exclusive=True,
                         exit_on_error=False)
 
     async def _signin_then_connect(self) -> None:
@@ -297,7 +365,7 @@ class NCApp(FlowsMixin, App):
             w = ResourceWatcher(kube, kind, on_snapshot=lambda snap, n=slice_name: self.store.set(n, snap),
                                 on_error=lambda msg, n=slice_name: self.store.fail(n, msg))
             self._watchers.append(w)
-            self.run_worker(w.run(), name=f"watch-{kind}", group="watch", exit_on_error=False)
+            self.run_worker(w.run, name=f"watch-{kind}", group="watch", exit_on_error=False)
 
     def stop_watchers(self) -> None:
         for w in self._watchers:

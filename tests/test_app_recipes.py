@@ -100,7 +100,7 @@ async def test_an_idle_node_already_held_hosts_the_job_with_no_bid(sim_factory):
         await through_sign_in(pilot, app, sim, ConfirmModal)
         await until(pilot, lambda: "Apply Train nanoGPT?" in screen_text(app), what="the confirmation's text")
         text = screen_text(app)
-        assert "idle GPU node(s) already held will host this job: no new bid is needed" in text
+        assert "1 idle GPU node already held will host this job: no new bid is needed" in text
         assert "Apply Train nanoGPT?" in text
         await pilot.press("n")
         await pilot.pause()

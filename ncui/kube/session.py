@@ -69,9 +69,15 @@ async def run_plugin(spec: ExecSpec, timeout: float = 30.0) -> SigninResult:
         proc.kill()
         await proc.wait()
         return SigninResult(False, message="the sign-in plugin did not answer in time")
-    except asyncio.CancelledError:  # the app is closing: leave no plugin behind
-        if proc.returncode is None:
+    except asyncio.CancelledError:  # the app is closing: leave no plugin behind, and no transport to be
+        if proc.returncode is None:  # collected after the loop closed ("Event loop is closed" in its __del__)
             proc.kill()
+        try:
+            await asyncio.wait_for(proc.wait(), 5)
+        finally:
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()
         raise
     text = clean(err.decode("utf-8", "replace"))
     status = _credential(out) if proc.returncode == 0 else None

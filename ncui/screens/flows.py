@@ -22,22 +22,60 @@ if TYPE_CHECKING:  # recipes (and yaml) are imported when a flow first runs, not
     from ..app import NCApp
 
 
-def idle_gpu_nodes(store) -> int:
-    """Ready GPU nodes with no running or pending pod on them (from the cluster's watch, when known)."""
-    nodes, pods = store.value("k8s_nodes"), store.value("k8s_pods")
-    if nodes is None or pods is None:
-        return 0
-    busy = {p.get("spec", {}).get("nodeName") for p in pods.values()
-            if (p.get("status") or {}).get("phase") in ("Pending", "Running")}
-    idle = 0
+def _gpus_asked(pod_spec: dict) -> int:
+    """GPUs a pod spec asks for (limits, else requests), over its containers."""
+    total = 0
+    for c in (pod_spec or {}).get("containers") or []:
+        res = c.get("resources") or {}
+        for k, v in {**(res.get("requests") or {}), **(res.get("limits") or {})}.items():
+            if k.endswith(".com/gpu"):
+                try:
+                    total += int(str(v))
+                except ValueError:
+                    pass
+    return total
+
+
+def idle_gpu_nodes(store) -> Optional[int]:
+    """GPU nodes held now that would host a new job with no new bid: Ready, schedulable, nothing that is not
+    finished on them, less the nodes that jobs and pods already waiting for a GPU will take. None when the
+    cluster's watch has not answered or is failing (then nothing is assumed idle)."""
+    slices = [store.get(n) for n in ("k8s_nodes", "k8s_pods", "k8s_jobs")]
+    if any(not s.loaded or (s.error and (s.error_at or 0) >= (s.fetched_at or 0)) for s in slices):
+        return None
+    nodes, pods, jobs = (s.value for s in slices)
+    busy = {(p.get("spec") or {}).get("nodeName") for p in pods.values()
+            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")}
+    free, gpn = 0, 0
     for name, n in nodes.items():
-        cap = (n.get("status") or {}).get("capacity") or {}
-        gpu = any(k.endswith(".com/gpu") and str(v) not in ("0", "") for k, v in cap.items())
-        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                    for c in (n.get("status") or {}).get("conditions") or [])
-        if gpu and ready and name not in busy:
-            idle += 1
-    return idle
+        status, spec = n.get("status") or {}, n.get("spec") or {}
+        gpus = max((int(str(v)) for k, v in (status.get("capacity") or {}).items()
+                    if k.endswith(".com/gpu") and str(v).isdigit()), default=0)
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        tainted = any(t.get("key") in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unschedulable")
+                      for t in spec.get("taints") or [])
+        if gpus and ready and not tainted and not spec.get("unschedulable") and name not in busy:
+            free += 1
+            gpn = gpn or gpus
+    # Demand already waiting for a GPU node: pods not yet on a node, and jobs the cluster suspended until one
+    # is granted (their pods do not exist yet: `kubectl get pods` is empty while they wait).
+    waiting = sum(1 for p in pods.values() if not (p.get("spec") or {}).get("nodeName")
+                  and (p.get("status") or {}).get("phase") == "Pending" and _gpus_asked(p.get("spec") or {}))
+    for j in jobs.values():
+        conds = (j.get("status") or {}).get("conditions") or []
+        if (j.get("spec") or {}).get("suspend") and any(
+                c.get("type") == "Suspended" and c.get("status") == "True" for c in conds):
+            g = _gpus_asked(((j.get("spec") or {}).get("template") or {}).get("spec") or {})
+            if g:
+                par = int((j.get("spec") or {}).get("parallelism") or 1)
+                waiting += max(1, -(-g * par // gpn)) if gpn else par
+    return max(0, free - waiting)
+
+
+def market_price(store, gpu_model: str) -> Optional[int]:
+    """What winners of this GPU class are assessed now (the newest tick), or None when unknown."""
+    ticks = [t for t in (store.value("ticks") or ()) if t.gpu_model == gpu_model]
+    return ticks[-1].price_per_gpu_hour if ticks else None
 
 
 class FlowsMixin:
@@ -96,33 +134,41 @@ class FlowsMixin:
         purchases = bool(summary and summary.purchases)
         nodes_needed = max(1, -(-plan.gpus // cluster.gpus_per_node)) if plan.gpus else 0
         preface = ""
+        set_here: Optional[tuple[int, int]] = None  # (the limit before, the limit set for this apply)
 
         if cluster.market and plan.gpus:
             # Idle nodes already held host the job with no new bid: look at the cluster first.
             if await self.kube_client() is None:
                 return
-            await self._settle("k8s_nodes", "k8s_pods")
-            ladder, bid = st.value("ladder"), st.value("bid")
+            await self._settle("k8s_nodes", "k8s_pods", "k8s_jobs")
+            ladder, bid_slice = st.value("ladder"), st.get("bid")
             if ladder is None:
                 self.notify("The price-to-win ladder is still loading.")
                 return
+            if bid_slice.value is None or (bid_slice.error and (bid_slice.error_at or 0) >= (bid_slice.fetched_at or 0)):
+                why = bid_slice.error or "not read yet"
+                await self.push_screen_wait(ResultsModal("Nothing was bid or applied", Text(
+                    f"The standing limit price on {ref.name} could not be read ({why}), and ncui does not bid or "
+                    "apply on a guess. Try again once the header shows it.")))
+                return
+            standing = bid_slice.value.max_price_per_gpu_hour
             idle = idle_gpu_nodes(st)
-            standing = bid.max_price_per_gpu_hour if bid else 0
-            if idle >= nodes_needed:
-                preface = (f"{idle} idle GPU node(s) already held will host this job: no new bid is needed.")
-                if standing:
-                    check = R.money_check(plan.gpus, standing, balance, purchases)
-                    if not check.ok:
-                        await self.push_screen_wait(ResultsModal("Not enough balance", check.sentence))
-                        return
+            if idle is not None and idle >= nodes_needed:
+                price, what = ((standing, "your standing limit price") if standing else
+                               (market_price(st, cluster.gpu_model), "the market's current price (no limit price "
+                                "stands)"))
+                check = await self._cover(plan, price, what, balance, purchases)
+                if check is None:
+                    return
+                preface = (f"{idle} idle GPU node{'s' if idle != 1 else ''} already held will host this job: no "
+                           f"new bid is needed.\n{check}")
             else:
                 ceiling = await self._ask_ceiling(plan, ladder, nodes_needed, balance, purchases, standing)
                 if ceiling is None:
                     self.notify("Nothing was bid or applied.")
                     return
                 if ceiling != standing:
-                    ticks = [t for t in (st.value("ticks") or ()) if t.gpu_model == cluster.gpu_model]
-                    assessed = ticks[-1].price_per_gpu_hour if ticks else None
+                    assessed = market_price(st, cluster.gpu_model)
                     yes = await self.push_screen_wait(ConfirmModal(
                         "Set the limit price?", R.bid_confirmation(ref.name, ceiling, plan.gpus, assessed),
                         yes="Set it", no="Cancel"))
@@ -135,11 +181,18 @@ class FlowsMixin:
                         await self.push_screen_wait(ResultsModal("The limit price was not set", str(e)))
                         return
                     st.set("bid", new_bid)
+                    set_here = (standing, ceiling)
                     if self.pollers is not None:
                         self.pollers.refresh("bid", "spend", "ladder")
-                preface = f"Limit price {fmt_price(ceiling)} stands on {ref.name}."
-        elif plan.gpus and not cluster.market:
-            preface = f"{ref.name} is a fixed cluster: no limit price; the cluster checks the balance at submit."
+                preface = (f"Limit price {fmt_price(ceiling)} stands on {ref.name}.\n"
+                           + R.money_check(plan.gpus, ceiling, balance, purchases).sentence)
+        elif plan.gpus:
+            check = await self._cover(plan, market_price(st, cluster.gpu_model),
+                                      f"the market's current price for {cluster.gpu_model} (a fixed cluster has "
+                                      "no limit price)", balance, purchases)
+            if check is None:
+                return
+            preface = f"{ref.name} is a fixed cluster: no limit price.\n{check}"
 
         docs = plan.all_docs()
         objects = ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in docs)
@@ -150,9 +203,11 @@ class FlowsMixin:
             yes="Apply", no="Cancel"))
         if not yes:
             self.notify("Nothing was applied.")
+            await self._offer_back(ref.name, set_here)
             return
         kube = await self.kube_client()
         if kube is None:
+            await self._offer_back(ref.name, set_here)
             return
         results = await kube.apply(docs)
         lines = Text()
@@ -168,10 +223,55 @@ class FlowsMixin:
         if failed:
             lines.append("\nNothing after the refusal was applied.", style="bold")
             await self.push_screen_wait(ResultsModal(f"{plan.title}: refused", lines))
+            if not any(r.error is None for r in results):  # nothing was created: nothing will use the limit
+                await self._offer_back(ref.name, set_here)
             return
         self.store.meta["last_plan"] = plan
         self.notify(f"{plan.title} applied: " + ", ".join(f"{r.kind.lower()}/{r.name}" for r in results))
         await self.run_action("show('workloads')")
+
+    async def _cover(self: "NCApp", plan, price: Optional[int], what: str, balance: int,
+                     purchases: bool) -> Optional[str]:
+        """The seed's two-hour check at ``price``: its sentence when covered; None (after saying why) when not,
+        or when no price is known to check with."""
+        from .. import recipes as R
+
+        if price is None:
+            await self.push_screen_wait(ResultsModal("Nothing was applied", Text(
+                f"ncui cannot check that the balance covers two hours of {plan.gpus} GPUs: {what} is unknown (no "
+                "market tick read yet). Try again in a moment.")))
+            return None
+        check = R.money_check(plan.gpus, price, balance, purchases)
+        sentence = f"At {what}: {check.sentence}"
+        if not check.ok:
+            await self.push_screen_wait(ResultsModal("Not enough balance", sentence))
+            return None
+        return sentence
+
+    async def _offer_back(self: "NCApp", cluster: str, set_here: Optional[tuple[int, int]]) -> None:
+        """A limit price set for an apply that did not happen is not left standing behind a toast: keep it, or
+        put back what stood before (withdraw it when nothing did). The safe answer is the default."""
+        if set_here is None:
+            return
+        before, now = set_here
+        back = f"put back your earlier limit of {fmt_price(before)}" if before else "withdraw it"
+        yes = await self.push_screen_wait(ConfirmModal(
+            "Keep the limit price you just set?",
+            f"You set {fmt_price(now)} on {cluster} for this apply, and nothing was applied. Kept, it goes on "
+            f"pulling nodes for any GPU job applied to {cluster} later.\n\nKeep it, or {back}?",
+            yes="Put it back" if before else "Withdraw it", no="Keep it", default="yes"))
+        if not yes:
+            self.notify(f"Limit price {fmt_price(now)} still stands on {cluster} (Lease, 5).", timeout=8)
+            return
+        try:
+            self.store.set("bid", await self.backend.nc.set_bid(before, cluster))
+        except NCError as e:
+            await self.push_screen_wait(ResultsModal("The limit price was not changed", Text(
+                f"{fmt_price(now)} still stands on {cluster}: {e}")))
+            return
+        self.notify(f"Limit price on {cluster}: " + (fmt_price(before) if before else "withdrawn") + ".")
+        if self.pollers is not None:
+            self.pollers.refresh("bid", "spend", "ladder")
 
     async def _settle(self: "NCApp", *names: str, timeout: float = 5.0) -> bool:
         """Wait (bounded) until the watched slices have their first snapshot."""

@@ -47,31 +47,46 @@ class HelpModal(ModalScreen[None]):
 
 
 class ConfirmModal(ModalScreen[bool]):
-    """Ask once, in plain words, before anything changes money or the cluster. Default: no."""
+    """Ask once, in plain words, before anything changes money or the cluster.
+
+    The safe answer is highlighted first (``default``: "no" unless the question's safe answer is yes, as in
+    "withdraw the limit you just set?"), and a line says what Enter does: Enter presses the highlighted
+    button in every question ncui asks; Esc and n always answer no, y always yes."""
 
     BINDINGS = [Binding("escape,n", "answer(False)", "No"), Binding("y", "answer(True)", "Yes")]
     DEFAULT_CSS = """
     ConfirmModal { align: center middle; }
-    ConfirmModal > Vertical { width: 90%; max-width: 80; height: auto; border: thick $warning;
+    ConfirmModal > Vertical { width: 90%; max-width: 80; height: auto; max-height: 100%; border: thick $warning;
                               background: $surface; padding: 1 2; }
+    ConfirmModal VerticalScroll { height: auto; max-height: 16; }
     ConfirmModal Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
     ConfirmModal Button { margin-left: 2; }
+    ConfirmModal #enter { color: $text-muted; text-align: right; }
     """
 
-    def __init__(self, title: str, body: str, yes: str = "Yes", no: str = "No") -> None:
+    def __init__(self, title: str, body: str, yes: str = "Yes", no: str = "No", *, default: str = "no") -> None:
         super().__init__()
         self.title_text, self.body, self.yes, self.no = title, body, yes, no
+        self.default = "yes" if default == "yes" else "no"
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"[b]{self.title_text}[/b]", markup=True)
-            yield Static(self.body, markup=False)
+            with VerticalScroll():
+                yield Static(self.body, markup=False)
             with Horizontal():
-                yield Button(f"{self.no} (n)", id="no", variant="default")
+                yield Button(f"{self.no} (n, Esc)", id="no", variant="default")
                 yield Button(f"{self.yes} (y)", id="yes", variant="warning")
+            yield Static("", id="enter", markup=False)
 
     def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
+        self.query_one(f"#{self.default}", Button).focus()
+
+    def on_descendant_focus(self, event) -> None:
+        # Say what Enter does now: the highlighted button (Tab moves the highlight).
+        if isinstance(event.widget, Button):
+            label = self.no if event.widget.id == "no" else self.yes
+            self.query_one("#enter", Static).update(f"Enter: {label}")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
