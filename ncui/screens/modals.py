@@ -54,8 +54,9 @@ class ConfirmModal(ModalScreen[bool]):
     BINDINGS = [Binding("escape,n", "answer(False)", "No"), Binding("y", "answer(True)", "Yes")]
     DEFAULT_CSS = """
     ConfirmModal { align: center middle; }
-    ConfirmModal > Vertical { width: 90%; max-width: 80; height: auto; border: thick $warning;
+    ConfirmModal > Vertical { width: 90%; max-width: 80; height: auto; max-height: 100%; border: thick $warning;
                               background: $surface; padding: 1 2; }
+    ConfirmModal VerticalScroll { height: auto; max-height: 60vh; }
     ConfirmModal Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
     ConfirmModal Button { margin-left: 2; }
     """
@@ -67,7 +68,8 @@ class ConfirmModal(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"[b]{self.title_text}[/b]", markup=True)
-            yield Static(self.body, markup=False)
+            with VerticalScroll():  # a long body (a whole command) scrolls; the question stays on screen
+                yield Static(self.body, markup=False)
             with Horizontal():
                 yield Button(f"{self.no} (n)", id="no", variant="default")
                 yield Button(f"{self.yes} (y)", id="yes", variant="warning")
