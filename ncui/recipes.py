@@ -321,5 +321,5 @@ def bid_confirmation(cluster: str, ceiling: int, gpus: int, assessed: Optional[i
 
 
 __all__ = ["fit", "for_kind", "resolve", "Plan", "PlanStep", "NotOffered", "custom_job", "custom_plan",
-           "CustomJob", "parse_count", "MAX_NODES", "money_check", "judge_ceiling", "bid_confirmation", "gpus_of", "parse_manifests",
-           "COVER_HOURS"]
+           "CustomJob", "parse_count", "MAX_NODES", "money_check", "judge_ceiling", "bid_confirmation", "gpus_of",
+           "parse_manifests", "COVER_HOURS"]
