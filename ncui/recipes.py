@@ -162,7 +162,7 @@ def gpus_of(docs, vendor: str) -> int:
 
 # ---- Something else ------------------------------------------------------------------------------
 
-MAX_NODES = 64  # the most nodes one Job of ours asks for: no cluster we serve could ever hold more for it
+MAX_NODES = 64  # nodes one Job may ask for: the contract states no cluster size, so a sane maximum; more is a typo
 
 
 def parse_count(text: str, what: str) -> int:

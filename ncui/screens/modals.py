@@ -8,7 +8,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from ..money import CENT, fmt_price, parse_dollars
+from ..money import CENT, dollars_text, fmt_price, parse_dollars
 
 
 def reflow(text: str) -> str:
@@ -148,8 +148,6 @@ class CeilingModal(ModalScreen["int | None"]):
     """
 
     def __init__(self, title: str, context: str, judge, standing: int = 0) -> None:
-        from ..money import dollars_text
-
         super().__init__()
         self.title_text, self.context, self.judge, self.standing = title, context, judge, standing
         self.prefill = dollars_text(standing) if standing else ""
