@@ -58,7 +58,7 @@ def plan_sentence(gpus: int, ceiling: int, balance: int, purchases: bool, *,
     "8 GPUs × $5.00 × 2 h = $80.00; you have $42.10; top up $37.90 on the console's Billing page"
     """
     need = cost_ucredits(ceiling, gpus, hours)
-    head = f"{gpus} GPUs × {fmt_usd(ceiling)} × {hours} h = {fmt_usd(need)}"
+    head = f"{gpus} GPUs × {fmt_usd(ceiling, exact=True)} × {hours} h = {fmt_usd(need, exact=True)}"
     if balance >= need:
         return f"{head}; you have {fmt_usd(balance)}: covered.", 0
     short = need - balance

@@ -81,6 +81,7 @@ class Plan:
     skipped: tuple[str, ...] = ()
     gpus: int = 0  # the most GPUs any step asks for at once (the money check's GPUs)
     stop: tuple[str, ...] = ()
+    summary: str = ""  # what the apply confirmation states besides the objects (Something else: image, command)
 
     def all_docs(self, include_optional: bool = False) -> list[dict]:
         return [d for s in self.steps if include_optional or not s.optional for d in s.docs]
@@ -161,6 +162,26 @@ def gpus_of(docs, vendor: str) -> int:
 
 # ---- Something else ------------------------------------------------------------------------------
 
+MAX_NODES = 64  # nodes one Job may ask for: the contract states no cluster size, so a sane maximum; more is a typo
+
+
+def parse_count(text: str, what: str) -> int:
+    """A whole number a person typed (nodes, GPUs per pod): ASCII digits only, nothing read another way
+    ('٣', '1_0', '+2', '8e22' are refused, not reinterpreted). The bounds are ``custom_job``'s."""
+    t = str(text).strip()
+    if not re.fullmatch(r"[0-9]+", t):
+        shown = repr(t if len(t) <= 20 else t[:20] + "…")
+        raise ValueError(f"{what}: {shown} is not a whole number; type digits 0-9, like 1")
+    if len(t.lstrip("0")) > 6:  # no arithmetic on a paste of 10 kB of digits; custom_job says the bound
+        return 10 ** 6
+    return int(t)
+
+
+def _control(text: str) -> bool:
+    """A character a terminal or sh would not show as itself (newlines, escapes); a tab is allowed."""
+    return any(ord(ch) < 32 and ch != "\t" or 0x7f <= ord(ch) < 0xa0 or ch in "\u2028\u2029" for ch in text)
+
+
 @dataclass
 class CustomJob:
     image: str
@@ -178,21 +199,28 @@ def custom_job(job: CustomJob, cluster) -> dict:
     image, command, name = job.image.strip(), job.command.strip(), job.name.strip()
     if not image:
         errors.append("the image is empty")
-    elif any(ch.isspace() for ch in image):
-        errors.append("the image name cannot contain spaces")
+    elif any(ch.isspace() or _control(ch) for ch in image):
+        errors.append("the image name cannot contain spaces or control characters")
     if not command:
         errors.append("the command is empty")
+    elif _control(command):
+        errors.append("the command has a line break or control character: type it as one line (sh -c runs it)")
     if not NAME_RE.match(name or ""):
         errors.append("the job name must be lowercase letters, digits and '-' (at most 63)")
-    if not isinstance(job.nodes, int) or job.nodes < 1 or job.nodes > 64:
-        errors.append("nodes must be a whole number from 1 to 64")
+    if type(job.nodes) is not int or job.nodes < 1 or job.nodes > MAX_NODES:
+        errors.append(f"nodes must be a whole number from 1 to {MAX_NODES}")
     gpn = cluster.gpus_per_node
     gpus = job.gpus_per_pod if job.gpus_per_pod is not None else gpn
-    if gpus % gpn and not cluster.reservation_packing:
+    if type(gpus) is not int:
+        errors.append("GPUs per pod must be a whole number")
+    elif gpus < 1:
+        errors.append("a GPU job asks for at least one GPU")
+    elif gpus > gpn:  # a pod runs on one node: more never schedules (and would be bid for in vain)
+        errors.append(f"{gpus} GPUs per pod is more than a node holds: a pod runs on one node of {gpn} GPUs "
+                      f"(for more, ask for more nodes)")
+    elif gpus % gpn and not cluster.reservation_packing:
         errors.append(f"{gpus} GPUs is a partial node: every pod must ask for a multiple of {gpn} GPUs "
                       f"(only a cluster with reservation packing takes fewer)")
-    if gpus < 1:
-        errors.append("a GPU job asks for at least one GPU")
     if errors:
         raise ValueError("; ".join(errors))
     res = f"{cluster.gpu_vendor}.com/gpu"
@@ -225,11 +253,15 @@ def custom_job(job: CustomJob, cluster) -> dict:
 def custom_plan(job: CustomJob, cluster) -> Plan:
     doc = custom_job(job, cluster)
     text = yaml.safe_dump(doc, sort_keys=False)
+    c = doc["spec"]["template"]["spec"]["containers"][0]
+    nodes, gpus = doc["spec"].get("parallelism", 1), c["resources"]["limits"][f"{cluster.gpu_vendor}.com/gpu"]
+    summary = (f"Image: {c['image']}\nCommand (sh -c, exactly): {c['command'][2]}\n"
+               f"{nodes} pod{'s' if nodes > 1 else ''} × {gpus} GPUs")
     return Plan("something-else", "Something else", (PlanStep("my-job", "Your container as one Job",
                                                              f"{doc['metadata']['name']}.yaml", "", "", text,
                                                              (doc,)),),
                 gpus=gpus_of([doc], cluster.gpu_vendor),
-                stop=(f"kubectl --context {cluster.name} delete job {doc['metadata']['name']}",))
+                stop=(f"kubectl --context {cluster.name} delete job {doc['metadata']['name']}",), summary=summary)
 
 
 # ---- the money check -----------------------------------------------------------------------------
@@ -277,15 +309,17 @@ def judge_ceiling(ceiling: int, ladder, nodes_needed: int) -> CeilingVerdict:
 
 
 def bid_confirmation(cluster: str, ceiling: int, gpus: int, assessed: Optional[int]) -> str:
+    """The question before ``PUT /api/k8s/bid``: the figure in it is exactly the one sent (``fmt_price`` never
+    rounds a price)."""
     per_hour = cost_ucredits(ceiling, gpus, 1)
     now = f" (winners are assessed {fmt_price(assessed)} now)" if assessed else ""
     return (f"Set a limit price of {fmt_price(ceiling)} on {cluster}?\n\n"
-            f"For {gpus} GPUs that is at most {fmt_usd(per_hour)} per hour; you pay the assessed price, "
+            f"For {gpus} GPUs that is at most {fmt_usd(per_hour, exact=True)} per hour; you pay the assessed price, "
             f"never more than your limit{now}.\n\n"
             f"The limit stands until you withdraw it (Lease screen, w): it keeps pulling nodes for any GPU job "
             f"you apply later.")
 
 
 __all__ = ["fit", "for_kind", "resolve", "Plan", "PlanStep", "NotOffered", "custom_job", "custom_plan",
-           "CustomJob", "money_check", "judge_ceiling", "bid_confirmation", "gpus_of", "parse_manifests",
-           "COVER_HOURS"]
+           "CustomJob", "parse_count", "MAX_NODES", "money_check", "judge_ceiling", "bid_confirmation", "gpus_of",
+           "parse_manifests", "COVER_HOURS"]

@@ -55,3 +55,36 @@ async def test_other_bindings_and_enter_still_work():
     value, submitted = await _burst(Field, [("home", None), ("2", "2"), ("end", None), ("3", "3"), ("left", None),
                                             ("delete", None), ("enter", None)])
     assert value == "21" and submitted == ["21"]  # Enter submits once, not twice
+
+
+async def _paste(cls: type[Input], text: str) -> tuple[str, list[str]]:
+    """Paste ``text`` at the end of "1": the field's value, and the notifications shown."""
+    app = FieldApp(cls)
+    async with app.run_test() as pilot:
+        f = app.query_one("#f", Input)
+        f.focus()
+        await pilot.pause()
+        f.cursor_position = len(f.value)
+        f.post_message(events.Paste(text))
+        await pilot.pause()
+        await pilot.pause()
+        return f.value, [n.message for n in app._notifications]
+
+
+SCRIPT = "set -e\n" + "python train.py --epochs 3\n" * 400 + "rm -rf /scratch/run\n"  # ~10 kB, 402 lines
+
+
+async def test_a_multi_line_paste_is_refused_with_a_reason():
+    value, notes = await _paste(Field, SCRIPT)
+    assert value == "1"  # nothing new in the field: not the first line, not anything
+    assert any("Paste refused: it has 402 lines, and this field takes one line" in n for n in notes)
+
+
+async def test_one_line_pastes_even_copied_with_its_line_break():
+    assert await _paste(Field, ".25\n") == ("1.25", [])
+    assert await _paste(Field, "\r\n") == ("1", [])
+
+
+async def test_textual_input_alone_keeps_the_first_line_silently():
+    # What the refusal is for: Textual 8.2.8's Input pastes the first line and says nothing.
+    assert await _paste(Input, SCRIPT) == ("1set -e", [])

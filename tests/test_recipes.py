@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, strategies as st
 from pydantic import SecretStr
 
 from ncui import recipes as R
@@ -77,11 +80,55 @@ def test_something_else_skeleton():
     (R.CustomJob("img", "cmd", 0), "nodes must be"),
     (R.CustomJob("img", "cmd", name="My_Job"), "job name"),
     (R.CustomJob("img", "cmd", gpus_per_pod=4), "partial node"),
+    (R.CustomJob("img", "cmd", gpus_per_pod=16), "more than a node holds: a pod runs on one node of 8 GPUs"),
+    (R.CustomJob("img", "cmd", gpus_per_pod=8 * 10 ** 22), "more than a node holds"),
+    (R.CustomJob("img", "cmd", 65), "nodes must be a whole number from 1 to 64"),
+    (R.CustomJob("img", "cmd", True), "nodes must be"),
+    (R.CustomJob("img", "python a.py\nrm -rf /data"), "line break or control character"),
+    (R.CustomJob("img", "echo \x1b[2Jhi"), "line break or control character"),
+    (R.CustomJob("img\x1b[31m", "cmd"), "control characters"),
 ])
 def test_something_else_refuses_with_a_reason(job, why):
     with pytest.raises(ValueError) as ei:
         R.custom_job(job, H100)
     assert why in str(ei.value)
+
+
+def test_the_something_else_summary_states_the_image_and_the_whole_command():
+    command = "python train.py " + " ".join(f"--opt{i}=x" for i in range(400))  # a long command, one line
+    plan = R.custom_plan(R.CustomJob("ghcr.io/me/train:1", command, 2), H100)
+    assert "Image: ghcr.io/me/train:1" in plan.summary
+    assert f"Command (sh -c, exactly): {command}\n" in plan.summary  # whole, never cut
+    assert "2 pods × 8 GPUs" in plan.summary
+
+
+@pytest.mark.parametrize("text,n", [("1", 1), (" 2 ", 2), ("08", 8), ("9" * 50, 10 ** 6)])
+def test_counts_typed(text, n):
+    assert R.parse_count(text, "nodes") == n
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "٣", "1_0", "+2", "-1", "8e22", "1.0", "2 3", "0x8", "inf"])
+def test_counts_typed_otherwise_are_refused_with_what_to_type(bad):
+    with pytest.raises(ValueError) as ei:
+        R.parse_count(bad, "GPUs per pod")
+    assert str(ei.value).startswith("GPUs per pod: ") and "type digits 0-9, like 1" in str(ei.value)
+
+
+@given(st.text(alphabet=st.sampled_from("0123456789 _+-e.٣x"), max_size=10) | st.text(max_size=8))
+def test_counts_grammar(text):
+    """A count is accepted iff ASCII digits; custom_job then takes it iff it fits the cluster."""
+    try:
+        n = R.parse_count(text, "nodes")
+    except ValueError:
+        assert not re.fullmatch(r"[0-9]+", text.strip())
+        return
+    assert re.fullmatch(r"[0-9]+", text.strip()) and n == min(int(text), 10 ** 6)
+    try:
+        R.custom_job(R.CustomJob("img", "cmd", n), H100)
+    except ValueError as e:
+        assert not 1 <= n <= R.MAX_NODES and "nodes must be a whole number from 1 to 64" in str(e)
+    else:
+        assert 1 <= n <= R.MAX_NODES
 
 
 def test_partial_node_allowed_with_reservation_packing():
@@ -97,6 +144,10 @@ def test_money_check_and_ceiling_verdicts():
     assert "top up $37.90 on the console's Billing page" in short.sentence
     cannot = R.money_check(8, 5_000_000, 42_100_000, False)
     assert "cannot buy credits" in cannot.sentence
+    finer = R.money_check(1, 4_105_000, 100_000_000, True)  # a standing limit set finer than cents
+    assert "1 GPUs × $4.105 × 2 h = $8.21" in finer.sentence  # not "$4.10 × 2 h = $8.21"
+    ask = R.bid_confirmation("halcyon", 4_105_000, 1, None)
+    assert "limit price of $4.105/GPU-h" in ask and "at most $4.105 per hour" in ask
 
     ladder = m.Ladder(gpu_model="H100", gpus_per_node=8, as_of="2026-11-02T09:00:00Z",
                       rungs=[m.LadderRung(nodes=1, price_per_gpu_hour=3.4),

@@ -93,16 +93,8 @@ class FlowsMixin:
 
         def build(image, command, nodes_text, name, tolerant, gpus_text=""):
             try:
-                nodes = int(str(nodes_text).strip())
-            except ValueError:
-                return None, f"nodes: {str(nodes_text)[:10]!r} is not a whole number"
-            gpus = None
-            if str(gpus_text).strip():
-                try:
-                    gpus = int(str(gpus_text).strip())
-                except ValueError:
-                    return None, f"GPUs per pod: {str(gpus_text)[:10]!r} is not a whole number"
-            try:
+                nodes = R.parse_count(nodes_text, "nodes")
+                gpus = R.parse_count(gpus_text, "GPUs per pod") if str(gpus_text).strip() else None
                 plan = R.custom_plan(R.CustomJob(image, command, nodes, name, gpus_per_pod=gpus,
                                                  reclaim_tolerant=tolerant), cluster)
             except ValueError as e:
@@ -199,7 +191,8 @@ class FlowsMixin:
         yes = await self.push_screen_wait(ConfirmModal(
             f"Apply {plan.title}?",
             (preface + "\n\n" if preface else "") +
-            f"Create on {ref.name}, in order: {objects}.\nStop it later with: " + "; ".join(plan.stop),
+            f"Create on {ref.name}, in order: {objects}.\n" + (plan.summary + "\n" if plan.summary else "") +
+            "Stop it later with: " + "; ".join(plan.stop),
             yes="Apply", no="Cancel"))
         if not yes:
             self.notify("Nothing was applied.")
@@ -303,9 +296,7 @@ class FlowsMixin:
                      ("green" if m.ok else "bold red", ("✓ " if m.ok else "✗ ") + m.sentence)]
             return v.ok and m.ok, lines
 
-        prefill = f"{standing / 1e6:.2f}" if standing else ""
-
-        return await self.push_screen_wait(CeilingModal("Your ceiling", context, judge, prefill))
+        return await self.push_screen_wait(CeilingModal("Your ceiling", context, judge, standing))
 
     # ---- the cluster's API ----------------------------------------------------------------------
 

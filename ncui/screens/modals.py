@@ -8,6 +8,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from ..money import CENT, dollars_text, fmt_price, parse_dollars
+
 
 def reflow(text: str) -> str:
     """Join hard-wrapped lines into paragraphs; a line starting with • starts a new item."""
@@ -58,7 +60,7 @@ class ConfirmModal(ModalScreen[bool]):
     ConfirmModal { align: center middle; }
     ConfirmModal > Vertical { width: 90%; max-width: 80; height: auto; max-height: 100%; border: thick $warning;
                               background: $surface; padding: 1 2; }
-    ConfirmModal VerticalScroll { height: auto; max-height: 16; }
+    ConfirmModal VerticalScroll { height: auto; max-height: 60vh; }
     ConfirmModal Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
     ConfirmModal Button { margin-left: 2; }
     ConfirmModal #enter { color: $text-muted; text-align: right; }
@@ -72,7 +74,7 @@ class ConfirmModal(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"[b]{self.title_text}[/b]", markup=True)
-            with VerticalScroll():
+            with VerticalScroll():  # a long body (a whole command) scrolls; the question stays on screen
                 yield Static(self.body, markup=False)
             with Horizontal():
                 yield Button(f"{self.no} (n, Esc)", id="no", variant="default")
@@ -143,6 +145,9 @@ class CeilingModal(ModalScreen["int | None"]):
     """Ask for the ceiling (never assumed): the most the human will pay per GPU hour.
 
     Judges it live against the ladder and the balance; returns micro-credits, or None when cancelled.
+    What is typed is read strictly (``money.parse_dollars``: dollars and cents), so the figure judged, confirmed
+    and sent is the figure typed. A standing limit is prefilled exactly as it stands; one finer than cents
+    (set by another client, e.g. $4.105) is said so, and is accepted only exactly as it stands.
     """
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -155,9 +160,10 @@ class CeilingModal(ModalScreen["int | None"]):
     CeilingModal Button { margin-left: 2; }
     """
 
-    def __init__(self, title: str, context: str, judge, prefill: str = "") -> None:
+    def __init__(self, title: str, context: str, judge, standing: int = 0) -> None:
         super().__init__()
-        self.title_text, self.context, self.judge, self.prefill = title, context, judge, prefill
+        self.title_text, self.context, self.judge, self.standing = title, context, judge, standing
+        self.prefill = dollars_text(standing) if standing else ""
         self.value: "int | None" = None
 
     def compose(self) -> ComposeResult:
@@ -167,6 +173,9 @@ class CeilingModal(ModalScreen["int | None"]):
             yield Static(f"[b]{self.title_text}[/b]", markup=True)
             yield Static(self.context, markup=False)
             yield Field(value=self.prefill, placeholder="e.g. 4.10", id="ceiling")
+            if self.standing % CENT:
+                yield Static(f"Your standing limit, {fmt_price(self.standing)}, is finer than cents: keep it "
+                             "exactly as it stands, or type dollars and cents.", id="finer", markup=False)
             yield Static("", id="verdict")
             with Horizontal():
                 yield Button("Cancel (Esc)", id="cancel")
@@ -188,15 +197,13 @@ class CeilingModal(ModalScreen["int | None"]):
     def _judge(self, text: str):
         from rich.text import Text
 
-        from ..money import dollars_to_ucredits
-
         verdict = self.query_one("#verdict", Static)
         self.value = None
         if not text.strip():
             verdict.update(Text("Type the most you will pay per GPU hour, in dollars.", style="dim"))
             return None
         try:
-            value = dollars_to_ucredits(text)
+            value = parse_dollars(text, keep=self.standing or None)
         except ValueError as e:
             verdict.update(Text(f"✗ {e}", style="bold red"))
             return None

@@ -4,6 +4,10 @@ Textual 8.2.8's ``Input`` inserts a printable key as it comes, but a key it has 
 delete, ←/→, home, end, ctrl+u…) bubbles up to the app first, which runs the binding later: a burst of keys,
 as an ssh session delivers them, then lands out of order ("1", then backspace 4 . 5 gives "14.", not "4.5").
 In a field where a person types a price that is no small thing. ``Field`` runs its own bindings at once.
+
+A paste of several lines is refused with a reason, field unchanged: Input keeps the first line silently, and a
+10 kB script pasted into Command became a 26-character command that was applied. One trailing line break (a
+line copied whole) is not a second line.
 """
 
 from __future__ import annotations
@@ -23,3 +27,14 @@ class Field(Input):
             event.stop()
             event.prevent_default()  # not Input's handler, and no bubbling to the app's binding check
             await self.run_action(bindings[0].action)
+
+    def _on_paste(self, event: events.Paste) -> None:
+        lines = event.text.rstrip("\r\n").splitlines()
+        if len(lines) > 1:
+            event.stop()
+            event.prevent_default()  # not Input's handler, which would keep the first line
+            self.app.bell()
+            self.notify(f"Paste refused: it has {len(lines)} lines, and this field takes one line. Nothing was "
+                        "pasted; paste a single line.", severity="warning", timeout=10)
+            return
+        # else Input's own handler pastes it: the one line, without the trailing line break
