@@ -62,8 +62,9 @@ def plan_sentence(gpus: int, ceiling: int, balance: int, purchases: bool, *,
     if balance >= need:
         return f"{head}; you have {fmt_usd(balance)}: covered.", 0
     short = need - balance
-    where = ("top up " + fmt_usd(short) + " on the console's Billing page" if purchases else
-             "ask your organization's admin to add " + fmt_usd(short) + " (this account cannot buy credits)")
+    topup = fmt_usd(-(-short // 10_000) * 10_000)  # up to the cent: a top-up of the figure shown always covers
+    where = ("top up " + topup + " on the console's Billing page" if purchases else
+             "ask your organization's admin to add " + topup + " (this account cannot buy credits)")
     return f"{head}; you have {fmt_usd(balance)}; {where}.", short
 
 

@@ -114,3 +114,13 @@ def test_unknown_fields_are_accepted():
     who = m.Whoami.model_validate({"user": {"id": "u", "email": "e"}, "org_id": "o", "org_name": "n",
                                    "org_kind": "research", "clusters": [], "new_field": 1})
     assert who.org_name == "n"
+
+
+def test_a_top_up_shown_always_covers():
+    from ncui.formatting import plan_sentence
+
+    # 8 GPUs × $4.105 × 2 h = $65.68 exactly; with $65.675 held, $0.005 is short: the top-up shown is a cent
+    sentence, short = plan_sentence(8, 4_105_000, 65_675_000, True)
+    assert short == 5_000 and "top up $0.01 on" in sentence
+    sentence, short = plan_sentence(8, 4_105_000, 65_665_000, True)  # $0.015 short: $0.02, never $0.01
+    assert short == 15_000 and "top up $0.02 on" in sentence
