@@ -79,7 +79,11 @@ async def test_the_price_confirmed_is_the_price_sent(sim):
         await until(pilot, lambda: "Apply Train nanoGPT?" in screen_text(app), what="the apply question")
         assert world.main_org.k8s["halcyon"].bid == 4_170_000
         await pilot.press("n")
+        # nothing applied: the limit just set is offered back; withdrawing it sends 0
+        await until(pilot, lambda: "Keep the limit price you just set?" in screen_text(app))
+        assert await confirm_and_check_sent(pilot, app, sent, "You set", expect_sent=Decimal(0)) == Decimal("4.17")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
+        assert world.main_org.k8s["halcyon"].bid == 0
 
 
 async def test_a_standing_limit_finer_than_cents_is_shown_and_prefilled_exactly(sim):
@@ -107,7 +111,11 @@ async def test_a_standing_limit_finer_than_cents_is_shown_and_prefilled_exactly(
         await until(pilot, lambda: "Apply Train nanoGPT?" in screen_text(app), what="the apply question")
         assert "Limit price $4.20/GPU-h stands on halcyon." in screen_text(app)
         await pilot.press("n")
+        # nothing applied: putting back the earlier limit sends it exactly as it stood
+        await until(pilot, lambda: "Keep the limit price you just set?" in screen_text(app))
+        assert await confirm_and_check_sent(pilot, app, sent, "earlier limit of") == Decimal("4.105")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
+        assert sim.world.main_org.k8s["halcyon"].bid == 4_105_000
         # The withdrawal states the limit it withdraws (exactly what the box holds) and sends 0.
         await put_bid(sim, 4.105)
         app.pollers.refresh("bid")
