@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from typing import Callable, Iterator
 
 import pytest
+from hypothesis import settings
 
 from ncui.api.client import NCClient
 from ncui.config import Endpoints
@@ -15,6 +16,11 @@ from ncui.sim.world import World
 from pydantic import SecretStr
 
 START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
+
+# Property tests keep no example database in the work tree (a test run leaves `git status` clean); the
+# examples they find are printed when they fail, and `derandomize` makes every run try the same ones.
+settings.register_profile("ncui", database=None, derandomize=True, deadline=None)
+settings.load_profile("ncui")
 
 
 def make_world(scenario: str = "k8s-market", *, seed: int = 7, speed: float = 0.0, **kw) -> World:
