@@ -229,7 +229,7 @@ class FlowsMixin:
                 await kube.list("nodes")
                 break
             except NotSignedIn as e:
-                if not await self.sign_in_flow(link=e.link):
+                if not await self.sign_in_flow(link=e.link, kube=kube):
                     await kube.aclose()
                     return None
             except KubeError as e:
