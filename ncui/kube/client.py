@@ -253,15 +253,18 @@ class KubeClient:
             res = await session.run_plugin(self._spec)
             if not res.signed_in or res.token is None:
                 self._token = None
-                if check and not self.gate.is_open:
+                link = res.link or self.gate.link  # the plugin prints a link once per caller: keep the one given
+                if not link:  # no link at all: the plugin failed (it says why)
+                    why = res.message[:200] or "the sign-in plugin gave no credential and no link"
+                elif check and not self.gate.is_open:
                     why = ""  # still waiting: the reason given stands
                 elif self._generation == 0:
                     why = "not signed in yet"
                 elif stale_generation is not None and not check:  # an idle day, a revoked token
-                    why = "the cluster no longer accepts the sign-in (it answered 401: an idle day ends it, or it was revoked)"
+                    why = ("the cluster no longer accepts the sign-in (it answered 401: a day idle ends it, "
+                           "or a revocation)")
                 else:
                     why = "the sign-in expired"
-                link = res.link or self.gate.link  # the plugin prints a link once per caller: keep the one given
                 self.gate.close(link, why)
                 raise NotSignedIn(link, res.message)
             self._token = res.token
