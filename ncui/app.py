@@ -284,7 +284,9 @@ class NCApp(FlowsMixin, App):
         while not closed.is_set():
             if await wait_event(closed, 2.0):
                 break
-            if in_use and kube is not self._kube:  # another cluster now: its own sign-in
+            if in_use and (kube is not self._kube or self._kube_for != ref.name):  # another cluster now
+                if self.screen is modal:
+                    modal.dismiss(False)
                 return False
             result = await attempt()
             if result.signed_in:

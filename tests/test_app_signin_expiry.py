@@ -53,6 +53,7 @@ async def test_an_idle_day_shows_the_new_link_in_place_and_approving_it_resumes(
         await until(pilot, lambda: not isinstance(app.screen, SignInModal))
         text = screen_text(app)
         assert "sign-in expired: approve the new link" in text and "signed in ✓" not in text
+        assert await app.kube_client() is None  # a flow that needs the cluster (apply) is told, not failed silently
         await pilot.press("s")  # s shows the same link again
         await until(pilot, lambda: isinstance(app.screen, SignInModal), what="the link again")
         assert app.screen.link == link

@@ -217,6 +217,10 @@ class FlowsMixin:
         if ref is None or ref.kind != "kubernetes":
             return None
         if self._kube is not None and self._kube_for == ref.name:
+            if not self._kube.gate.is_open:  # its sign-in expired: the link is up (s shows it again)
+                self.notify(f"The sign-in to {ref.name} expired: approve the new link (s shows it), then try "
+                            "again.", severity="warning", timeout=10)
+                return None
             return self._kube
         try:
             text = await self.backend.nc.kubeconfig(ref.name)
