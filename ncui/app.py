@@ -297,11 +297,16 @@ class NCApp(FlowsMixin, App):
                         exit_on_error=False)
 
     async def _signin_then_connect(self) -> None:
-        if await self.sign_in_flow(announce=True):
+        ref = self.store.meta.get("cluster")
+        kube = self._kube if ref is not None and self._kube_for == ref.name else None  # its sign-in, checked again
+        if await self.sign_in_flow(announce=True, kube=kube):
             await self.kube_client()
 
-    async def sign_in_flow(self, announce: bool = False, link: Optional[str] = None) -> bool:
-        """Run the kubeconfig's sign-in plugin as kubectl would; show its link until it is approved."""
+    async def sign_in_flow(self, announce: bool = False, link: Optional[str] = None, kube=None) -> bool:
+        """Run the kubeconfig's sign-in plugin as kubectl would (through ``kube``, a KubeClient, when given:
+        its gate opens on approval); show its link until it is approved. When ``kube`` is the client in use,
+        the watches and the log follower wait on this sign-in: closing the link's window leaves it to the
+        SignInKeeper to notice the approval."""
         import asyncio
 
         from .backoff import wait_event
@@ -312,14 +317,20 @@ class NCApp(FlowsMixin, App):
         if ref is None or ref.kind != "kubernetes" or self.backend is None or self.backend.nc is None:
             self.notify("kubectl sign-in is for a Kubernetes cluster.")
             return False
-        self.store.set("kube_signin", "checking")
-        try:
-            spec = exec_spec(await self.backend.nc.kubeconfig(ref.name))
-        except (NCError, ValueError) as e:
-            self.store.fail("kube_signin", f"Cannot sign in: {e}")
-            self.notify(f"Cannot sign in: {e}", severity="error", timeout=8)
-            return False
-        result = await run_plugin(spec)
+        in_use = kube is not None and kube is self._kube
+        if not (in_use and not kube.gate.is_open):  # (an expired sign-in stays "expired" until approved)
+            self.store.set("kube_signin", "checking")
+        if kube is not None:
+            attempt = kube.check_sign_in
+        else:
+            try:
+                spec = exec_spec(await self.backend.nc.kubeconfig(ref.name))
+            except (NCError, ValueError) as e:
+                self.store.fail("kube_signin", f"Cannot sign in: {e}")
+                self.notify(f"Cannot sign in: {e}", severity="error", timeout=8)
+                return False
+            attempt = lambda: run_plugin(spec)  # noqa: E731
+        result = await attempt()
         if result.signed_in:
             self.store.set("kube_signin", "signed in")
             if announce:
@@ -333,30 +344,41 @@ class NCApp(FlowsMixin, App):
             self.store.fail("kube_signin", result.message or "the sign-in plugin gave no link")
             self.notify(f"Sign-in failed: {result.message[:200]}", severity="error", timeout=10)
             return False
-        self.store.set("kube_signin", "waiting for approval")
+        self.store.set("kube_signin", "expired" if in_use else "waiting for approval")
         closed = asyncio.Event()
-        modal = SignInModal(ref.name, result.link)
+        modal = SignInModal(ref.name, result.link, reason=kube.gate.reason if in_use else "")
         await self.push_screen(modal, callback=lambda _ok: closed.set())
         link = result.link
         while not closed.is_set():
             if await wait_event(closed, 2.0):
                 break
-            result = await run_plugin(spec)
+            if in_use and (kube is not self._kube or self._kube_for != ref.name):  # another cluster now
+                if self.screen is modal:
+                    modal.dismiss(False)
+                return False
+            result = await attempt()
             if result.signed_in:
                 self.store.set("kube_signin", "signed in")
-                if not closed.is_set():
+                if not closed.is_set() and self.screen is modal:
                     modal.dismiss(True)
-                self.notify(f"Signed in: kubectl --context {ref.name} now works silently.")
+                self.notify(f"Signed in: kubectl --context {ref.name} now works silently."
+                            + (" The watches and the log resume where they stopped." if in_use else ""))
                 return True
             if result.link and result.link != link:
                 link = result.link
                 modal.new_link(link)
+        if in_use:
+            self.notify("The sign-in link stays valid: approve it and ncui resumes by itself (s shows it again).",
+                        timeout=8)
+            return False
         self.store.set("kube_signin", "not signed in")
         self.notify("Sign-in goes on in the background: approve the link, then press s again.", timeout=8)
         return False
 
     def start_watchers(self, kube) -> None:
-        """Watch the cluster's objects into the store (pods, jobs, deployments, nodes)."""
+        """Watch the cluster's objects into the store (pods, jobs, deployments, nodes), and whether the
+        cluster still accepts the sign-in."""
+        from .kube.gate import SignInKeeper
         from .kube.watch import ResourceWatcher
 
         self.stop_watchers()
@@ -366,6 +388,23 @@ class NCApp(FlowsMixin, App):
                                 on_error=lambda msg, n=slice_name: self.store.fail(n, msg))
             self._watchers.append(w)
             self.run_worker(w.run, name=f"watch-{kind}", group="watch", exit_on_error=False)
+        keeper = SignInKeeper(kube, on_change=lambda gate: self._on_signin_gate(kube, gate))
+        self._watchers.append(keeper)
+        self.run_worker(keeper.run, name="signin-keeper", group="watch", exit_on_error=False)  # (no coroutine
+        # made before it runs: quitting first leaves none un-awaited)
+
+    def _on_signin_gate(self, kube, gate) -> None:
+        """The cluster stopped accepting the sign-in (or its link changed, or it accepts it again): say so
+        where the human is, with the new link (one sign-in flow at a time)."""
+        if kube is not self._kube:
+            return
+        if gate.is_open:
+            self.store.set("kube_signin", "signed in")
+            return
+        self.store.set("kube_signin", "expired")
+        if not any(w.group == "signin" and not w.is_finished for w in self.workers):
+            self.run_worker(partial(self.sign_in_flow, link=gate.link, kube=kube), name="signin", group="signin",
+                            exclusive=True, exit_on_error=False)
 
     def stop_watchers(self) -> None:
         for w in self._watchers:

@@ -26,6 +26,7 @@ import yaml
 from pydantic import SecretStr
 
 from . import session
+from .gate import SignInGate
 from .linestream import LineStream, Lines, StreamFailed
 from .status import parse_time
 
@@ -199,6 +200,7 @@ class KubeClient:
         self._expires: float = 0.0  # time.time() at which the credential expires
         self._generation = 0  # bumps on every new credential
         self._lock = asyncio.Lock()
+        self.gate = SignInGate()  # closed while the cluster refuses the sign-in and a link waits for approval
         self.plugin_runs = 0  # how often the sign-in plugin ran (tests and the status line)
         self._timeout = timeout
         self._verify = verify
@@ -233,31 +235,65 @@ class KubeClient:
 
     # ---- credentials ------------------------------------------------------------------------------
 
-    async def _credential(self, stale_generation: Optional[int] = None) -> tuple[str, int]:
+    async def _credential(self, stale_generation: Optional[int] = None, check: bool = False) -> tuple[str, int]:
         """The bearer token and its generation; runs the plugin when there is none, it expired, or the
-        server refused generation ``stale_generation``."""
+        server refused generation ``stale_generation``. Without a credential it closes the gate; while the
+        gate is closed after a sign-in that held, only ``check`` (a sign-in flow polling for the approval)
+        runs the plugin: any other caller is told at once (watchers and followers then wait on the gate)."""
         async with self._lock:
             fresh = self._token is not None and time.time() < self._expires - REFRESH_MARGIN
             if fresh and stale_generation != self._generation:
                 return self._token.get_secret_value(), self._generation  # type: ignore[union-attr]
+            if not self.gate.is_open and not check and self._generation:
+                raise NotSignedIn(self.gate.link, self.gate.reason)
             if self._spec is None:
+                self.gate.close(None, "the kubeconfig has no sign-in plugin")
                 raise NotSignedIn(None, "the kubeconfig has no sign-in plugin")
             self.plugin_runs += 1
             res = await session.run_plugin(self._spec)
             if not res.signed_in or res.token is None:
                 self._token = None
-                raise NotSignedIn(res.link, res.message)
+                link = res.link or self.gate.link  # the plugin prints a link once per caller: keep the one given
+                if not link:  # no link at all: the plugin failed (it says why)
+                    why = res.message[:200] or "the sign-in plugin gave no credential and no link"
+                elif check and not self.gate.is_open:
+                    why = ""  # still waiting: the reason given stands
+                elif self._generation == 0:
+                    why = "not signed in yet"
+                elif stale_generation is not None and not check:  # an idle day, a revoked token
+                    why = ("the cluster no longer accepts the sign-in (it answered 401: a day idle ends it, "
+                           "or a revocation)")
+                else:
+                    why = "the sign-in expired"
+                self.gate.close(link, why)
+                raise NotSignedIn(link, res.message)
             self._token = res.token
             try:
                 self._expires = parse_time(res.expires).timestamp() if res.expires else time.time() + 600
             except ValueError:
                 self._expires = time.time() + 600
             self._generation += 1
+            self.gate.open()
             return self._token.get_secret_value(), self._generation
 
     def forget_credential(self) -> None:
         """Drop the in-memory token (the next request runs the plugin again)."""
         self._token = None
+
+    async def check_sign_in(self) -> session.SigninResult:
+        """Run the sign-in plugin now, even while the gate is closed: signed in (the gate opens), or not with
+        the link to approve. Never the token."""
+        try:
+            await self._credential(self._generation, check=True)
+        except NotSignedIn as e:
+            return session.SigninResult(False, e.link, e.message)
+        return session.SigninResult(True)
+
+    async def probe(self) -> None:
+        """One small request: does the cluster still accept the sign-in? (A 401 closes the gate.)"""
+        r = await self._request("GET", "/api")
+        if r.status_code >= 400:
+            raise self._error(r)
 
     # ---- requests ---------------------------------------------------------------------------------
 

@@ -339,7 +339,12 @@ class LogFollower(RetryLoop):
         failures = 0
         terminated_at_open = False
         try:
-            pod, name = await self._container()
+            while True:
+                try:
+                    pod, name = await self._container()
+                    break
+                except NotSignedIn as e:
+                    await self._signed_out(e)
             if pod is None:
                 self._end("the pod is gone")
                 return
@@ -375,11 +380,8 @@ class LogFollower(RetryLoop):
                         await gen.aclose()
                     dropped = False
                     empty = not got
-                except NotSignedIn as e:
-                    self.error = str(e)
-                    self._say("not signed in")
-                    failures += 1
-                    await self._sleep(failures)
+                except NotSignedIn as e:  # wait for the approval, then resume from the last timestamp
+                    await self._signed_out(e)
                     continue
                 except KubeError as e:
                     if e.status == 404:
@@ -426,6 +428,11 @@ class LogFollower(RetryLoop):
             self._flush()
             if self._flusher is not None:
                 self._flusher.cancel()
+
+    async def _signed_out(self, e: NotSignedIn) -> None:
+        self.error = str(e)
+        self._say("not signed in")
+        await self.client.gate.wait_open()
 
     def _end(self, reason: str) -> None:
         self._flush()

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Callable, Mapping, Optional
 
 from ..backoff import RetryLoop
-from .client import Gone, KubeClient, KubeError
+from .client import Gone, KubeClient, KubeError, NotSignedIn
 
 __all__ = ["ResourceWatcher"]
 
@@ -87,6 +87,9 @@ class ResourceWatcher(RetryLoop):
                     continue  # history compacted: list again at once
                 except asyncio.CancelledError:
                     raise
+                except NotSignedIn as e:  # no retries: wait for the approval, then list what changed meanwhile
+                    self._fail(str(e))
+                    await self.client.gate.wait_open()
                 except KubeError as e:
                     failures += 1
                     self._fail(str(e))

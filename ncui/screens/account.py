@@ -69,6 +69,8 @@ Who the token belongs to, your organization's clusters and its money.
                 state = self.store.get("kube_signin")
                 if state.value == "signed in":
                     t.append("signed in ✓", style="green")
+                elif state.value == "expired":
+                    t.append("sign-in expired: approve the new link (s shows it)", style="bold yellow")
                 elif state.error:
                     t.append(f"sign-in failed: {state.error[:60]}", style="red")
                 elif state.value in ("checking", "waiting for approval"):

@@ -308,6 +308,10 @@ class FlowsMixin:
         if ref is None or ref.kind != "kubernetes":
             return None
         if self._kube is not None and self._kube_for == ref.name:
+            if not self._kube.gate.is_open:  # its sign-in expired: the link is up (s shows it again)
+                self.notify(f"The sign-in to {ref.name} expired: approve the new link (s shows it), then try "
+                            "again.", severity="warning", timeout=10)
+                return None
             return self._kube
         try:
             text = await self.backend.nc.kubeconfig(ref.name)
@@ -320,7 +324,7 @@ class FlowsMixin:
                 await kube.list("nodes")
                 break
             except NotSignedIn as e:
-                if not await self.sign_in_flow(link=e.link):
+                if not await self.sign_in_flow(link=e.link, kube=kube):
                     await kube.aclose()
                     return None
             except KubeError as e:

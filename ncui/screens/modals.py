@@ -109,13 +109,17 @@ class SignInModal(ModalScreen[bool]):
     SignInModal #state { color: $text-muted; }
     """
 
-    def __init__(self, cluster: str, link: str) -> None:
+    def __init__(self, cluster: str, link: str, reason: str = "") -> None:
         super().__init__()
         self.cluster, self.link = cluster, link
+        self.reason = reason  # why a sign-in that held needs approving again ("" for a first sign-in)
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(f"[b]Sign in to {self.cluster}[/b]", markup=True)
+            yield Static(f"[b]Sign in to {self.cluster}{' again' if self.reason else ''}[/b]", markup=True)
+            if self.reason:
+                yield Static(f"{self.reason[:1].upper()}{self.reason[1:]}. The cluster's watches and the log wait "
+                             "for your approval, then resume where they stopped.", id="reason", markup=False)
             yield Static("Open this link in a browser and approve it. Only you can do this step; "
                          "ncui goes on by itself once you have.", markup=False)
             yield Static(self.link, id="link", markup=False)

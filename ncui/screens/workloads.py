@@ -59,7 +59,7 @@ def log_state(state: str, follower: LogFollower) -> str:
     if state == "resuming":
         return "log: the stream dropped; resuming where it stopped (no line lost or repeated)"
     if state == "not signed in":
-        return "log: not signed in to the cluster (s signs in)"
+        return "log: paused until the sign-in is approved, then resumes where it stopped (s shows the link)"
     if state == "ended" and follower.end_reason not in (None, "the container terminated", "previous log read"):
         return f"log ended: {follower.end_reason}"
     return ""

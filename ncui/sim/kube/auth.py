@@ -96,6 +96,13 @@ class Auth:
             return "expired_token", None
         return "authorization_pending", None
 
+    def revoke(self, cluster: str) -> int:
+        """End every session of ``cluster`` (a sim control): its tokens are refused from now on."""
+        gone = [h for h, s in self.sessions.items() if s.cluster == cluster]
+        for h in gone:
+            del self.sessions[h]
+        return len(gone)
+
     def cluster_of(self, token: str) -> Optional[str]:
         s = self.sessions.get(_h(token))
         return s.cluster if s else None

@@ -44,6 +44,7 @@ class Kube:
         self.closed = False
         self.streams = 0  # open watch and log-follow streams (tests check they end)
         self.log_cuts: list[int] = []  # sim fault: cut the next log-follow streams after N lines each
+        self.revocations = 0  # sim fault: a watch or log stream opened before a revocation ends
         self.floods: dict[tuple, Any] = {}  # benchmark floods' logs, built once (_FloodLog)
         self._last_tick = 0.0
         with world.lock:
@@ -672,12 +673,13 @@ async def _watch(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
     async def gen() -> AsyncIterator[bytes]:
         nonlocal rv
         deadline = time.monotonic() + timeout
+        revocations = kube.revocations
         if rv == 0:  # no resourceVersion: the current state as ADDED events, then changes
             items, rv = c.store.list(r.plural, ns)
             for o in items:
                 if matches(o, o["metadata"].get("namespace", "")):
                     yield encode("ADDED", o)
-        while not kube.closed and time.monotonic() < deadline:
+        while not kube.closed and time.monotonic() < deadline and kube.revocations == revocations:
             events = c.store.events_after(rv)
             if events is None:
                 yield to_json({"type": "ERROR", "object": {
@@ -765,6 +767,7 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
         return Response(data, media_type="text/plain")
 
     cut = kube.log_cuts.pop(0) if kube.log_cuts else None
+    revocations = kube.revocations
 
     async def gen() -> AsyncIterator[bytes]:
         sent = 0
@@ -792,7 +795,7 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
                 return all_lines, c.container_done(run, cname, now) or not run.alive
 
         while not finished and not kube.closed:
-            if limit is not None and sent >= limit:
+            if (limit is not None and sent >= limit) or kube.revocations != revocations:
                 return
             await asyncio.sleep(POLL * 2)
             all_lines, finished = await run_in_threadpool(more)
@@ -1124,7 +1127,22 @@ def _sim_routes(app: FastAPI, kube: Kube) -> None:
         kube.log_cuts.extend([n] * max(1, int(b.get("count", 1))))
         return JSONResponse({"log_cuts": list(kube.log_cuts)})
 
+    async def revoke(request: Request, cluster: str = "") -> Response:
+        """Refuse every token signed in to the cluster from now on (as an idle day does) and end the open
+        watch and log streams (of every cluster: the box has one API server), as a restart would: the
+        client's next request gets a 401."""
+        if not org_ok(request):
+            return denied()
+        c = cluster_of(cluster)
+
+        def go() -> int:
+            with world.lock:
+                kube.revocations += 1
+                return kube.auth.revoke(c.name)
+        return JSONResponse({"revoked": await run_in_threadpool(go)})
+
     app.add_api_route("/_sim/k8s/logcut", logcut, methods=["POST"], include_in_schema=False)
+    app.add_api_route("/_sim/k8s/revoke", revoke, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/reclaim", reclaim, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/compact", compact, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/tune", tune, methods=["POST"], include_in_schema=False)
