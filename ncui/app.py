@@ -198,6 +198,19 @@ class NCApp(FlowsMixin, App):
             self.pollers.refresh()
             self.notify("Refreshing…", timeout=1.5)
 
+    def on_worker_state_changed(self, event) -> None:
+        """The one handler for a worker that failed (workers run with exit_on_error=False): said on screen in
+        a sentence, logged in full; never a traceback in the human's face, never silently gone."""
+        from textual.worker import WorkerState
+
+        if event.state != WorkerState.ERROR:
+            return
+        err = event.worker.error
+        log.error("worker %s failed", event.worker.name, exc_info=err)
+        text = " ".join(str(err).split())[:200]
+        self.notify(f"Something went wrong ({event.worker.name}): {type(err).__name__}"
+                    + (f": {text}" if text else "") + ". Nothing else was changed.", severity="error", timeout=12)
+
     # ---- quitting ----------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:

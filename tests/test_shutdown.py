@@ -92,3 +92,15 @@ def test_a_lost_terminal_changes_nothing_and_the_next_start_says_what_stands(tmp
             _tmux("kill-session", "-t", session, check=False)
         bid = httpx.get(api + "/api/k8s/bid", headers=auth).json()
         assert bid["max_price_per_gpu_hour"] == 4.5  # nothing was changed by the hang-up
+
+
+async def test_a_worker_that_fails_is_said_not_silently_gone(sim):
+    app = app_for(sim)
+    async with app.run_test(size=(100, 30)) as pilot:
+        async def broken() -> None:
+            raise ValueError("the answer had no cluster field")
+
+        app.run_worker(broken, name="read-cluster", exit_on_error=False)
+        await until(pilot, lambda: any("Something went wrong (read-cluster): ValueError: the answer had no cluster"
+                                       in n.message for n in list(app._notifications)), what="the failure said")
+        assert app.is_running
