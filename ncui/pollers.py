@@ -3,9 +3,10 @@
 Each has its own interval; backs off exponentially with jitter on errors and returns to its interval
 when the service recovers. While slices fail, one of them (the one polled most often) keeps polling at
 its own interval: the probe. The first success after failures wakes every failing poller at once, so
-after an outage every slice is fresh within about one of its intervals, not after a minute of backoff; polls faster while something is changing (a node being granted), slower when
-no visible screen is interested in its slice; ``refresh()`` wakes it at once (after an action changed the
-data, or when a screen that needs it is shown). No Textual here: the app starts them on its loop.
+after an outage every slice is fresh within about one of its intervals, not after a minute of backoff.
+Polls faster while something is changing (a node being granted), slower when no visible screen is
+interested in its slice; ``refresh()`` wakes it at once (after an action changed the data, or when a
+screen that needs it is shown). No Textual here: the app starts them on its loop.
 """
 
 from __future__ import annotations
