@@ -15,7 +15,8 @@ SCREENS = {
                 ("Credits purchased", "First job", "ada@halcyon.example")),
     "market": ("2", ("whoami", "cluster", "ladder", "ticks", "bid", "spend"),
                ("Price to win", "Your limit none", "Held  no nodes")),
-    "recipes": ("3", ("whoami", "cluster", "catalog", "bid"),  # the header says "limit …" until bid is read ("What will be applied", "kind: Job")),
+    # the header says "limit …" until the limit is read
+    "recipes": ("3", ("whoami", "cluster", "catalog", "bid"), ("What will be applied", "kind: Job")),
 }
 
 
