@@ -261,3 +261,9 @@ async def test_a_limit_never_read_is_unknown_not_none(sim):
         text = screen_text(app)
         assert "⚠ Unknown (could not read: National Compute had an error (503) while reading the limit" in text
         assert "nothing is bid" not in text
+        await pilot.press("2")  # Market: the same rule
+        await until(pilot, lambda: "Your limit unknown" in screen_text(app), what="Market's limit unknown")
+        assert "Your limit none" not in screen_text(app) and "⚠ Unknown (could not read" in screen_text(app)
+        await pilot.press("1")  # Account's first-job plan is at the price to win, and says the limit is unknown
+        await until(pilot, lambda: "at today's price to win" in screen_text(app), what="the plan")
+        assert "⚠ Unknown (could not read" in screen_text(app)
