@@ -1,9 +1,12 @@
 """Pollers: one async loop per slice, feeding the store.
 
 Each has its own interval; backs off exponentially with jitter on errors and returns to its interval
-when the service recovers; polls faster while something is changing (a node being granted), slower when
-no visible screen is interested in its slice; ``refresh()`` wakes it at once (after an action changed the
-data, or when a screen that needs it is shown). No Textual here: the app starts them on its loop.
+when the service recovers. While slices fail, one of them (the one polled most often) keeps polling at
+its own interval: the probe. The first success after failures wakes every failing poller at once, so
+after an outage every slice is fresh within about one of its intervals, not after a minute of backoff.
+Polls faster while something is changing (a node being granted), slower when no visible screen is
+interested in its slice; ``refresh()`` wakes it at once (after an action changed the data, or when a
+screen that needs it is shown). No Textual here: the app starts them on its loop.
 """
 
 from __future__ import annotations
@@ -68,7 +71,17 @@ class Pollers:
         """Seconds until the next fetch; None waits for a refresh."""
         fails = self.failures.get(spec.name, 0)
         if fails:
-            return backoff_delay(fails, self.base_backoff, self.max_backoff, self._rng)
+            delay = backoff_delay(fails, self.base_backoff, self.max_backoff, self._rng)
+            usual = self._usual_delay(spec) if spec is self._probe() else None
+            return min(delay, usual) if usual else delay
+        return self._usual_delay(spec)
+
+    def _probe(self) -> Optional[PollSpec]:
+        """The failing poller that probes at its own interval (the shortest) while the others back off."""
+        failing = [s for s in self.specs.values() if self.failures.get(s.name) and s.enabled()]
+        return min(failing, key=lambda s: (s.interval, s.name), default=None)
+
+    def _usual_delay(self, spec: PollSpec) -> Optional[float]:
         if self.store.interest(spec.name) == 0:
             return spec.idle_interval or None
         if spec.fast_interval and spec.fast_when is not None and spec.fast_when():
@@ -99,5 +112,9 @@ class Pollers:
             self.failures[spec.name] = self.failures.get(spec.name, 0) + 1
             self.store.fail(spec.name, f"Unexpected error reading {spec.name} ({type(e).__name__}).")
             return
+        recovered = self.failures.get(spec.name, 0) > 0
         self.failures[spec.name] = 0
         self.store.set(spec.name, value)
+        failing = [n for n, f in self.failures.items() if f]
+        if recovered and failing:  # the service answers again: the failing pollers try now, not after backoff
+            self.refresh(*failing)

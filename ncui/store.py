@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
+from .formatting import fmt_age
+
 Callback = Callable[["Slice"], None]
 log = logging.getLogger("ncui.store")
 
@@ -35,6 +37,21 @@ class Slice:
         if self.fetched_at is None:
             return None
         return max(0.0, (time.monotonic() if now is None else now) - self.fetched_at)
+
+    @property
+    def failing(self) -> bool:
+        """The last read failed: an error newer than the last success."""
+        return self.error is not None and (self.error_at or 0) >= (self.fetched_at or 0)
+
+    def staleness(self, now: Optional[float] = None) -> Optional[str]:
+        """The one rule for a value that could not be read: None while it is fresh (or still loading);
+        "stale 12s: <reason>" when the last read failed and an older value is shown; "unknown (could not
+        read: <reason>)" when it never was read. Never "none", zero or empty for a failed read."""
+        if not self.failing:
+            return None
+        if not self.loaded:
+            return f"unknown (could not read: {self.error})"
+        return f"stale {fmt_age(self.age(now))}: {self.error}"
 
 
 SLICES = ("whoami", "cluster", "summary", "balance", "transactions", "ladder", "ticks", "spend", "bid",

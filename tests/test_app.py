@@ -214,3 +214,56 @@ async def test_an_expired_sign_in_link_is_replaced_by_a_fresh_one(sim):
         assert "expired; here is a fresh one" in screen_text(app)
         await pilot.press("escape")
         await until(pilot, lambda: app.store.value("kube_signin") == "not signed in")
+
+
+async def _fault(sim, **rule) -> None:
+    async with httpx.AsyncClient() as h:
+        r = await h.post(sim.api_url + "/_sim/faults", json=rule, headers={"Authorization": f"Bearer {sim.token}"})
+        assert r.status_code < 300
+
+
+async def test_a_limit_that_cannot_be_read_is_shown_stale_not_none(sim):
+    # The limit was read ($3.00), then its reads fail: the header and Lease keep $3.00 marked stale with the
+    # reason; the light is not "● live" (it followed the balance only, and the limit looked current).
+    with sim.world.lock:
+        sim.world.set_bid(sim.world.main_org.k8s["halcyon"], 3_000_000)
+    app = app_for(sim)
+    header = lambda: app.query_one("StatusHeader").render().plain  # noqa: E731
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "cluster", "bid", "balance", "spend", "summary"))
+        assert "● live" in header() and "limit $3.00/GPU-h" in header()
+        await _fault(sim, path_prefix="/api/k8s/bid", status=503, count=1_000_000)
+        app.pollers.refresh("bid")
+        await until(pilot, lambda: app.store.get("bid").error, what="the failed read")
+        await pilot.press("5")
+        await until(pilot, lambda: "Stale" in screen_text(app), what="Lease marks the limit stale")
+        assert "● live" not in header() and "stale" in header() and ": limit" in header()
+        assert "limit $3.00/GPU-h  stale" in header() and "limit none" not in header()
+        text = screen_text(app)
+        assert "Standing limit price  $3.00/GPU-h" in text and "nothing is bid" not in text
+        assert "⚠ Stale 0s: National Compute had an error (503) while reading the limit price" in text
+
+
+async def test_a_limit_never_read_is_unknown_not_none(sim):
+    # The limit price's reads fail from the start: "limit unknown", and Lease says why; never "limit none".
+    with sim.world.lock:
+        sim.world.set_bid(sim.world.main_org.k8s["halcyon"], 3_000_000)
+    await _fault(sim, path_prefix="/api/k8s/bid", status=503, count=1_000_000)
+    app = app_for(sim)
+    header = lambda: app.query_one("StatusHeader").render().plain  # noqa: E731
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "cluster", "balance") and app.store.get("bid").error,
+                    what="the failed read")
+        await pilot.press("5")
+        await until(pilot, lambda: "could not read" in screen_text(app), what="Lease says why")
+        assert "limit unknown" in header() and "limit none" not in header()
+        assert "● live" not in header() and "● stale: limit" in header()  # at 80 columns the light is whole
+        text = screen_text(app)
+        assert "⚠ Unknown (could not read: National Compute had an error (503) while reading the limit" in text
+        assert "nothing is bid" not in text
+        await pilot.press("2")  # Market: the same rule
+        await until(pilot, lambda: "Your limit unknown" in screen_text(app), what="Market's limit unknown")
+        assert "Your limit none" not in screen_text(app) and "⚠ Unknown (could not read" in screen_text(app)
+        await pilot.press("1")  # Account's first-job plan is at the price to win, and says the limit is unknown
+        await until(pilot, lambda: "at today's price to win" in screen_text(app), what="the plan")
+        assert "⚠ Unknown (could not read" in screen_text(app)

@@ -198,3 +198,37 @@ def test_loss_curve_samples_a_burst_and_stays_bounded():
     assert len(c.points) <= 1000 and c.points[-1][0] == 200_000 + 29 * 100 + 99  # bounded; the newest kept
     xs = [x for x, _ in c.points]
     assert xs == sorted(xs) and xs[0] == 0  # thinned evenly, in order, from the start
+
+
+async def test_a_watch_from_a_version_the_cluster_never_reached_lists_again(kc_factory):
+    # A cluster restarted behind the same address counts its resourceVersions from the start again: a watch
+    # from the old cluster's version is refused (504 ResourceVersionTooLarge, as kube-apiserver does), and the
+    # watcher lists again at once, without an error on screen; it had waited for versions that never come.
+    from ncui.kube.client import Gone
+
+    k, kc = kc_factory()
+    _, rv = await kc.list("jobs")
+    try:
+        async for _ in kc.watch("jobs", str(int(rv) + 1000), timeout_seconds=5):
+            raise AssertionError("an event from a version the cluster never reached")
+        raise AssertionError("the watch ended without an error")
+    except Gone as e:
+        assert e.status == 504 and "Too large resource version" in str(e)
+    real_watch = kc.watch
+
+    def watch_from_the_old_cluster(kind, rv, *a, **kw):  # the watcher's first watch: as after a restart
+        kc.watch = real_watch
+        return real_watch(kind, str(int(rv) + 1000), *a, **kw)
+
+    kc.watch = watch_from_the_old_cluster
+    errors: list[str] = []
+    jw = ResourceWatcher(kc, "jobs", lambda s: None, on_error=errors.append)
+    task = asyncio.ensure_future(jw.run())
+    try:
+        await until(lambda: jw.lists == 2, what="a second list")
+        assert all(r.error is None for r in await kc.apply([busybox_job("later", "true")]))
+        await until(lambda: "later" in jw.snapshot, what="the new job, watched")
+    finally:
+        jw.stop()
+        await asyncio.gather(task, return_exceptions=True)
+    assert errors == [] and jw.lists == 2

@@ -15,7 +15,8 @@ SCREENS = {
                 ("Credits purchased", "First job", "ada@halcyon.example")),
     "market": ("2", ("whoami", "cluster", "ladder", "ticks", "bid", "spend"),
                ("Price to win", "Your limit none", "Held  no nodes")),
-    "recipes": ("3", ("whoami", "cluster", "catalog"), ("What will be applied", "kind: Job")),
+    # the header says "limit …" until the limit is read
+    "recipes": ("3", ("whoami", "cluster", "catalog", "bid"), ("What will be applied", "kind: Job")),
 }
 
 
@@ -40,7 +41,7 @@ def test_help(snap_compare, sim):
     app = app_for(sim)
 
     async def ready(pilot):
-        await until(pilot, lambda: loaded(app, "whoami", "balance"))
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "cluster", "bid"))
         await pilot.press("2", "question_mark")
         await pilot.pause()
 

@@ -63,7 +63,8 @@ class KubeError(Exception):
 
 
 class Gone(KubeError):
-    """410: the resourceVersion is older than the server's history; list again."""
+    """410: the resourceVersion is older than the server's history; list again. Also a resourceVersion the
+    server never reached (504 ResourceVersionTooLarge): a restarted or different cluster; list again."""
 
 
 class NotSignedIn(KubeError):
@@ -426,7 +427,9 @@ class KubeClient:
                 typ, obj = ev.get("type"), ev.get("object") or {}
                 if typ == "ERROR":
                     code = obj.get("code")
-                    cls = Gone if code == 410 else KubeError
+                    causes = (obj.get("details") or {}).get("causes") or []
+                    too_large = any(c.get("reason") == "ResourceVersionTooLarge" for c in causes)
+                    cls = Gone if code == 410 or too_large else KubeError
                     raise cls(code, str(obj.get("reason") or "Error"), str(obj.get("message") or "watch error"))
                 if typ in ("ADDED", "MODIFIED", "DELETED"):
                     yield typ, obj

@@ -33,16 +33,20 @@ class ResourceWatcher(RetryLoop):
         self.snapshot: Mapping[str, dict] = MappingProxyType({})
         self.synced = False  # a first list arrived
         self._objs: dict[str, dict] = {}
-        self._delivered: Optional[dict[str, str]] = None  # name → resourceVersion last delivered
+        self._delivered: Optional[dict[str, tuple[str, str]]] = None  # name → (uid, resourceVersion) delivered
         self._stopped = False
         self._task: Optional[asyncio.Task] = None
         self._rng = random.Random()
 
     # ---- delivery ---------------------------------------------------------------------------------
 
-    def _deliver(self) -> None:
-        versions = {n: str(o.get("metadata", {}).get("resourceVersion", "")) for n, o in self._objs.items()}
-        if versions == self._delivered:
+    def _deliver(self, force: bool = False) -> None:
+        """Hand over a new snapshot when something changed (an object of another cluster, restarted behind the
+        same address, has a new uid), or ``force``: the cluster answers again after errors, what it holds is
+        current again even when it is what we had."""
+        versions = {n: (str(m.get("uid", "")), str(m.get("resourceVersion", "")))
+                    for n, m in ((n, o.get("metadata") or {}) for n, o in self._objs.items())}
+        if versions == self._delivered and not force:
             return  # nothing changed (a re-list that found what we had)
         self._delivered = versions
         self.snapshot = MappingProxyType(dict(self._objs))
@@ -66,9 +70,9 @@ class ResourceWatcher(RetryLoop):
                     # replace in one step: never an empty snapshot while re-listing
                     self._objs = {o["metadata"]["name"]: o for o in items}
                     self.synced = True
-                    self.error = None
+                    recovered, self.error = self.error is not None, None
                     failures = 0
-                    self._deliver()
+                    self._deliver(force=recovered)
                     while not self._stopped:
                         async for typ, obj in self.client.watch(self.kind, rv, self.namespace,
                                                                 timeout_seconds=self.watch_timeout,
@@ -84,7 +88,7 @@ class ResourceWatcher(RetryLoop):
                             self._deliver()
                         # the server ended the watch (its timeout): watch again from where we are
                 except Gone:
-                    continue  # history compacted: list again at once
+                    continue  # history compacted, or a cluster restarted behind the address: list again at once
                 except asyncio.CancelledError:
                     raise
                 except NotSignedIn as e:  # no retries: wait for the approval, then list what changed meanwhile

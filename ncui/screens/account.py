@@ -140,7 +140,7 @@ Who the token belongs to, your organization's clusters and its money.
             t.append(fmt_runway(balance, bal.burn_ucredits_hr))
             if bal.burn_ucredits_hr:
                 t.append(" at that burn", style="dim")
-        problem = self.problem("balance", "summary")
+        problem = self.problem("balance", "summary", "transactions")
         if problem:
             t.append("\n")
             t.append_text(problem)
@@ -148,6 +148,10 @@ Who the token belongs to, your organization's clusters and its money.
         if plan is not None:
             t.append("\n\n")
             t.append_text(plan)
+            problem = self.problem("bid", "ladder")  # the plan's price: the last one read, or none read
+            if problem:
+                t.append("\n")
+                t.append_text(problem)
         money.update(t)
 
     def _plan(self, balance: int, purchases: bool) -> Text | None:
@@ -228,7 +232,9 @@ Who the token belongs to, your organization's clusters and its money.
         chart = self.query_one("#balance-chart", Chart)
         bal = self.store.value("balance")
         if bal is None or not txs:
-            chart.set_data(ChartData(empty="Balance over time: no transactions yet"))
+            problem = self.problem("balance", "transactions")
+            chart.set_data(ChartData(empty=f"Balance over time: {problem.plain}" if problem else
+                                     "Balance over time: no transactions yet"))
             return
         # Walk back from the balance now through the transactions (newest first).
         points: list[tuple[datetime, int]] = []

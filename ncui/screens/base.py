@@ -79,10 +79,10 @@ class View(VerticalScroll):
         pass
 
     def problem(self, *names: str) -> Text | None:
-        """A line saying why data is missing or stale, or None when all is well."""
+        """A line saying why data is missing or stale (store.Slice.staleness), or None when all is well."""
+        now = self.store.now()
         for n in names:
-            s = self.store.get(n)
-            if s.error and (s.error_at or 0) >= (s.fetched_at or 0):
-                prefix = "Stale: " if s.loaded else ""
-                return Text(f"⚠ {prefix}{s.error}", style="bold red")
+            why = self.store.get(n).staleness(now)
+            if why:
+                return Text(f"⚠ {why[0].upper()}{why[1:]}", style="bold red")
         return None

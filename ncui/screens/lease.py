@@ -34,14 +34,22 @@ still run a job stay until it ends.
             t.append("No limit price here: this is not a market cluster." if info else "Loading…", style="dim")
         elif bid is None:
             t.append_text(self.problem("bid") or Text("Loading…", style="dim"))
-        elif bid.max_price_per_gpu_hour:
-            t.append("Standing limit price ")
-            t.append(f" {fmt_price(bid.max_price_per_gpu_hour)} ", style="bold black on yellow")
-            t.append("\nIt keeps pulling nodes for any GPU job you apply. Press w to withdraw it.")
         else:
-            t.append("No standing limit price: nothing is bid.")
+            if bid.max_price_per_gpu_hour:
+                t.append("Standing limit price ")
+                t.append(f" {fmt_price(bid.max_price_per_gpu_hour)} ", style="bold black on yellow")
+                t.append("\nIt keeps pulling nodes for any GPU job you apply. Press w to withdraw it.")
+            else:
+                t.append("No standing limit price: nothing is bid.")
+            stale = self.problem("bid")  # the last limit read, marked: the latest read failed
+            if stale:
+                t.append("\n")
+                t.append_text(stale)
         if spend is not None and spend.nodes_held:
             t.append(f"\nHeld: {spend.nodes_held} node(s), {spend.gpus_held} GPUs.")
+        if info is not None and info.market and self.problem("spend"):
+            t.append("\n")
+            t.append_text(self.problem("spend"))
         self.query_one("#lease", Static).update(t)
 
     def action_withdraw(self) -> None:

@@ -141,7 +141,9 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
         if info.market:
             limit = bid.max_price_per_gpu_hour if bid else 0
             t.append("Your limit ", style="dim")
-            if not limit:
+            if bid is None:  # never read: not "none" (the line below says why when the read failed)
+                t.append("unknown" if self.store.get("bid").failing else "…", style="bold")
+            elif not limit:
                 t.append("none", style="bold")
                 t.append(" — nothing is bid; idle nodes you hold still run jobs.", style="dim")
             else:
@@ -166,7 +168,7 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
                 t.append(" live", style="dim")
             else:
                 t.append(" (reserved: no market rate)", style="dim")
-        problem = self.problem("bid", "spend")
+        problem = self.problem("bid", "spend", "ticks")
         if problem:
             t.append("\n")
             t.append_text(problem)
@@ -176,7 +178,8 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
         ticks = [t for t in (self.store.value("ticks") or ()) if model is None or t.gpu_model == model]
         bid = self.store.value("bid")
         if not ticks:
-            chart.set_data(ChartData(empty="Ticks: loading…"))
+            problem = self.problem("ticks")
+            chart.set_data(ChartData(empty=f"Ticks: {problem.plain}" if problem else "Ticks: loading…"))
             return
         t_end = ticks[-1].at
         xs = tuple((t.at - t_end).total_seconds() / 3600 for t in ticks)

@@ -75,8 +75,11 @@ def loss_chart(losses: LossCurve) -> ChartData:
                      xticks=((xs[0], xs[-1]), (f"iter {int(xs[0])}", f"{int(xs[-1])}")))
 
 
+WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices the cluster's watches feed
+
+
 class WorkloadsView(View):
-    NEEDS = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes", "bid", "ladder", "cluster", "kube_signin")
+    NEEDS = WATCHED + ("bid", "ladder", "cluster", "kube_signin")
     TITLE = "Workloads"
     HELP = """\
 [b]Workloads[/b]
@@ -117,6 +120,20 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
     def on_mount(self) -> None:
         self._pod_columns()
         self._chart()  # says what it waits for ("iter N: loss X" lines), not a bare "no data yet"
+        self.set_interval(1.0, self._tick_ages)
+
+    def _tick_ages(self) -> None:
+        """AGE counts by the clock (the box's in the demo) between watch events, as kubectl's would."""
+        from ..kube import status as S
+
+        if not self.display or not self._rows:
+            return
+        pods, table = self.store.value("k8s_pods") or {}, self.query_one("#pods", DataTable)
+        now = self.ncapp.backend.now() if self.ncapp.backend else datetime.now(timezone.utc)
+        for name, *_ in self._rows:
+            p = pods.get(name)
+            if p is not None and table.get_cell(name, "AGE") != (age := S.age(p, now)):
+                table.update_cell(name, "AGE", age)
 
     # kubectl's columns; NAME takes what is left (15 at 80 columns): STATUS fits "ContainerCreating" and
     # NODE the box's node names whole.
@@ -185,6 +202,9 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
                        style="dim")
         if not jobs and not deps:
             summary = Text("Nothing running. Pick a recipe on the Recipes screen (3) and press a.", style="dim")
+        stale = self.problem(*WATCHED)
+        if stale:  # the watch is down: what follows is the last it saw
+            summary = Text.assemble(stale, "\n", summary)
         state.update(summary)
         table = self.query_one("#pods", DataTable)
         rows = []

@@ -22,11 +22,14 @@ from .world import World
 class SimServer:
     """``with SimServer(World("k8s-market")) as sim: sim.api_url, sim.token``.
 
-    Binds the socket itself, so ``port=0`` gives a free port known before serving starts.
+    Binds the socket itself, so ``port=0`` gives a free port known before serving starts. A box restarted
+    in place (a new world behind the same addresses and certificate, as a service restarts) takes the old
+    one's ``port``, ``tls_port`` and ``tls_pair``.
     """
 
     def __init__(self, world: World, host: str = "127.0.0.1", port: int = 0,
-                 config: Optional[SimConfig] = None, log_level: str = "warning") -> None:
+                 config: Optional[SimConfig] = None, log_level: str = "warning", *, tls_port: int = 0,
+                 tls_pair: Optional[tuple[bytes, bytes]] = None) -> None:
         self.world = world
         self.config = config or SimConfig()
         self.app = create_app(world, self.config)
@@ -41,14 +44,15 @@ class SimServer:
         # only to https servers. The kubeconfig points there and pins this self-signed certificate.
         self.tls_sock = socket.socket(self.sock.family, socket.SOCK_STREAM)
         self.tls_sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.tls_sock.bind((host, 0))
+        self.tls_sock.bind((host, tls_port))
+        self.tls_port = self.tls_sock.getsockname()[1]
         self._tls_dir = Path(tempfile.mkdtemp(prefix="ncui-sim-tls-"))
-        cert, key = self_signed(host)
+        cert, key = self.tls_pair = tls_pair or self_signed(host)
         (self._tls_dir / "cert.pem").write_bytes(cert)
         (self._tls_dir / "key.pem").write_bytes(key)
         (self._tls_dir / "key.pem").chmod(0o600)
         h = f"[{host}]" if ":" in host else host
-        self.app.state.kube_tls = KubeTLS(f"https://{h}:{self.tls_sock.getsockname()[1]}", cert)
+        self.app.state.kube_tls = KubeTLS(f"https://{h}:{self.tls_port}", cert)
         self._tls_server = uvicorn.Server(uvicorn.Config(
             self.app, log_level=log_level, access_log=False, lifespan="off", timeout_graceful_shutdown=2,
             timeout_keep_alive=5, ssl_certfile=str(self._tls_dir / "cert.pem"),

@@ -11,6 +11,9 @@ from ..store import Store
 
 WATCH = ("whoami", "summary", "balance", "bid", "cluster", "spend")
 STALE_AFTER = 45.0  # seconds without a fresh balance before the header says stale
+# What the light names when a slice the header shows could not be read ("● stale 12s: limit").
+LABELS = {"balance": "balance", "summary": "balance", "whoami": "account", "cluster": "cluster", "spend": "spend",
+          "bid": "limit"}
 
 
 class StatusHeader(Static):
@@ -58,8 +61,12 @@ class StatusHeader(Static):
                 top.append(")")
             elif who.org_kind == "public_research":
                 top.append(" · public research (no clusters)")
+        light = self._liveness()
+        room = self.content_size.width - light.cell_len - 2
+        if 0 < room < top.cell_len:  # at 80 columns a long name gives way, never the light
+            top.truncate(room, overflow="ellipsis")
         top.append("  ")
-        top.append_text(self._liveness())
+        top.append_text(light)
 
         line = Text(no_wrap=True, overflow="ellipsis")
         balance = bal.balance_ucredits if bal else (summary.balance_ucredits if summary else None)
@@ -70,25 +77,53 @@ class StatusHeader(Static):
         line.append(fmt_rate(burn))
         line.append("  runway ", style="dim")
         line.append(fmt_runway(balance, burn))
+        bid_failing = st.get("bid").failing
         if bid is not None and bid.max_price_per_gpu_hour:
             line.append("  ")
             line.append(f" limit {fmt_price(bid.max_price_per_gpu_hour)} ", style="bold black on yellow")
+            if bid_failing:  # the last limit read; the latest read failed
+                line.append(" stale", style="bold red")
         elif info is not None and info.market:
             line.append("  limit ", style="dim")
-            line.append("none")
+            if bid is not None:
+                line.append("none")
+                if bid_failing:
+                    line.append(" stale", style="bold red")
+            elif bid_failing:
+                line.append("unknown", style="bold red")  # never read: Lease says why
+            else:
+                line.append("…", style="dim")
         out = Text(no_wrap=True)
         out.append_text(top)
         out.append("\n")
         out.append_text(line)
         return out
 
+    def shown(self) -> tuple[str, ...]:
+        """The slices the header shows now: the account's always; on a Kubernetes cluster the cluster's and
+        its spend; on a market cluster the limit price too."""
+        st = self.store
+        ref, info = st.meta.get("cluster"), st.value("cluster")
+        names = ("balance", "summary", "whoami")
+        if ref is not None and ref.kind == "kubernetes":
+            names += ("cluster", "spend")
+            if info is not None and info.market and info.name == ref.name:
+                names += ("bid",)
+        return names
+
     def _liveness(self) -> Text:
-        s = self.store.get("balance")
-        age = s.age(self.store.now())
+        """Live only while every slice the header shows is fresh; else which are stale, and for how long."""
+        st = self.store
+        now = st.now()
+        s = st.get("balance")
         if not s.loaded:
             return Text("● connecting", style="yellow") if not s.error else Text("● offline", style="bold red")
-        if s.error and (s.error_at or 0) >= (s.fetched_at or 0):
-            return Text(f"● stale {fmt_age(age)}", style="bold red")
-        if age is not None and age > STALE_AFTER:
-            return Text(f"● stale {fmt_age(age)}", style="yellow")
-        return Text("● live", style="green")
+        slices = [st.get(n) for n in self.shown()]
+        failing = [x for x in slices if x.failing]
+        old = [x for x in slices if x.name == "balance" and (x.age(now) or 0) > STALE_AFTER]
+        if not failing and not old:
+            return Text("● live", style="green")
+        ages = [x.age(now) for x in failing + old if x.loaded]
+        labels = list(dict.fromkeys(LABELS[x.name] for x in failing + old))
+        age = f" {fmt_age(max(ages))}" if ages else ""
+        return Text(f"● stale{age}: {', '.join(labels)}", style="bold red" if failing else "yellow")

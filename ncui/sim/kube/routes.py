@@ -679,6 +679,13 @@ async def _watch(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
             for o in items:
                 if matches(o, o["metadata"].get("namespace", "")):
                     yield encode("ADDED", o)
+        elif rv > c.store.rv:  # a version this cluster never reached (a watcher from a cluster before a restart)
+            yield to_json({"type": "ERROR", "object": {
+                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": f"Too large resource version: {rv}, current: {c.store.rv}", "reason": "Timeout",
+                "details": {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                            "retryAfterSeconds": 1}, "code": 504}}) + b"\n"
+            return
         while not kube.closed and time.monotonic() < deadline and kube.revocations == revocations:
             events = c.store.events_after(rv)
             if events is None:
