@@ -80,6 +80,7 @@ class NCApp(FlowsMixin, App):
         self._kube = None  # KubeClient of the active cluster, once signed in
         self._kube_for: Optional[str] = None
         self._watchers: list = []
+        self._endpoint_checked = 0.0  # when the cluster's kubeconfig was last read again (time.monotonic())
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -398,7 +399,7 @@ class NCApp(FlowsMixin, App):
         for kind in ("pods", "jobs", "deployments", "nodes"):
             slice_name = f"k8s_{kind}"
             w = ResourceWatcher(kube, kind, on_snapshot=lambda snap, n=slice_name: self.store.set(n, snap),
-                                on_error=lambda msg, n=slice_name: self.store.fail(n, msg))
+                                on_error=lambda msg, n=slice_name: self._watch_failed(kube, n, msg))
             self._watchers.append(w)
             self.run_worker(w.run, name=f"watch-{kind}", group="watch", exit_on_error=False)
         keeper = SignInKeeper(kube, on_change=lambda gate: self._on_signin_gate(kube, gate))
@@ -418,6 +419,36 @@ class NCApp(FlowsMixin, App):
         if not any(w.group == "signin" and not w.is_finished for w in self.workers):
             self.run_worker(partial(self.sign_in_flow, link=gate.link, kube=kube), name="signin", group="signin",
                             exclusive=True, exit_on_error=False)
+
+    def _watch_failed(self, kube, slice_name: str, message: str) -> None:
+        self.store.fail(slice_name, message)
+        # The cluster cannot be reached: its endpoint may have moved (a restarted cluster, a new certificate).
+        # Read its kubeconfig again, at most every 15 s, and connect to the new one when it changed.
+        import time
+
+        if kube is self._kube and message.startswith("cannot reach") and time.monotonic() - self._endpoint_checked > 15:
+            self._endpoint_checked = time.monotonic()
+            self.run_worker(partial(self._recheck_endpoint, kube), name="endpoint", group="endpoint", exclusive=True,
+                            exit_on_error=False)
+
+    async def _recheck_endpoint(self, kube) -> None:
+        ref = self.store.meta.get("cluster")
+        if ref is None or kube is not self._kube or self.backend is None or self.backend.nc is None:
+            return
+        try:
+            text = await self.backend.nc.kubeconfig(ref.name)
+        except NCError:
+            return  # the service is down too: the header says so; the next failure asks again
+        if kube.kubeconfig is None or text == kube.kubeconfig or kube is not self._kube:
+            return
+        self.notify(f"{ref.name}'s Kubernetes API moved (a new address or certificate): connecting again.",
+                    timeout=8)
+        self._kube_for = None  # the next kube_client() builds a client from the new kubeconfig
+        if await self.kube_client() is not None:
+            from .screens.workloads import WorkloadsView
+
+            for view in self.query(WorkloadsView):
+                view.kube_changed()
 
     def stop_watchers(self) -> None:
         for w in self._watchers:

@@ -71,6 +71,10 @@ def test_workloads(snap_compare, kube_factory, monkeypatch, size):
                     what="every line the follower got on screen")
         chart = app.query_one("#loss-chart")
         await until(pilot, lambda: not chart.pending, what="the loss chart drawn with the last points")
+        # the limit set before this session is pointed out at start (tests/test_trust_money); a toast is no
+        # part of the screen drawn here
+        await until(pilot, lambda: len(app._notifications) > 0, what="the start-up notice")
+        app.clear_notifications()
         await pilot.pause()
         await pilot.wait_for_scheduled_animations()
 

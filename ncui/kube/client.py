@@ -202,6 +202,7 @@ class KubeClient:
         self._generation = 0  # bumps on every new credential
         self._lock = asyncio.Lock()
         self.gate = SignInGate()  # closed while the cluster refuses the sign-in and a link waits for approval
+        self.kubeconfig: Optional[str] = None  # the kubeconfig it was built from (from_kubeconfig)
         self.plugin_runs = 0  # how often the sign-in plugin ran (tests and the status line)
         self._timeout = timeout
         self._verify = verify
@@ -220,7 +221,9 @@ class KubeClient:
             raise ValueError(f"the kubeconfig names no cluster for context {context or '(current)'} "
                              f"({type(e).__name__})") from None
         spec = session.exec_spec(kubeconfig, name)
-        return cls(server, spec, verify=_ssl_context(cluster), namespace=ctx.get("namespace") or "default", **kw)
+        client = cls(server, spec, verify=_ssl_context(cluster), namespace=ctx.get("namespace") or "default", **kw)
+        client.kubeconfig = kubeconfig  # what it was built from: a changed one means the cluster moved
+        return client
 
     def __repr__(self) -> str:
         return f"KubeClient(server={self.server!r}, signed_in={self._token is not None})"

@@ -275,6 +275,12 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
     def _pod(self) -> Optional[dict]:
         return (self.store.value("k8s_pods") or {}).get(self.pod) if self.pod else None
 
+    def kube_changed(self) -> None:
+        """The app connected to the cluster anew (its endpoint moved): follow the selected pod through the
+        new client, from the start of its log (the old cluster's log stays nowhere to resume from)."""
+        if self.pod is not None and self.is_mounted:
+            self.follow_log()
+
     @work(group="wl-log", exclusive=True, exit_on_error=False)
     async def follow_log(self) -> None:
         from ..widgets.logpane import LogPane
