@@ -22,6 +22,7 @@ from ..config import Endpoints
 from . import models as m
 from .errors import MalformedResponse, NCError, NetworkError, NotFound, ServerError, error_from_response
 from ..money import usd
+from ..textsafe import clean_json
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -216,7 +217,7 @@ class NCClient:
         what = "reading the recipe catalog"
         resp = await self._send("GET", self.endpoints.catalog_url, what=what)
         try:
-            return _RECIPES.validate_json(resp.content)
+            return _RECIPES.validate_python(_safe_json(resp, what))
         except ValidationError as e:
             raise _malformed(what, e) from None
 
@@ -254,13 +255,27 @@ class NCClient:
 
 def _parse(resp: httpx.Response, model: type[T], what: str) -> T:
     try:
-        return model.model_validate_json(resp.content)
+        return model.model_validate(_safe_json(resp, what))
     except ValidationError as e:
         raise _malformed(what, e) from None
 
 
-def _malformed(what: str, e: ValidationError) -> MalformedResponse:
-    errs = e.errors(include_url=False, include_input=False)
+# The boundary: every string of an answer is made safe to show here (names, descriptions, org and user, …),
+# once, so no screen shows a server's escape sequence. Descriptions may keep their line breaks.
+_MULTILINE = frozenset({"description"})
+
+
+def _safe_json(resp: httpx.Response, what: str) -> Any:
+    try:
+        doc = json.loads(resp.content)
+    except ValueError:
+        raise _malformed(what) from None
+    return clean_json(doc, _MULTILINE)
+
+
+def _malformed(what: str, e: Optional[ValidationError] = None) -> MalformedResponse:
+    """``e`` None: the body is not JSON."""
+    errs = e.errors(include_url=False, include_input=False) if e is not None else [{"type": "json_invalid"}]
     first = errs[0] if errs else {}
     if first.get("type") == "json_invalid":
         why = "the body is not valid JSON (truncated?)"

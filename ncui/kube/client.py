@@ -14,7 +14,6 @@ import asyncio
 import base64
 import copy
 import json
-import re
 import ssl
 import time
 from dataclasses import dataclass
@@ -25,18 +24,19 @@ import httpx
 import yaml
 from pydantic import SecretStr
 
+from ..textsafe import clean
 from . import session
 from .linestream import LineStream, Lines, StreamFailed
 from .status import parse_time
 
 __all__ = ["KubeError", "Gone", "NotSignedIn", "ApplyResult", "KubeClient", "Kind", "KINDS", "kind_of"]
 
-_CTRL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]|[\x00-\x1f\x7f]")
 REFRESH_MARGIN = 30.0  # seconds before the credential's expiry at which the plugin is run again
 
 
 def _clean(text: str, limit: int = 2000) -> str:
-    return " ".join(_CTRL.sub(" ", str(text)).split())[:limit]
+    """One line of a server's text, safe to show (``textsafe.clean``), runs of spaces as one, bounded."""
+    return " ".join(clean(str(text)).split())[:limit]
 
 
 # ---- errors --------------------------------------------------------------------------------------

@@ -16,8 +16,9 @@ from typing import Optional
 import yaml
 from pydantic import SecretStr
 
+from ..textsafe import clean
+
 URL = re.compile(r"https?://[^\s\"'<>]+")
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ async def run_plugin(spec: ExecSpec, timeout: float = 30.0) -> SigninResult:
         if proc.returncode is None:
             proc.kill()
         raise
-    text = clean(err.decode("utf-8", "replace"))
+    text = clean(err.decode("utf-8", "replace"), multiline=True)
     status = _credential(out) if proc.returncode == 0 else None
     del out
     m = URL.search(text)
@@ -95,8 +96,3 @@ def _credential(out: bytes) -> Optional[dict]:
         if isinstance(status, dict) and status.get("token"):
             return status
     return None
-
-
-def clean(text: str) -> str:
-    """Text from another program, safe to show: no terminal control sequences."""
-    return ANSI.sub("", text.replace("\r\n", "\n")).replace("\t", "    ")
