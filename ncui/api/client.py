@@ -30,15 +30,20 @@ USER_AGENT = "ncui/0.1"
 _RECIPES = TypeAdapter(list[m.Recipe])
 
 
-class _BearerAuth(httpx.Auth):
-    """Adds the bearer header at send time; its repr never shows the token."""
+class BearerAuth(httpx.Auth):
+    """Adds the bearer header at send time; its repr never shows the token, and no local holds it (the NC
+    token here, the cluster's session token in ``kube.client``)."""
 
     def __init__(self, token: SecretStr) -> None:
         self._token = token
 
     def auth_flow(self, request: httpx.Request):
-        request.headers["Authorization"] = "Bearer " + self._token.get_secret_value()
+        request.headers["Authorization"] = self.header().get_secret_value()
         yield request
+
+    def header(self) -> SecretStr:
+        """The Authorization header's value, still a secret (for a request not sent through httpx)."""
+        return SecretStr("Bearer " + self._token.get_secret_value())
 
     def __repr__(self) -> str:
         return "<BearerAuth token=**********>"
@@ -73,7 +78,7 @@ class NCClient:
         self._backoff = backoff
         self._rng = rng or random.Random()
         self._http = httpx.AsyncClient(
-            auth=_BearerAuth(token) if token is not None else None,
+            auth=BearerAuth(token) if token is not None else None,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
             transport=transport,
@@ -314,4 +319,4 @@ def _origin(url: str) -> str:
     return f"{u.scheme}://{u.host}" + (f":{u.port}" if u.port else "")
 
 
-__all__ = ["NCClient", "RecipeFile", "NotFound"]
+__all__ = ["NCClient", "RecipeFile", "NotFound", "BearerAuth"]

@@ -24,6 +24,7 @@ import httpx
 import yaml
 from pydantic import SecretStr
 
+from ..api.client import BearerAuth
 from ..textsafe import clean
 from . import session
 from .linestream import LineStream, Lines, StreamFailed
@@ -233,13 +234,14 @@ class KubeClient:
 
     # ---- credentials ------------------------------------------------------------------------------
 
-    async def _credential(self, stale_generation: Optional[int] = None) -> tuple[str, int]:
-        """The bearer token and its generation; runs the plugin when there is none, it expired, or the
-        server refused generation ``stale_generation``."""
+    async def _credential(self, stale_generation: Optional[int] = None) -> tuple[BearerAuth, int]:
+        """The bearer token (as an ``httpx.Auth``: no plain string of it in any frame here) and its
+        generation; runs the plugin when there is none, it expired, or the server refused generation
+        ``stale_generation``."""
         async with self._lock:
             fresh = self._token is not None and time.time() < self._expires - REFRESH_MARGIN
             if fresh and stale_generation != self._generation:
-                return self._token.get_secret_value(), self._generation  # type: ignore[union-attr]
+                return BearerAuth(self._token), self._generation  # type: ignore[arg-type]
             if self._spec is None:
                 raise NotSignedIn(None, "the kubeconfig has no sign-in plugin")
             self.plugin_runs += 1
@@ -253,7 +255,7 @@ class KubeClient:
             except ValueError:
                 self._expires = time.time() + 600
             self._generation += 1
-            return self._token.get_secret_value(), self._generation
+            return BearerAuth(self._token), self._generation
 
     def forget_credential(self) -> None:
         """Drop the in-memory token (the next request runs the plugin again)."""
@@ -303,13 +305,13 @@ class KubeClient:
         url = self.server + path
         stale = None
         for attempt in range(2):
-            token, gen = await self._credential(stale)
-            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+            auth, gen = await self._credential(stale)
+            headers = {"Accept": "application/json"}
             if content_type:
                 headers["Content-Type"] = content_type
             try:
                 r = await self._http.request(method, url, params=params, json=json_body, content=content,
-                                             headers=headers, timeout=timeout or self._timeout)
+                                             headers=headers, auth=auth, timeout=timeout or self._timeout)
             except httpx.HTTPError as e:
                 raise self._unreachable(e, url) from None
             if r.status_code == 401 and attempt == 0:
@@ -334,11 +336,11 @@ class KubeClient:
         url = self.server + path
         stale = None
         for attempt in range(2):
-            token, gen = await self._credential(stale)
-            req = self._http.build_request("GET", url, params=params, headers={"Authorization": f"Bearer {token}"},
+            auth, gen = await self._credential(stale)
+            req = self._http.build_request("GET", url, params=params,
                                            timeout=httpx.Timeout(self._timeout, read=read_timeout))
             try:
-                r = await self._http.send(req, stream=True)
+                r = await self._http.send(req, stream=True, auth=auth)
             except httpx.HTTPError as e:
                 raise self._unreachable(e, url) from None
             if r.status_code >= 400:
@@ -496,9 +498,9 @@ class KubeClient:
         url = self.server + self._path("pods", namespace, pod, "log") + "?" + urlencode(params)
         stale = None
         for attempt in range(2):
-            token, gen = await self._credential(stale)
-            try:
-                stream, head = await LineStream.open(url, {"Authorization": f"Bearer {token}"}, self._verify,
+            auth, gen = await self._credential(stale)
+            try:  # the header stays a secret down to the bytes written (linestream)
+                stream, head = await LineStream.open(url, {"Authorization": auth.header()}, self._verify,
                                                      connect_timeout=self._timeout)
             except StreamFailed as e:
                 raise self._unreachable(e, url) from None
