@@ -78,8 +78,9 @@ def _token_file(home: Path, token: str, mode: int) -> Path:
     return path
 
 
-def _ncui(k) -> list[str]:
-    return [sys.executable, "-m", "ncui.cli", "--api", k.sim.api_url, "--access", k.sim.access_url]
+def _ncui(sim) -> list[str]:
+    """``ncui --api … --access …`` against the box, as a person runs it."""
+    return [sys.executable, "-m", "ncui.cli", "--api", sim.api_url, "--access", sim.access_url]
 
 
 @pytest.fixture
@@ -108,7 +109,7 @@ async def test_a_pod_log_with_c1_and_bidi_controls_never_reaches_the_terminal(kc
     await asyncio.to_thread(k.sim.app.state.kube.tick)
     _token_file(tmp_path, k.sim.token, 0o600)
     term = tmux_factory(_env(tmp_path, NCUI_KUBE_CACHE=str(k.auth_cache)), width=240)  # the whole line in the pane
-    term.run(*_ncui(k))
+    term.run(*_ncui(k.sim))
     await term.until(lambda s: "Account" in s and "Halcyon" in s, what="the app with its account")
     term.keys("4")
     clean = "MARK" + "." * len(C1 + BIDI) + "END done"
@@ -125,7 +126,7 @@ async def test_a_pod_log_with_c1_and_bidi_controls_never_reaches_the_terminal(kc
 async def test_a_token_file_readable_by_others_is_shown_with_its_fix(sim, tmux_factory, tmp_path):
     path = _token_file(tmp_path, sim.token, 0o644)
     term = tmux_factory(_env(tmp_path))
-    term.run(sys.executable, "-m", "ncui.cli", "--api", sim.api_url, "--access", sim.access_url)
+    term.run(*_ncui(sim))
     screen = await term.until(lambda s: "Halcyon" in s, what="the app with its account")
     # on Account (the notification at start says the same), wrapped at the card's width
     assert "readable by others" in screen and "(mode 0644)" in screen and "run: chmod 600" in screen, screen

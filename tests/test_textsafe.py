@@ -92,5 +92,5 @@ def test_clean_json_cleans_every_string_and_keeps_line_breaks_where_asked():
 def test_errors_of_both_apis_are_clean():
     e = error_from_response(422, {"error": "invalid", "detail": "bad\x9d0;x\x9c \u202eeman \x1b[2Jvalue"}, what="x")
     assert _safe(str(e)) and "bad eman value" in str(e)
-    k = KubeError(422, "Invalid", "spec\x90q\x9c is \u2066wrong\x85\nhere")
-    assert _safe(str(k)) and k.message == "spec is wrong here"
+    k = KubeError(422, "In\x1b[8mvalid\u202e", "spec\x90q\x9c is \u2066wrong\x85\nhere")
+    assert _safe(str(k)) and k.message == "spec is wrong here" and k.reason == "Invalid"

@@ -47,7 +47,7 @@ class KubeError(Exception):
 
     def __init__(self, status: Optional[int], reason: str, message: str) -> None:
         self.status = status
-        self.reason = reason
+        self.reason = _clean(reason, 200)  # both from the server: safe to show (textsafe)
         self.message = _clean(message)
         super().__init__(self._sentence())
 
