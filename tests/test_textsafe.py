@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 from ncui.api.errors import error_from_response
 from ncui.kube.client import KubeError
 from ncui.kube.logs import clean_line
-from ncui.kube.session import SigninResult  # noqa: F401  (the module imports textsafe's clean)
 from ncui.textsafe import clean, clean_json
 
 BIDI = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)]
