@@ -104,6 +104,8 @@ class NCApp(FlowsMixin, App):
         self._unsubs.append(self.store.subscribe("whoami", self._on_whoami, interested=False))
         self._unsubs.append(self.store.subscribe("cluster", self._on_cluster, interested=False))
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self._on_standing, interested=False))
+        if self.store.meta.get("token_warning"):  # also a line on Account until it is fixed
+            self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)
 
     def _start(self) -> None:
@@ -129,6 +131,12 @@ class NCApp(FlowsMixin, App):
             await self._kube.aclose()
         if self.backend is not None:
             await self.backend.close()
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: Optional[float] = None,
+               markup: bool = True) -> None:
+        """Never markup: a notification carries a server's words (names, errors), and a ``[/]`` in one
+        would be a MarkupError when the toast draws (Widget.notify asks for markup by default)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     # ---- data-driven decisions ----------------------------------------------------------------
 

@@ -134,10 +134,13 @@ def run_app(args) -> int:
             return 2
         NCApp(None, first_run=first_run_message(str(token_path()), src.warning)).run()
         return 2
-    if src.warning:
-        print(f"warning: {src.warning}", file=sys.stderr)
+    from .store import Store
+
+    store = Store()
+    if src.warning:  # shown in the app (a notification at start, a line on Account): stderr is hidden by the screen
+        store.meta["token_warning"] = src.warning
     endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
-    NCApp(Backend(endpoints, src.token)).run()
+    NCApp(Backend(endpoints, src.token), store=store).run()
     return 0
 
 

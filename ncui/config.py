@@ -64,13 +64,13 @@ def load_token(env: Optional[dict] = None, path: Optional[Path] = None) -> Token
     Like ssh with a private key, warn when the file can be read by group or others.
     """
     env = os.environ if env is None else env
-    value = (env.get("NC_TOKEN") or "").strip()
-    if value:
-        return TokenSource(SecretStr(value), "NC_TOKEN")
+    value = SecretStr((env.get("NC_TOKEN") or "").strip())  # never a plain local (a traceback shows locals)
+    if value.get_secret_value():
+        return TokenSource(value, "NC_TOKEN")
     path = path or token_path()
     try:
         st = path.stat()
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
+        text = SecretStr(path.read_text(encoding="utf-8", errors="replace").strip())
     except FileNotFoundError:
         return TokenSource(None, "")
     except OSError as e:
@@ -79,9 +79,9 @@ def load_token(env: Optional[dict] = None, path: Optional[Path] = None) -> Token
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         warning = (f"{path} is readable by others (mode {stat.S_IMODE(st.st_mode):04o}); "
                    f"run: chmod 600 {path}")
-    if not text:
+    if not text.get_secret_value():
         return TokenSource(None, str(path), warning=warning or f"{path} is empty")
-    return TokenSource(SecretStr(text), str(path), warning=warning)
+    return TokenSource(text, str(path), warning=warning)
 
 
 @dataclass(frozen=True)

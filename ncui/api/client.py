@@ -22,6 +22,7 @@ from ..config import Endpoints
 from . import models as m
 from .errors import MalformedResponse, NCError, NetworkError, NotFound, ServerError, error_from_response
 from ..money import usd
+from ..textsafe import clean_json
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -29,15 +30,20 @@ USER_AGENT = "ncui/0.1"
 _RECIPES = TypeAdapter(list[m.Recipe])
 
 
-class _BearerAuth(httpx.Auth):
-    """Adds the bearer header at send time; its repr never shows the token."""
+class BearerAuth(httpx.Auth):
+    """Adds the bearer header at send time; its repr never shows the token, and no local holds it (the NC
+    token here, the cluster's session token in ``kube.client``)."""
 
     def __init__(self, token: SecretStr) -> None:
         self._token = token
 
     def auth_flow(self, request: httpx.Request):
-        request.headers["Authorization"] = "Bearer " + self._token.get_secret_value()
+        request.headers["Authorization"] = self.header().get_secret_value()
         yield request
+
+    def header(self) -> SecretStr:
+        """The Authorization header's value, still a secret (for a request not sent through httpx)."""
+        return SecretStr("Bearer " + self._token.get_secret_value())
 
     def __repr__(self) -> str:
         return "<BearerAuth token=**********>"
@@ -72,7 +78,7 @@ class NCClient:
         self._backoff = backoff
         self._rng = rng or random.Random()
         self._http = httpx.AsyncClient(
-            auth=_BearerAuth(token) if token is not None else None,
+            auth=BearerAuth(token) if token is not None else None,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
             transport=transport,
@@ -216,7 +222,7 @@ class NCClient:
         what = "reading the recipe catalog"
         resp = await self._send("GET", self.endpoints.catalog_url, what=what)
         try:
-            return _RECIPES.validate_json(resp.content)
+            return _RECIPES.validate_python(_safe_json(resp, what))
         except ValidationError as e:
             raise _malformed(what, e) from None
 
@@ -254,13 +260,27 @@ class NCClient:
 
 def _parse(resp: httpx.Response, model: type[T], what: str) -> T:
     try:
-        return model.model_validate_json(resp.content)
+        return model.model_validate(_safe_json(resp, what))
     except ValidationError as e:
         raise _malformed(what, e) from None
 
 
-def _malformed(what: str, e: ValidationError) -> MalformedResponse:
-    errs = e.errors(include_url=False, include_input=False)
+# The boundary: every string of an answer is made safe to show here (names, descriptions, org and user, …),
+# once, so no screen shows a server's escape sequence. Descriptions may keep their line breaks.
+_MULTILINE = frozenset({"description"})
+
+
+def _safe_json(resp: httpx.Response, what: str) -> Any:
+    try:
+        doc = json.loads(resp.content)
+    except ValueError:
+        raise _malformed(what) from None
+    return clean_json(doc, _MULTILINE)
+
+
+def _malformed(what: str, e: Optional[ValidationError] = None) -> MalformedResponse:
+    """``e`` None: the body is not JSON."""
+    errs = e.errors(include_url=False, include_input=False) if e is not None else [{"type": "json_invalid"}]
     first = errs[0] if errs else {}
     if first.get("type") == "json_invalid":
         why = "the body is not valid JSON (truncated?)"
@@ -299,4 +319,4 @@ def _origin(url: str) -> str:
     return f"{u.scheme}://{u.host}" + (f":{u.port}" if u.port else "")
 
 
-__all__ = ["NCClient", "RecipeFile", "NotFound"]
+__all__ = ["NCClient", "RecipeFile", "NotFound", "BearerAuth"]

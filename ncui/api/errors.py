@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from ..money import fmt_price
+from ..textsafe import clean
 
 
 class NCError(Exception):
@@ -128,6 +129,6 @@ def error_from_response(status: int, body: object, *, what: str) -> NCError:
 
 
 def _clean(text: str, limit: int = 300) -> str:
-    """Printable text only (no terminal escapes from a hostile body), bounded in length."""
-    out = "".join(ch for ch in text if ch.isprintable() or ch == " ")
+    """One line safe to show (``textsafe.clean``: no terminal escapes from a hostile body), bounded in length."""
+    out = clean(text)
     return out[:limit] + ("…" if len(out) > limit else "")

@@ -14,7 +14,6 @@ import asyncio
 import base64
 import copy
 import json
-import re
 import ssl
 import time
 from dataclasses import dataclass
@@ -25,6 +24,8 @@ import httpx
 import yaml
 from pydantic import SecretStr
 
+from ..api.client import BearerAuth
+from ..textsafe import clean
 from . import session
 from .gate import SignInGate
 from .linestream import LineStream, Lines, StreamFailed
@@ -32,12 +33,12 @@ from .status import parse_time
 
 __all__ = ["KubeError", "Gone", "NotSignedIn", "ApplyResult", "KubeClient", "Kind", "KINDS", "kind_of"]
 
-_CTRL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]|[\x00-\x1f\x7f]")
 REFRESH_MARGIN = 30.0  # seconds before the credential's expiry at which the plugin is run again
 
 
 def _clean(text: str, limit: int = 2000) -> str:
-    return " ".join(_CTRL.sub(" ", str(text)).split())[:limit]
+    """One line of a server's text, safe to show (``textsafe.clean``), runs of spaces as one, bounded."""
+    return " ".join(clean(str(text)).split())[:limit]
 
 
 # ---- errors --------------------------------------------------------------------------------------
@@ -47,7 +48,7 @@ class KubeError(Exception):
 
     def __init__(self, status: Optional[int], reason: str, message: str) -> None:
         self.status = status
-        self.reason = reason
+        self.reason = _clean(reason, 200)  # both from the server: safe to show (textsafe)
         self.message = _clean(message)
         super().__init__(self._sentence())
 
@@ -239,15 +240,16 @@ class KubeClient:
 
     # ---- credentials ------------------------------------------------------------------------------
 
-    async def _credential(self, stale_generation: Optional[int] = None, check: bool = False) -> tuple[str, int]:
-        """The bearer token and its generation; runs the plugin when there is none, it expired, or the
-        server refused generation ``stale_generation``. Without a credential it closes the gate; while the
-        gate is closed after a sign-in that held, only ``check`` (a sign-in flow polling for the approval)
-        runs the plugin: any other caller is told at once (watchers and followers then wait on the gate)."""
+    async def _credential(self, stale_generation: Optional[int] = None, check: bool = False) -> tuple[BearerAuth, int]:
+        """The bearer token (as an ``httpx.Auth``: no plain string of it in any frame here) and its generation;
+        runs the plugin when there is none, it expired, or the server refused generation ``stale_generation``.
+        Without a credential it closes the gate; while the gate is closed after a sign-in that held, only
+        ``check`` (a sign-in flow polling for the approval) runs the plugin: any other caller is told at once
+        (watchers and followers then wait on the gate)."""
         async with self._lock:
             fresh = self._token is not None and time.time() < self._expires - REFRESH_MARGIN
             if fresh and stale_generation != self._generation:
-                return self._token.get_secret_value(), self._generation  # type: ignore[union-attr]
+                return BearerAuth(self._token), self._generation  # type: ignore[arg-type]
             if not self.gate.is_open and not check and self._generation:
                 raise NotSignedIn(self.gate.link, self.gate.reason)
             if self._spec is None:
@@ -278,7 +280,7 @@ class KubeClient:
                 self._expires = time.time() + 600
             self._generation += 1
             self.gate.open()
-            return self._token.get_secret_value(), self._generation
+            return BearerAuth(self._token), self._generation
 
     def forget_credential(self) -> None:
         """Drop the in-memory token (the next request runs the plugin again)."""
@@ -343,13 +345,13 @@ class KubeClient:
         url = self.server + path
         stale = None
         for attempt in range(2):
-            token, gen = await self._credential(stale)
-            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+            auth, gen = await self._credential(stale)
+            headers = {"Accept": "application/json"}
             if content_type:
                 headers["Content-Type"] = content_type
             try:
                 r = await self._http.request(method, url, params=params, json=json_body, content=content,
-                                             headers=headers, timeout=timeout or self._timeout)
+                                             headers=headers, auth=auth, timeout=timeout or self._timeout)
             except httpx.HTTPError as e:
                 raise self._unreachable(e, url) from None
             if r.status_code == 401 and attempt == 0:
@@ -374,11 +376,11 @@ class KubeClient:
         url = self.server + path
         stale = None
         for attempt in range(2):
-            token, gen = await self._credential(stale)
-            req = self._http.build_request("GET", url, params=params, headers={"Authorization": f"Bearer {token}"},
+            auth, gen = await self._credential(stale)
+            req = self._http.build_request("GET", url, params=params,
                                            timeout=httpx.Timeout(self._timeout, read=read_timeout))
             try:
-                r = await self._http.send(req, stream=True)
+                r = await self._http.send(req, stream=True, auth=auth)
             except httpx.HTTPError as e:
                 raise self._unreachable(e, url) from None
             if r.status_code >= 400:
@@ -538,9 +540,9 @@ class KubeClient:
         url = self.server + self._path("pods", namespace, pod, "log") + "?" + urlencode(params)
         stale = None
         for attempt in range(2):
-            token, gen = await self._credential(stale)
-            try:
-                stream, head = await LineStream.open(url, {"Authorization": f"Bearer {token}"}, self._verify,
+            auth, gen = await self._credential(stale)
+            try:  # the header stays a secret down to the bytes written (linestream)
+                stream, head = await LineStream.open(url, {"Authorization": auth.header()}, self._verify,
                                                      connect_timeout=self._timeout)
             except StreamFailed as e:
                 raise self._unreachable(e, url) from None

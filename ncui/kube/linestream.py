@@ -30,6 +30,10 @@ _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _HEAD_MAX = 1 << 16  # a response head, or an error's body, longer than this is cut
 
 
+def _secret(value) -> bool:
+    return hasattr(value, "get_secret_value")
+
+
 class StreamFailed(Exception):
     """The connection failed, was cut, or spoke no HTTP/1.1 we understand."""
 
@@ -96,10 +100,11 @@ class LineStream:
         self._closed = False
 
     @classmethod
-    async def open(cls, url: str, headers: dict[str, str], verify: Union[ssl.SSLContext, bool], *,
+    async def open(cls, url: str, headers: dict, verify: Union[ssl.SSLContext, bool], *,
                    connect_timeout: float = 15.0, **kw) -> tuple["LineStream", Head]:
         """Connect, send the GET and read the response's head (on an error status, its body too, and the
-        stream is closed). Raises ``StreamFailed`` when it cannot."""
+        stream is closed). Raises ``StreamFailed`` when it cannot. A header's value may be a ``SecretStr``
+        (the bearer token): it is revealed only inside the bytes written, never held in a local here."""
         s = cls(**kw)
         u = urlsplit(url)
         host = u.hostname or ""
@@ -116,11 +121,13 @@ class LineStream:
         target = (u.path or "/") + (f"?{u.query}" if u.query else "")
         netloc = f"[{host}]" if ":" in host else host
         lines = [f"GET {target} HTTP/1.1", f"Host: {netloc}:{port}", "User-Agent: ncui", "Accept: */*",
-                 "Connection: close", *(f"{k}: {v}" for k, v in headers.items())]
+                 "Connection: close", *(f"{k}: {v}" for k, v in headers.items() if not _secret(v))]
+        secrets = [(k, v) for k, v in headers.items() if _secret(v)]
         try:
             await asyncio.wait_for(s._connect(host, port, tls), connect_timeout)
             assert s._transport is not None
-            s._transport.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            s._transport.write(("\r\n".join(lines) + "".join(f"\r\n{k}: {v.get_secret_value()}" for k, v in secrets)
+                                + "\r\n\r\n").encode("latin-1"))
             head = await asyncio.wait_for(asyncio.shield(s._head), connect_timeout)
         except (OSError, asyncio.TimeoutError) as e:
             s.close()

@@ -22,6 +22,7 @@ from operator import itemgetter
 from typing import Callable, Optional
 
 from ..backoff import RetryLoop
+from ..textsafe import clean, unsafe
 from .client import KubeClient, KubeError, NotSignedIn
 
 __all__ = ["LogFollower", "LossCurve", "LOSS", "parse_loss", "clean_line", "split_timestamp", "split_entry",
@@ -71,22 +72,15 @@ class LossCurve:
         return True
 
 
-# CSI (ESC [ … final), OSC (ESC ] … BEL or ST), other two-byte ESC sequences, C1 CSI/OSC, then any other
-# C0 control but tab, and DEL.
-_SEQ = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]|[\x1b\x9d]\][^\x07\x1b]*(?:\x07|\x1b\\)?"
-                  r"|\x9d[^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|[\x00-\x08\x0a-\x1f\x7f]")
-_NEEDS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f\x9b\x9d]")
-
-
 def clean_line(text: str) -> str:
-    """A log line safe to show: no terminal control sequences. A ``\\r`` (a progress bar redrawing itself)
-    keeps what a terminal would end up showing: the text after the last one."""
-    if _NEEDS.search(text) is None:
+    """A log line safe to show (``textsafe.clean``; a tab stays, the pane expands it). A ``\\r`` (a progress
+    bar redrawing itself) keeps what a terminal would end up showing: the text after the last one."""
+    if unsafe(text) is None:
         return text
     if "\r" in text:
         parts = [p for p in text.split("\r") if p]
         text = parts[-1] if parts else ""
-    return _SEQ.sub("", text)
+    return clean(text, tab="\t")
 
 
 _TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$")
@@ -259,7 +253,7 @@ class LogFollower(RetryLoop):
         n0 = len(out)
         last_key, last_ts = self._last_key, self._last_ts
         skip, resume_key = self._skip, self._resume_key
-        needs = _NEEDS.search
+        needs = unsafe
         for line in raw:
             sp = line.find(" ")
             if sp == 30 and line[29] == "Z" and line[10] == "T" and line[19] == ".":  # the usual form

@@ -16,8 +16,9 @@ from typing import Optional
 import yaml
 from pydantic import SecretStr
 
+from ..textsafe import clean
+
 URL = re.compile(r"https?://[^\s\"'<>]+")
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -79,30 +80,23 @@ async def run_plugin(spec: ExecSpec, timeout: float = 30.0) -> SigninResult:
             if transport is not None:
                 transport.close()
         raise
-    text = clean(err.decode("utf-8", "replace"))
-    status = _credential(out) if proc.returncode == 0 else None
-    del out
+    cred = _credential(out) if proc.returncode == 0 else None
+    del out  # the token, from here on, only as a SecretStr
+    text = clean(err.decode("utf-8", "replace"), multiline=True)
     m = URL.search(text)
-    if status is None:
+    if cred is None:
         return SigninResult(False, m.group(0).rstrip(".,;)") if m else None, text.strip())
-    exp = status.get("expirationTimestamp")
-    return SigninResult(True, m.group(0).rstrip(".,;)") if m else None, text.strip(),
-                        token=SecretStr(str(status["token"])), expires=str(exp) if exp else None)
+    return SigninResult(True, m.group(0).rstrip(".,;)") if m else None, text.strip(), token=cred[0], expires=cred[1])
 
 
-def _credential(out: bytes) -> Optional[dict]:
-    """The ExecCredential's ``status`` when it carries a token."""
+def _credential(out: bytes) -> Optional[tuple[SecretStr, Optional[str]]]:
+    """The ExecCredential's token (a SecretStr at once) and expirationTimestamp, when it carries a token."""
     try:
-        doc = json.loads(out)
-    except ValueError:
+        status = json.loads(out)
+        status = status.get("status") if status.get("kind") == "ExecCredential" else None
+        if not isinstance(status, dict) or not status.get("token"):
+            return None
+        exp = status.get("expirationTimestamp")
+        return SecretStr(str(status.pop("token"))), str(exp) if exp else None
+    except (ValueError, AttributeError):
         return None
-    if isinstance(doc, dict) and doc.get("kind") == "ExecCredential":
-        status = doc.get("status") or {}
-        if isinstance(status, dict) and status.get("token"):
-            return status
-    return None
-
-
-def clean(text: str) -> str:
-    """Text from another program, safe to show: no terminal control sequences."""
-    return ANSI.sub("", text.replace("\r\n", "\n")).replace("\t", "    ")

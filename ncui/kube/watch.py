@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Callable, Mapping, Optional
 
 from ..backoff import RetryLoop
+from ..textsafe import clean_json
 from .client import Gone, KubeClient, KubeError, NotSignedIn
 
 __all__ = ["ResourceWatcher"]
@@ -67,8 +68,9 @@ class ResourceWatcher(RetryLoop):
                 try:
                     items, rv = await self.client.list(self.kind, self.namespace, self.label_selector)
                     self.lists += 1
-                    # replace in one step: never an empty snapshot while re-listing
-                    self._objs = {o["metadata"]["name"]: o for o in items}
+                    # replace in one step: never an empty snapshot while re-listing. Every string of an object
+                    # is made safe to show as it comes in (names, reasons, messages: textsafe).
+                    self._objs = {o["metadata"]["name"]: o for o in map(clean_json, items)}
                     self.synced = True
                     recovered, self.error = self.error is not None, None
                     failures = 0
@@ -77,6 +79,7 @@ class ResourceWatcher(RetryLoop):
                         async for typ, obj in self.client.watch(self.kind, rv, self.namespace,
                                                                 timeout_seconds=self.watch_timeout,
                                                                 label_selector=self.label_selector):
+                            obj = clean_json(obj)
                             name = obj.get("metadata", {}).get("name")
                             if not name:
                                 continue

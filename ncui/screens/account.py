@@ -57,7 +57,7 @@ Who the token belongs to, your organization's clusters and its money.
         who = st.value("whoami")
         ident = self.query_one("#identity", Static)
         if who is None:
-            ident.update(self.problem("whoami") or Text("Loading who you are…", style="dim"))
+            t = self.problem("whoami") or Text("Loading who you are…", style="dim")
         else:
             t = Text()
             t.append(who.user.email, style="bold")
@@ -77,7 +77,9 @@ Who the token belongs to, your organization's clusters and its money.
                     t.append(state.value + "…", style="yellow")
                 else:
                     t.append("press s to sign in", style="bold")
-            ident.update(t)
+        if self.store.meta.get("token_warning"):  # the token file is readable by others: the fix, chmod 600
+            t.append(f"\n⚠ {self.store.meta['token_warning']}", style="bold yellow")
+        ident.update(t)
         self._clusters(who)
         self._money()
         self._transactions()
@@ -94,7 +96,7 @@ Who the token belongs to, your organization's clusters and its money.
             cursor = table.cursor_row
             table.clear()
             for name, kind in want:
-                table.add_row(name, kind)
+                table.add_row(Text(name), Text(kind))  # not markup: a server's names
             if table.row_count:
                 table.move_cursor(row=min(cursor, table.row_count - 1))
         table.display = bool(rows)
@@ -219,8 +221,8 @@ Who the token belongs to, your organization's clusters and its money.
         rows = [(f"{t.at:%m-%d %H:%M}",
                  Text(fmt_usd(t.amount_ucredits, sign=True), style="green" if t.amount_ucredits > 0 else "red",
                       justify="right"),
-                 t.description) for t in txs[:50]]
-        sig = [(r[0], r[1].plain, r[2]) for r in rows]
+                 Text(t.description)) for t in txs[:50]]  # not markup: the server's words
+        sig = [(r[0], r[1].plain, r[2].plain) for r in rows]
         if sig != getattr(self, "_tx_sig", None):
             self._tx_sig = sig
             table.clear()

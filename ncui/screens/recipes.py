@@ -17,6 +17,7 @@ from textual.widgets.option_list import Option
 
 from .. import recipes as R
 from ..api.errors import NCError
+from ..textsafe import clean
 from .base import View
 
 
@@ -149,7 +150,7 @@ The starter recipes of the catalog for your cluster. Train is the one to run whe
         parts.append(head)
         for s in plan.steps:
             parts.append(Text(f"── {s.file} ──", style="bold cyan"))
-            parts.append(Syntax(s.text.rstrip("\n"), "yaml", theme="ansi_dark", word_wrap=True,
+            parts.append(Syntax(clean(s.text, multiline=True).rstrip("\n"), "yaml", theme="ansi_dark", word_wrap=True,
                                 background_color="default"))
         return Group(*parts)
 

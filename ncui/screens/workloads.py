@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Static
 
 from ..api.errors import NCError
 from ..kube.logs import LogFollower, LossCurve
+from ..textsafe import clean
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns
 from .modals import ConfirmModal, ResultsModal
@@ -220,7 +221,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
             cursor = table.cursor_row
             table.clear()
             for r in rows:
-                table.add_row(*r, key=r[0])
+                table.add_row(*(Text(c) if isinstance(c, str) else c for c in r), key=r[0])  # not markup
             if rows:
                 names = [r[0] for r in rows]
                 table.move_cursor(row=names.index(self.pod) if self.pod in names else min(cursor, len(rows) - 1))
@@ -398,9 +399,9 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         reasoning = msg.get("reasoning_content") or msg.get("reasoning")
         if reasoning:
             out.append("Reasoning\n", style="bold dim")
-            out.append(str(reasoning) + "\n\n", style="dim")
+            out.append(clean(str(reasoning), multiline=True) + "\n\n", style="dim")
         out.append("Answer\n", style="bold")
-        out.append(str(msg.get("content") or "(empty)"))
+        out.append(clean(str(msg.get("content") or "(empty)"), multiline=True))
         await self.app.push_screen(ResultsModal(f"{MODELS[svc]}", out))
 
     # ---- stop ---------------------------------------------------------------------------------

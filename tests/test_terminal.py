@@ -1,0 +1,133 @@
+"""The app in a real terminal (tmux), as a person runs it (``ncui --api … --access …``) against the box: the
+raw bytes it writes to the terminal (``tmux pipe-pane``) never carry a pod log's C1 controls or bidi
+overrides; and a token file readable by others is shown on screen with its fix."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .kc_support import busybox_job
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+C1 = [chr(c) for c in range(0x80, 0xA0)]
+BIDI = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)]
+
+
+class Tmux:
+    """Our own tmux server (its own socket) with one pane running ``sh``; every byte the pane's program
+    writes is appended to ``raw`` (pipe-pane, set before the program starts)."""
+
+    def __init__(self, tmp: Path, env: dict[str, str], width: int = 120, height: int = 40) -> None:
+        self.sock, self.raw = str(tmp / "tmux.sock"), tmp / "raw.bin"
+        self.raw.touch()
+        flags = [x for k, v in env.items() for x in ("-e", f"{k}={v}")]
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), *flags, "sh")
+        self.tmux("pipe-pane", "-o", "-t", "t", f"cat >> {shlex.quote(str(self.raw))}")
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-S", self.sock, *args], check=True, capture_output=True, text=True,
+                              timeout=30).stdout
+
+    def run(self, *argv: str) -> None:
+        # (without the COLUMNS and LINES a test runner may export: the program reads the pane's own size)
+        self.tmux("send-keys", "-t", "t", "exec env -u COLUMNS -u LINES " + shlex.join(argv), "Enter")
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "t")
+
+    async def until(self, cond, timeout: float = 60.0, what: str = "") -> str:
+        """The screen once ``cond(screen)`` holds, polled with a deadline."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.screen()
+            if cond(text):
+                return text
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; the screen:\n{text}")
+            await asyncio.sleep(0.1)  # a polling interval, not a wait for something to be done
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True, timeout=30)
+
+
+def _env(tmp: Path, **extra: str) -> dict[str, str]:
+    old = os.environ.get("PYTHONPATH")
+    return {"HOME": str(tmp), "XDG_STATE_HOME": str(tmp / "state"), "NC_TOKEN": "",
+            "PYTHONPATH": str(ROOT) + (os.pathsep + old if old else ""), **extra}
+
+
+def _token_file(home: Path, token: str, mode: int) -> Path:
+    path = home / ".config" / "nationalcompute" / "token"
+    path.parent.mkdir(parents=True)
+    path.write_text(token + "\n")
+    os.chmod(path, mode)
+    return path
+
+
+def _ncui(sim) -> list[str]:
+    """``ncui --api … --access …`` against the box, as a person runs it."""
+    return [sys.executable, "-m", "ncui.cli", "--api", sim.api_url, "--access", sim.access_url]
+
+
+@pytest.fixture
+def tmux_factory(tmp_path):
+    made: list[Tmux] = []
+
+    def make(env: dict[str, str], width: int = 120) -> Tmux:
+        t = Tmux(tmp_path, env, width)
+        made.append(t)
+        return t
+
+    yield make
+    for t in made:
+        t.close()
+
+
+async def test_a_pod_log_with_c1_and_bidi_controls_never_reaches_the_terminal(kc_factory, tmux_factory, tmp_path):
+    k, kc = kc_factory()
+    # Every C1 control and bidi control, each closed by an ST (so that no string control eats the rest of
+    # the line) and followed by a dot that must survive; then a title and a clear screen in the 7-bit form.
+    body = "".join(f"{c}\x9c." for c in C1 + BIDI)
+    res = await kc.apply([busybox_job("nasty", f"MARK{body}END \x1b]0;PWNED\x07\x1b[2Jdone")])
+    assert [r.error for r in res] == [None]
+    # the box's pod runs on the CPU worker and logs its command ("[ncui sim] command: sh -c …"): let it run
+    await asyncio.to_thread(k.world.advance, 200)
+    await asyncio.to_thread(k.sim.app.state.kube.tick)
+    _token_file(tmp_path, k.sim.token, 0o600)
+    term = tmux_factory(_env(tmp_path, NCUI_KUBE_CACHE=str(k.auth_cache)), width=240)  # the whole line in the pane
+    term.run(*_ncui(k.sim))
+    await term.until(lambda s: "Account" in s and "Halcyon" in s, what="the app with its account")
+    term.keys("4")
+    clean = "MARK" + "." * len(C1 + BIDI) + "END done"
+    # the whole log is on the pane: its line, and the lines after it
+    screen = await term.until(lambda s: "MARK" in s and "[ncui sim] done" in s, what="the pod's log in the pane")
+    raw = term.raw.read_bytes()
+    for ch in C1 + BIDI:
+        assert ch.encode() not in raw, f"U+{ord(ch):04X} reached the terminal"
+    assert clean in screen, screen
+    assert clean.encode() in raw  # the line was written whole, in one run of bytes
+    assert b"PWNED" not in raw
+
+
+async def test_a_token_file_readable_by_others_is_shown_with_its_fix(sim, tmux_factory, tmp_path):
+    path = _token_file(tmp_path, sim.token, 0o644)
+    term = tmux_factory(_env(tmp_path))
+    term.run(*_ncui(sim))
+    screen = await term.until(lambda s: "Halcyon" in s, what="the app with its account")
+    # on Account (the notification at start says the same), wrapped at the card's width
+    assert "readable by others" in screen and "(mode 0644)" in screen and "run: chmod 600" in screen, screen
+    assert path.stat().st_mode & 0o777 == 0o644  # shown, not changed behind the person's back
