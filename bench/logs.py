@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 KUBECTL = "/usr/bin/kubectl"
 
-CHILD = r'''
+CHILD = r"""
 import asyncio, json, os, sys, time
 t0 = time.monotonic()
 from textual.app import App
@@ -79,13 +79,14 @@ async def main():
         f.stop()
         await asyncio.gather(task, return_exceptions=True)
         await kc.aclose()
-        os.write(int(os.environ["NCUI_BENCH_FD"]), json.dumps({"lines": f.total, "first": first[0][0] - t0 if first else None,
+        fd = int(os.environ["NCUI_BENCH_FD"])
+        os.write(fd, json.dumps({"lines": f.total, "first": first[0][0] - t0 if first else None,
                                 "stream_s": t1 - first[0][0] if first else None, "follow_s": t1 - t_follow,
                                 "stream_cpu": c1 - first[0][1] if first else None,
                                 "streams": f.streams, "last": ok[:60], "points": len(losses.points)}).encode())
 
 asyncio.run(main())
-'''
+"""
 
 
 def run_measured(argv: list[str], env: dict, extra_fd: bool = False) -> dict:
@@ -97,8 +98,9 @@ def run_measured(argv: list[str], env: dict, extra_fd: bool = False) -> dict:
         pass_fds = (w,)
         env = {**env, "NCUI_BENCH_FD": str(w)}
     t0 = time.monotonic()
-    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         stdin=subprocess.DEVNULL, pass_fds=pass_fds)
+    p = subprocess.Popen(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, pass_fds=pass_fds
+    )
     if w is not None:
         os.close(w)
     data = b""
@@ -108,8 +110,13 @@ def run_measured(argv: list[str], env: dict, extra_fd: bool = False) -> dict:
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.monotonic() - t0
     err = p.stderr.read().decode(errors="replace") if p.stderr else ""
-    out = {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024, "rc": status,
-           "stderr": err[-300:]}
+    out = {
+        "wall": wall,
+        "cpu": ru.ru_utime + ru.ru_stime,
+        "rss_mb": ru.ru_maxrss / 1024,
+        "rc": status,
+        "stderr": err[-300:],
+    }
     if data:
         out.update(json.loads(data))
     return out
@@ -131,12 +138,15 @@ def kubectl_stream(argv: list[str], env: dict) -> float:
 
 def start_sim(speed: float):
     from tests.simproc import SimProcess
+
     return SimProcess("--scenario", "k8s-market", "--speed", str(speed))
 
 
 def sign_in(api: str, cluster: str, cache: Path) -> None:
     import httpx
+
     from ncui.kube import signin
+
     os.environ["NCUI_KUBE_CACHE"] = str(cache)
     code = signin.request_code(api, cluster)
     link = code["verification_uri_complete"]
@@ -147,15 +157,33 @@ def sign_in(api: str, cluster: str, cache: Path) -> None:
 
 
 def flood_job(name: str, spec: str) -> dict:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [
-                {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "flood"],
-                 "env": [{"name": "NCUI_SIM_LOG_FLOOD", "value": spec}]}]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox:1.36",
+                            "command": ["sh", "-c", "flood"],
+                            "env": [{"name": "NCUI_SIM_LOG_FLOOD", "value": spec}],
+                        }
+                    ],
+                }
+            },
+        },
+    }
 
 
 async def prepare(kubeconfig: str, jobs: dict[str, str]) -> dict[str, str]:
     from ncui.kube.client import KubeClient
     from ncui.kube.status import pod_status
+
     kc = KubeClient.from_kubeconfig(kubeconfig)
     try:
         res = await kc.apply([flood_job(n, s) for n, s in jobs.items()])
@@ -165,8 +193,11 @@ async def prepare(kubeconfig: str, jobs: dict[str, str]) -> dict[str, str]:
             pods, _ = await kc.list("pods")
             # Completed: a follow stream of a running container stays open until it ends (as the kubelet's
             # does), so both readers read the whole log of a finished container and exit.
-            names = {p["metadata"]["labels"].get("job-name"): p["metadata"]["name"] for p in pods
-                     if pod_status(p) == "Completed"}
+            names = {
+                p["metadata"]["labels"].get("job-name"): p["metadata"]["name"]
+                for p in pods
+                if pod_status(p) == "Completed"
+            }
             if all(n in names for n in jobs):
                 return names
             await asyncio.sleep(0.2)
@@ -186,16 +217,26 @@ def main() -> int:
     sim = start_sim(speed=120.0)
     try:
         import httpx
+
         api, token = sim.env["NC_API"], sim.env["NC_TOKEN"]
         cluster = "halcyon"
-        r = httpx.get(f"{api}/api/k8s/cluster/kubeconfig", params={"cluster": cluster},
-                      headers={"Authorization": f"Bearer {token}"})
+        r = httpx.get(
+            f"{api}/api/k8s/cluster/kubeconfig",
+            params={"cluster": cluster},
+            headers={"Authorization": f"Bearer {token}"},
+        )
         r.raise_for_status()
         kcfg = tmp / "kubeconfig.yaml"
         kcfg.write_text(r.text)
         sign_in(api, cluster, tmp / "auth")
-        env = {**os.environ, "KUBECONFIG": str(kcfg), "KUBECACHEDIR": str(tmp / "kcache"),
-               "NCUI_KUBE_CACHE": str(tmp / "auth"), "PYTHONPATH": str(ROOT), "HOME": str(tmp)}
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(kcfg),
+            "KUBECACHEDIR": str(tmp / "kcache"),
+            "NCUI_KUBE_CACHE": str(tmp / "auth"),
+            "PYTHONPATH": str(ROOT),
+            "HOME": str(tmp),
+        }
         steady_n = int(args.steady * args.seconds)
         jobs = {"burst": str(args.burst), "steady": f"{steady_n}@{args.steady}"}
         pods = asyncio.run(prepare(kcfg.read_text(), jobs))
@@ -203,10 +244,14 @@ def main() -> int:
         for pod in pods.values():  # the box builds a flood's log once, on its first read: not while measured
             for stamps in ([], ["--timestamps"]):
                 subprocess.run([KUBECTL, "logs", pod, "-c", "main", *stamps], env=env, stdout=subprocess.DEVNULL)
-        print(f"# log throughput: ncui LogFollower -> headless LogPane vs kubectl logs -f > /dev/null "
-              f"({os.cpu_count()} cores, {args.repeat} runs each, order rotated)")
-        hdr = (f"{'run':<15}{'reader':<8}{'lines':>10}{'follow s':>10}{'lines/s':>11}{'stream l/s':>12}"
-               f"{'CPU %':>7}{'peak RSS MB':>13}")
+        print(
+            f"# log throughput: ncui LogFollower -> headless LogPane vs kubectl logs -f > /dev/null "
+            f"({os.cpu_count()} cores, {args.repeat} runs each, order rotated)"
+        )
+        hdr = (
+            f"{'run':<15}{'reader':<8}{'lines':>10}{'follow s':>10}{'lines/s':>11}{'stream l/s':>12}"
+            f"{'CPU %':>7}{'peak RSS MB':>13}"
+        )
         print(hdr)
         results: dict[tuple[str, str], list[dict]] = {}
         runs = (("burst", "burst", args.burst), (f"steady {args.steady}/s", "steady", steady_n))
@@ -225,11 +270,17 @@ def main() -> int:
                         m["follow"] = m["wall"]  # spawn to exit: kubectl starts in ~0.1 s
                         m["lines"] = n
                         m["cpu_pct"] = 100 * m["cpu"] / m["wall"]
-                        m["stream_rate"] = (kubectl_stream([KUBECTL, "logs", "-f", pod, "-c", "main"], env)
-                                            if job == "burst" else n / m["wall"])
+                        m["stream_rate"] = (
+                            kubectl_stream([KUBECTL, "logs", "-f", pod, "-c", "main"], env)
+                            if job == "burst"
+                            else n / m["wall"]
+                        )
                     results.setdefault((label, reader), []).append(m)
-                    print(f"{label:<15}{reader:<8}{m.get('lines', 0):>10,}{m['follow']:>10.2f}{n / m['follow']:>11,.0f}"
-                          f"{m['stream_rate']:>12,.0f}{m['cpu_pct']:>7.1f}{m['rss_mb']:>13.1f}", flush=True)
+                    print(
+                        f"{label:<15}{reader:<8}{m.get('lines', 0):>10,}{m['follow']:>10.2f}{n / m['follow']:>11,.0f}"
+                        f"{m['stream_rate']:>12,.0f}{m['cpu_pct']:>7.1f}{m['rss_mb']:>13.1f}",
+                        flush=True,
+                    )
                     if m.get("rc"):
                         print(f"  (exit code {m.get('rc')}: {m['stderr']})")
         med = statistics.median
@@ -238,24 +289,34 @@ def main() -> int:
         for label, _, n in runs:
             for reader in ("ncui", "kubectl"):
                 ms = results[(label, reader)]
-                print(f"{label:<15}{reader:<8}{n:>10,}{med(m['follow'] for m in ms):>10.2f}"
-                      f"{med(n / m['follow'] for m in ms):>11,.0f}{med(m['stream_rate'] for m in ms):>12,.0f}"
-                      f"{med(m['cpu_pct'] for m in ms):>7.1f}{max(m['rss_mb'] for m in ms):>13.1f}")
+                print(
+                    f"{label:<15}{reader:<8}{n:>10,}{med(m['follow'] for m in ms):>10.2f}"
+                    f"{med(n / m['follow'] for m in ms):>11,.0f}{med(m['stream_rate'] for m in ms):>12,.0f}"
+                    f"{med(m['cpu_pct'] for m in ms):>7.1f}{max(m['rss_mb'] for m in ms):>13.1f}"
+                )
         burst, kb = results[("burst", "ncui")], results[("burst", "kubectl")]
         steady = results[(runs[1][0], "ncui")]
-        worst_ratio = min(kb_m["follow"] / m["follow"] for m, kb_m in zip(burst, kb))
+        worst_ratio = min(kb_m["follow"] / m["follow"] for m, kb_m in zip(burst, kb, strict=False))
         checks = [
             ("burst >= 200k lines/s (stream)", min(m["stream_rate"] for m in burst) >= 200_000),
             (f"steady {args.steady}/s at <= 15% of a core (median)", med(m["cpu_pct"] for m in steady) <= 15.0),
             ("peak RSS <= 100 MB (every run)", max(m["rss_mb"] for m in burst + steady) <= 100.0),
-            (f"never slower than kubectl: every burst followed in less time (worst run {worst_ratio:.2f}x "
-             f"kubectl's speed)", worst_ratio >= 1.0),
-            ("streams at least kubectl's rate (median)",
-             med(m["stream_rate"] for m in burst) >= med(m["stream_rate"] for m in kb)),
+            (
+                f"never slower than kubectl: every burst followed in less time (worst run {worst_ratio:.2f}x "
+                f"kubectl's speed)",
+                worst_ratio >= 1.0,
+            ),
+            (
+                "streams at least kubectl's rate (median)",
+                med(m["stream_rate"] for m in burst) >= med(m["stream_rate"] for m in kb),
+            ),
         ]
         for what, ok in checks:
             print(f"# {'met ' if ok else 'MISS'} {what}")
-        print("# 'follow s': ncui from the follower's start (the app is running and signed in: a person selects a pod) to the last")
+        print(
+            "# 'follow s': ncui from the follower's start (the app is running and signed in: a person selects a pod) "
+            "to the last"
+        )
         print("# line painted on the pane; kubectl from spawn to exit (it starts in ~0.1 s). 'stream': first line to")
         print("# last (kubectl's through a pipe, a second run of the same log). CPU % over the stream (kubectl: over")
         print("# its whole run). The box builds a flood's log once, before the runs, and serves it from memory.")

@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 
-BARE = r'''
+BARE = r"""
 import os
 from textual.app import App
 from textual.widgets import DataTable, Footer, Header
@@ -33,9 +33,9 @@ class Bare(App):
     def done(self):
         os.write(1, b"first-frame\n"); self.exit()
 Bare().run(headless=True, size=(80, 24))
-'''
+"""
 
-NCUI = r'''
+NCUI = r"""
 import os
 from ncui.app import NCApp
 from ncui.backend import Backend, DemoOptions
@@ -53,15 +53,19 @@ if len(sys.argv) > 1:  # against a separately started box: the path the real ser
 else:
     backend = Backend(demo=DemoOptions("k8s-market", 60, 1))
 Bench(backend, mode="bench").run(headless=True, size=(80, 24))
-'''
+"""
 
 
 def run(code: str, *args: str) -> dict[str, float]:
     """One fresh process; a child that has not exited after 30 s is stopped with its stacks printed."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as err:
-        p = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=err,
-                             env={**os.environ, "TEXTUAL": "", "PYTHONFAULTHANDLER": "1"})
+        p = subprocess.Popen(
+            [sys.executable, "-c", code, *args],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env={**os.environ, "TEXTUAL": "", "PYTHONFAULTHANDLER": "1"},
+        )
         watchdog = threading.Timer(30, lambda: p.send_signal(signal.SIGABRT))
         watchdog.start()
         out: dict[str, float] = {}
@@ -83,8 +87,9 @@ def main() -> None:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, root)
     # as an installed package would be (and as `make demo` leaves it): ncui's bytecode compiled
-    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(root, "ncui")], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", os.path.join(root, "ncui")], check=True, stdout=subprocess.DEVNULL
+    )
     from ncui.sim.server import SimServer
     from ncui.sim.world import World
 
@@ -92,7 +97,7 @@ def main() -> None:
     with SimServer(World("k8s-market", seed=1, speed=60)) as sim:
         kinds = [(bare, (BARE,)), (ncui, (NCUI,)), (remote, (NCUI, sim.api_url, sim.token))]
         for i in range(args.runs):  # interleaved, and the order rotated: a run is slower right after a
-            for out, argv in kinds[i % 3:] + kinds[:i % 3]:  # heavy one exits, so none always follows another
+            for out, argv in kinds[i % 3 :] + kinds[: i % 3]:  # heavy one exits, so none always follows another
                 out.append(run(*argv))
     b_first = statistics.median(r["first-frame"] for r in bare)
     n_first = statistics.median(r["first-frame"] for r in ncui)

@@ -6,9 +6,9 @@ Screens read the store and call actions; the backend's pollers feed the store.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import Iterable, Optional
 
 from rich.text import Text
 from textual.app import App, ComposeResult, SystemCommand
@@ -31,8 +31,10 @@ log = logging.getLogger("ncui")
 # The five screens: (id, title, module, class). Only Account is imported before the first frame; the
 # others are imported and built when first shown.
 VIEWS: tuple[tuple[str, str, str, str], ...] = (
-    ("account", "Account", "account", "AccountView"), ("market", "Market", "market", "MarketView"),
-    ("recipes", "Recipes", "recipes", "RecipesView"), ("workloads", "Workloads", "workloads", "WorkloadsView"),
+    ("account", "Account", "account", "AccountView"),
+    ("market", "Market", "market", "MarketView"),
+    ("recipes", "Recipes", "recipes", "RecipesView"),
+    ("workloads", "Workloads", "workloads", "WorkloadsView"),
     ("lease", "Lease", "lease", "LeaseView"),
 )
 
@@ -42,6 +44,8 @@ def view_class(name: str) -> type[View]:
 
     _, _, module, cls = next(v for v in VIEWS if v[0] == name)
     return getattr(importlib.import_module(f".screens.{module}", __package__), cls)
+
+
 CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity")
 
 GLOBAL_HELP = """
@@ -68,8 +72,9 @@ class NCApp(FlowsMixin, App):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=False),
     ]
 
-    def __init__(self, backend: Optional[Backend], *, store: Optional[Store] = None, mode: str = "",
-                 first_run: str = "") -> None:
+    def __init__(
+        self, backend: Backend | None, *, store: Store | None = None, mode: str = "", first_run: str = ""
+    ) -> None:
         super().__init__()
         self.backend = backend
         self.store = store or Store()
@@ -78,7 +83,7 @@ class NCApp(FlowsMixin, App):
         self.pollers = None
         self._unsubs: list = []
         self._kube = None  # KubeClient of the active cluster, once signed in
-        self._kube_for: Optional[str] = None
+        self._kube_for: str | None = None
         self._watchers: list = []
         self._endpoint_checked = 0.0  # when the cluster's kubeconfig was last read again (time.monotonic())
 
@@ -132,8 +137,15 @@ class NCApp(FlowsMixin, App):
         if self.backend is not None:
             await self.backend.close()
 
-    def notify(self, message: str, *, title: str = "", severity="information", timeout: Optional[float] = None,
-               markup: bool = True) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
         """Never markup: a notification carries a server's words (names, errors), and a ``[/]`` in one
         would be a MarkupError when the toast draws (Widget.notify asks for markup by default)."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
@@ -148,7 +160,8 @@ class NCApp(FlowsMixin, App):
         names = [c.name for c in who.clusters]
         if active is None or active.name not in names:
             first = next((c for c in who.clusters if c.kind == "kubernetes"), None) or (
-                who.clusters[0] if who.clusters else None)
+                who.clusters[0] if who.clusters else None
+            )
             self.select_cluster(first)
 
     def _on_cluster(self, s) -> None:
@@ -191,7 +204,7 @@ class NCApp(FlowsMixin, App):
             if stale:
                 self.pollers.refresh(*stale)
 
-    def current_view(self) -> Optional[View]:
+    def current_view(self) -> View | None:
         if self.first_run:
             return None
         cur = self.query_one("#views", ContentSwitcher).current
@@ -217,8 +230,13 @@ class NCApp(FlowsMixin, App):
         err = event.worker.error
         log.error("worker %s failed", event.worker.name, exc_info=err)
         text = " ".join(str(err).split())[:200]
-        self.notify(f"Something went wrong ({event.worker.name}): {type(err).__name__}"
-                    + (f": {text}" if text else "") + ". Nothing else was changed.", severity="error", timeout=12)
+        self.notify(
+            f"Something went wrong ({event.worker.name}): {type(err).__name__}"
+            + (f": {text}" if text else "")
+            + ". Nothing else was changed.",
+            severity="error",
+            timeout=12,
+        )
 
     # ---- quitting ----------------------------------------------------------------------------------
 
@@ -237,12 +255,17 @@ class NCApp(FlowsMixin, App):
             return
         self.push_screen(ExitGuardModal(standing), partial(self._exit_answer, standing))
 
-    def _exit_answer(self, standing, answer: Optional[str]) -> None:
+    def _exit_answer(self, standing, answer: str | None) -> None:
         if answer == "keep":
             self.exit()
         elif answer == "withdraw":
-            self.run_worker(partial(self._withdraw_then_exit, standing), name="withdraw-exit", group="withdraw",
-                            exclusive=True, exit_on_error=False)
+            self.run_worker(
+                partial(self._withdraw_then_exit, standing),
+                name="withdraw-exit",
+                group="withdraw",
+                exclusive=True,
+                exit_on_error=False,
+            )
 
     async def _withdraw_then_exit(self, standing) -> None:
         from .actions import release_vm, withdraw_bid
@@ -273,13 +296,22 @@ class NCApp(FlowsMixin, App):
         from .money import fmt_price
 
         if s.name == "bid" and getattr(s.value, "cluster", ref.name) == ref.name and s.value.max_price_per_gpu_hour:
-            self.notify(f"A limit price of {fmt_price(s.value.max_price_per_gpu_hour)} stands on {ref.name}: it "
-                        "pulls nodes for any GPU job applied there. Lease (5) shows it; w withdraws it.",
-                        title="Still standing", severity="warning", timeout=15)
+            self.notify(
+                f"A limit price of {fmt_price(s.value.max_price_per_gpu_hour)} stands on {ref.name}: it "
+                "pulls nodes for any GPU job applied there. Lease (5) shows it; w withdraws it.",
+                title="Still standing",
+                severity="warning",
+                timeout=15,
+            )
         elif s.name == "vm_capacity" and s.value.max_gpus:
-            self.notify(f"VM capacity of {s.value.max_gpus} GPUs at up to "
-                        f"{fmt_price(s.value.max_price_per_gpu_hour)} is declared on {ref.name}: nodes are granted "
-                        "and billed until it is released.", title="Still standing", severity="warning", timeout=15)
+            self.notify(
+                f"VM capacity of {s.value.max_gpus} GPUs at up to "
+                f"{fmt_price(s.value.max_price_per_gpu_hour)} is declared on {ref.name}: nodes are granted "
+                "and billed until it is released.",
+                title="Still standing",
+                severity="warning",
+                timeout=15,
+            )
 
     def confirm_withdraw(self) -> None:
         bid = self.store.value("bid")
@@ -288,9 +320,11 @@ class NCApp(FlowsMixin, App):
             return
         from .money import fmt_price
 
-        body = (f"Withdraw the standing limit price of {fmt_price(bid.max_price_per_gpu_hour)} on "
-                f"{ref.name}?\nNo new nodes will be pulled for GPU jobs. Nodes still running a job stay "
-                "until it ends.")
+        body = (
+            f"Withdraw the standing limit price of {fmt_price(bid.max_price_per_gpu_hour)} on "
+            f"{ref.name}?\nNo new nodes will be pulled for GPU jobs. Nodes still running a job stay "
+            "until it ends."
+        )
 
         def done(yes: bool | None) -> None:
             if yes:
@@ -315,8 +349,7 @@ class NCApp(FlowsMixin, App):
     def action_kube_signin(self) -> None:
         # The worker gets the function, not a coroutine: cancelled before it starts (a quit, a second s), a
         # coroutine object would be left never awaited.
-        self.run_worker(self._signin_then_connect, name="signin", group="signin", exclusive=True,
-                        exit_on_error=False)
+        self.run_worker(self._signin_then_connect, name="signin", group="signin", exclusive=True, exit_on_error=False)
 
     async def _signin_then_connect(self) -> None:
         ref = self.store.meta.get("cluster")
@@ -324,7 +357,7 @@ class NCApp(FlowsMixin, App):
         if await self.sign_in_flow(announce=True, kube=kube):
             await self.kube_client()
 
-    async def sign_in_flow(self, announce: bool = False, link: Optional[str] = None, kube=None) -> bool:
+    async def sign_in_flow(self, announce: bool = False, link: str | None = None, kube=None) -> bool:
         """Run the kubeconfig's sign-in plugin as kubectl would (through ``kube``, a KubeClient, when given:
         its gate opens on approval); show its link until it is approved. When ``kube`` is the client in use,
         the watches and the log follower wait on this sign-in: closing the link's window leaves it to the
@@ -383,15 +416,18 @@ class NCApp(FlowsMixin, App):
                 self.store.set("kube_signin", "signed in")
                 if not closed.is_set() and self.screen is modal:
                     modal.dismiss(True)
-                self.notify(f"Signed in: kubectl --context {ref.name} now works silently."
-                            + (" The watches and the log resume where they stopped." if in_use else ""))
+                self.notify(
+                    f"Signed in: kubectl --context {ref.name} now works silently."
+                    + (" The watches and the log resume where they stopped." if in_use else "")
+                )
                 return True
             if result.link and result.link != link:
                 link = result.link
                 modal.new_link(link)
         if in_use:
-            self.notify("The sign-in link stays valid: approve it and ncui resumes by itself (s shows it again).",
-                        timeout=8)
+            self.notify(
+                "The sign-in link stays valid: approve it and ncui resumes by itself (s shows it again).", timeout=8
+            )
             return False
         self.store.set("kube_signin", "not signed in")
         self.notify("Sign-in goes on in the background: approve the link, then press s again.", timeout=8)
@@ -406,8 +442,12 @@ class NCApp(FlowsMixin, App):
         self.stop_watchers()
         for kind in ("pods", "jobs", "deployments", "nodes"):
             slice_name = f"k8s_{kind}"
-            w = ResourceWatcher(kube, kind, on_snapshot=lambda snap, n=slice_name: self.store.set(n, snap),
-                                on_error=lambda msg, n=slice_name: self._watch_failed(kube, n, msg))
+            w = ResourceWatcher(
+                kube,
+                kind,
+                on_snapshot=lambda snap, n=slice_name: self.store.set(n, snap),
+                on_error=lambda msg, n=slice_name: self._watch_failed(kube, n, msg),
+            )
             self._watchers.append(w)
             self.run_worker(w.run, name=f"watch-{kind}", group="watch", exit_on_error=False)
         keeper = SignInKeeper(kube, on_change=lambda gate: self._on_signin_gate(kube, gate))
@@ -425,8 +465,13 @@ class NCApp(FlowsMixin, App):
             return
         self.store.set("kube_signin", "expired")
         if not any(w.group == "signin" and not w.is_finished for w in self.workers):
-            self.run_worker(partial(self.sign_in_flow, link=gate.link, kube=kube), name="signin", group="signin",
-                            exclusive=True, exit_on_error=False)
+            self.run_worker(
+                partial(self.sign_in_flow, link=gate.link, kube=kube),
+                name="signin",
+                group="signin",
+                exclusive=True,
+                exit_on_error=False,
+            )
 
     def _watch_failed(self, kube, slice_name: str, message: str) -> None:
         self.store.fail(slice_name, message)
@@ -436,8 +481,13 @@ class NCApp(FlowsMixin, App):
 
         if kube is self._kube and message.startswith("cannot reach") and time.monotonic() - self._endpoint_checked > 15:
             self._endpoint_checked = time.monotonic()
-            self.run_worker(partial(self._recheck_endpoint, kube), name="endpoint", group="endpoint", exclusive=True,
-                            exit_on_error=False)
+            self.run_worker(
+                partial(self._recheck_endpoint, kube),
+                name="endpoint",
+                group="endpoint",
+                exclusive=True,
+                exit_on_error=False,
+            )
 
     async def _recheck_endpoint(self, kube) -> None:
         ref = self.store.meta.get("cluster")
@@ -449,8 +499,7 @@ class NCApp(FlowsMixin, App):
             return  # the service is down too: the header says so; the next failure asks again
         if kube.kubeconfig is None or text == kube.kubeconfig or kube is not self._kube:
             return
-        self.notify(f"{ref.name}'s Kubernetes API moved (a new address or certificate): connecting again.",
-                    timeout=8)
+        self.notify(f"{ref.name}'s Kubernetes API moved (a new address or certificate): connecting again.", timeout=8)
         self._kube_for = None  # the next kube_client() builds a client from the new kubeconfig
         if await self.kube_client() is not None:
             from .screens.workloads import WorkloadsView
@@ -468,13 +517,16 @@ class NCApp(FlowsMixin, App):
         if self.first_run:
             return
         for i, (name, title, _, _) in enumerate(VIEWS, 1):
-            yield SystemCommand(f"Go to {title}", f"Show the {title} screen (key {i})",
-                                lambda name=name: self.run_action(f"show('{name}')"))
+            yield SystemCommand(
+                f"Go to {title}",
+                f"Show the {title} screen (key {i})",
+                lambda name=name: self.run_action(f"show('{name}')"),
+            )
         yield SystemCommand("Refresh", "Fetch everything now (key r)", self.action_refresh)
-        yield SystemCommand("Sign in to the cluster (kubectl)", "Run the kubeconfig's sign-in (key s)",
-                            self.action_kube_signin)
-        yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)",
-                            self.action_help)
+        yield SystemCommand(
+            "Sign in to the cluster (kubectl)", "Run the kubeconfig's sign-in (key s)", self.action_kube_signin
+        )
+        yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)", self.action_help)
 
 
 def first_run_message(token_path: str, warning: str = "") -> str:

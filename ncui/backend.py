@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from .store import Store
 
@@ -31,13 +31,20 @@ class DemoOptions:
 class Backend:
     """Holds the client and, in the demo, the simulator; builds the pollers for a store."""
 
-    def __init__(self, endpoints: "Optional[Endpoints]" = None, token: "Optional[SecretStr]" = None, *,
-                 demo: Optional[DemoOptions] = None, timeout: float = 10.0, clock=None) -> None:
+    def __init__(
+        self,
+        endpoints: Endpoints | None = None,
+        token: SecretStr | None = None,
+        *,
+        demo: DemoOptions | None = None,
+        timeout: float = 10.0,
+        clock=None,
+    ) -> None:
         self.endpoints = endpoints
         self.token = token
         self.demo = demo
         self.sim = None  # SimServer in the demo
-        self.nc: "Optional[NCClient]" = None
+        self.nc: NCClient | None = None
         self.timeout = timeout
         self.clock = clock  # tests: the box's frozen virtual clock
 
@@ -57,7 +64,7 @@ class Backend:
             return f"demo · {self.demo.scenario}"
         return self.endpoints.api if self.endpoints else ""
 
-    async def connect(self) -> "NCClient":
+    async def connect(self) -> NCClient:
         """Start the box when this is the demo (off the event loop: it imports a web stack), then a client."""
         from .api.client import NCClient
         from .config import Endpoints, SecretStr
@@ -79,13 +86,13 @@ class Backend:
 
     # ---- pollers --------------------------------------------------------------------------------
 
-    def pollers(self, store: Store) -> "Pollers":
-        from .pollers import PollSpec, Pollers
+    def pollers(self, store: Store) -> Pollers:
+        from .pollers import Pollers, PollSpec
 
         nc = self.nc
         assert nc is not None
 
-        def active() -> "Optional[m.ClusterRef]":
+        def active() -> m.ClusterRef | None:
             return store.meta.get("cluster")
 
         def kind() -> str:
@@ -99,7 +106,7 @@ class Backend:
             info = store.value("cluster")
             return k8s() and info is not None and info.market and info.name == active().name
 
-        def name() -> Optional[str]:
+        def name() -> str | None:
             c = active()
             return c.name if c else None
 
@@ -132,11 +139,19 @@ class Backend:
             PollSpec("cluster", lambda: nc.k8s_cluster(name()), 300, 600, enabled=k8s),
             PollSpec("bid", lambda: nc.bid(name()), 15, 60, enabled=market),
             PollSpec("ladder", lambda: nc.ladder(name()), 10, 60, enabled=market),
-            PollSpec("spend", lambda: nc.spend(name()), 10, 30, fast_interval=3, fast_when=waiting_for_nodes,
-                     enabled=k8s),
+            PollSpec(
+                "spend", lambda: nc.spend(name()), 10, 30, fast_interval=3, fast_when=waiting_for_nodes, enabled=k8s
+            ),
             PollSpec("ticks", ticks, 15, 60, enabled=lambda: kind() in ("kubernetes", "vm")),
-            PollSpec("vm_capacity", nc.vm_capacity, 10, 30, fast_interval=3, fast_when=vm_changing,
-                     enabled=lambda: kind() == "vm"),
+            PollSpec(
+                "vm_capacity",
+                nc.vm_capacity,
+                10,
+                30,
+                fast_interval=3,
+                fast_when=vm_changing,
+                enabled=lambda: kind() == "vm",
+            ),
             PollSpec("catalog", nc.catalog, 600, 0),
         ]
         return Pollers(store, specs)

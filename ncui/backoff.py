@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Optional
 
 
-async def wait_event(event: asyncio.Event, timeout: Optional[float]) -> bool:
+async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
     """Wait until ``event`` is set or ``timeout`` seconds pass (None: no limit); True when it is set.
 
     Not ``asyncio.wait_for(event.wait(), timeout)``: on Python 3.10/3.11 that returns normally when the
@@ -37,7 +36,7 @@ class RetryLoop:
     ``self._rng``.
     """
 
-    _task: "object | None"
+    _task: object | None
     _stopped: bool
     backoff: tuple[float, float]
     _rng: random.Random

@@ -1,16 +1,16 @@
 """``ncui`` — the command line: the app, the demo, and the simulator alone.
 
-  ncui                      the app against National Compute (NC_TOKEN or ~/.config/nationalcompute/token)
-  ncui --demo               the app against National Compute in a box, started in this process
-  ncui --api URL --access URL   the app against another endpoint (e.g. a separate `ncui sim`)
-  ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… NC_TOKEN=… then serves
+ncui                      the app against National Compute (NC_TOKEN or ~/.config/nationalcompute/token)
+ncui --demo               the app against National Compute in a box, started in this process
+ncui --api URL --access URL   the app against another endpoint (e.g. a separate `ncui sim`)
+ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… NC_TOKEN=… then serves
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from . import __version__
 
@@ -18,10 +18,18 @@ from . import __version__
 def _sim_args(p: argparse.ArgumentParser) -> None:
     from .sim.scenarios import DEFAULT_SCENARIO, SCENARIOS
 
-    p.add_argument("--scenario", default=DEFAULT_SCENARIO, choices=sorted(SCENARIOS),
-                   help=f"which organization and cluster to simulate (default {DEFAULT_SCENARIO})")
-    p.add_argument("--speed", type=_speed, default=None,
-                   help="virtual seconds per real second (default 60 for the demo, 1 for sim; 0 freezes)")
+    p.add_argument(
+        "--scenario",
+        default=DEFAULT_SCENARIO,
+        choices=sorted(SCENARIOS),
+        help=f"which organization and cluster to simulate (default {DEFAULT_SCENARIO})",
+    )
+    p.add_argument(
+        "--speed",
+        type=_speed,
+        default=None,
+        help="virtual seconds per real second (default 60 for the demo, 1 for sim; 0 freezes)",
+    )
     p.add_argument("--seed", type=int, default=1, help="same seed, same market (default 1)")
 
 
@@ -54,20 +62,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"ncui {__version__}")
     p.add_argument("--demo", action="store_true", help="run against National Compute in a box (offline)")
     p.add_argument("--api", metavar="URL", help="API origin (default https://nationalcompute.com)")
-    p.add_argument("--access", metavar="URL",
-                   help="recipe catalog origin (default https://access.nationalcompute.com)")
+    p.add_argument("--access", metavar="URL", help="recipe catalog origin (default https://access.nationalcompute.com)")
     _sim_args(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    s = sub.add_parser("sim", help="serve National Compute in a box until interrupted",
-                       description="Serve National Compute in a box (API, market, catalog) on loopback. "
-                                   "Prints NC_API=…, NC_ACCESS=… and NC_TOKEN=… first.")
+    s = sub.add_parser(
+        "sim",
+        help="serve National Compute in a box until interrupted",
+        description="Serve National Compute in a box (API, market, catalog) on loopback. "
+        "Prints NC_API=…, NC_ACCESS=… and NC_TOKEN=… first.",
+    )
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=0, help="port (default 0: a free one, printed)")
     _sim_args(s)
     return p
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "sim":
         return run_sim(args)
@@ -93,14 +103,18 @@ def run_sim(args) -> int:
         return 2
     for line in server.env_lines():
         print(line)
-    print(f"# National Compute in a box: scenario {args.scenario}, seed {args.seed}, "
-          f"speed {server.world.clock.speed:g}x. Ctrl-C stops it.")
-    print("# Try: curl -H \"Authorization: Bearer $NC_TOKEN\" $NC_API/api/whoami")
+    print(
+        f"# National Compute in a box: scenario {args.scenario}, seed {args.seed}, "
+        f"speed {server.world.clock.speed:g}x. Ctrl-C stops it."
+    )
+    print('# Try: curl -H "Authorization: Bearer $NC_TOKEN" $NC_API/api/whoami')
     k8s = [c.name for c in server.world.main_org.spec.clusters if c.kind == "kubernetes"]
     if k8s:
-        print(f"# kubectl: curl -fsSL -H \"Authorization: Bearer $NC_TOKEN\" "
-              f"\"$NC_API/api/k8s/cluster/kubeconfig?cluster={k8s[0]}\" -o {k8s[0]}.yaml; "
-              f"KUBECONFIG={k8s[0]}.yaml kubectl --context {k8s[0]} get nodes")
+        print(
+            f'# kubectl: curl -fsSL -H "Authorization: Bearer $NC_TOKEN" '
+            f'"$NC_API/api/k8s/cluster/kubeconfig?cluster={k8s[0]}" -o {k8s[0]}.yaml; '
+            f"KUBECONFIG={k8s[0]}.yaml kubectl --context {k8s[0]} get nodes"
+        )
     sys.stdout.flush()
     try:
         server.serve_forever()
@@ -129,8 +143,11 @@ def run_app(args) -> int:
     src = load_token()
     if src.token is None:
         if not sys.stdout.isatty():
-            print("ncui needs your National Compute token: save it to ~/.config/nationalcompute/token "
-                  "(chmod 600) or set NC_TOKEN. To try ncui without one: ncui --demo", file=sys.stderr)
+            print(
+                "ncui needs your National Compute token: save it to ~/.config/nationalcompute/token "
+                "(chmod 600) or set NC_TOKEN. To try ncui without one: ncui --demo",
+                file=sys.stderr,
+            )
             return 2
         NCApp(None, first_run=first_run_message(str(token_path()), src.warning)).run()
         return 2

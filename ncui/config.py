@@ -6,7 +6,6 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 
 class SecretStr:
@@ -36,6 +35,7 @@ class SecretStr:
     def __hash__(self) -> int:
         return hash(self._value)
 
+
 API_ORIGIN = "https://nationalcompute.com"
 ACCESS_ORIGIN = "https://access.nationalcompute.com"
 
@@ -53,12 +53,12 @@ def state_dir() -> Path:
 class TokenSource:
     """A token and where it came from. ``warning`` is set when the token file is too open."""
 
-    token: Optional[SecretStr]
+    token: SecretStr | None
     origin: str  # "NC_TOKEN", the file's path, or "" when none was found
     warning: str = ""
 
 
-def load_token(env: Optional[dict] = None, path: Optional[Path] = None) -> TokenSource:
+def load_token(env: dict | None = None, path: Path | None = None) -> TokenSource:
     """The token from ``NC_TOKEN``, else ``~/.config/nationalcompute/token``.
 
     Like ssh with a private key, warn when the file can be read by group or others.
@@ -77,8 +77,7 @@ def load_token(env: Optional[dict] = None, path: Optional[Path] = None) -> Token
         return TokenSource(None, str(path), warning=f"Cannot read {path}: {e.strerror or e}")
     warning = ""
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        warning = (f"{path} is readable by others (mode {stat.S_IMODE(st.st_mode):04o}); "
-                   f"run: chmod 600 {path}")
+        warning = f"{path} is readable by others (mode {stat.S_IMODE(st.st_mode):04o}); run: chmod 600 {path}"
     if not text.get_secret_value():
         return TokenSource(None, str(path), warning=warning or f"{path} is empty")
     return TokenSource(text, str(path), warning=warning)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Optional
 
 from .money import cost_ucredits, fmt_price, fmt_usd
 
 COVER_HOURS = 2  # a Kubernetes job is refused unless the balance covers two hours at the ceiling
 
 
-def fmt_age(seconds: Optional[float]) -> str:
+def fmt_age(seconds: float | None) -> str:
     if seconds is None:
         return "—"
     s = int(seconds)
@@ -24,17 +23,17 @@ def fmt_age(seconds: Optional[float]) -> str:
     return f"{s // 86400}d {s % 86400 // 3600}h"
 
 
-def fmt_rate(ucredits_per_hour: Optional[int]) -> str:
+def fmt_rate(ucredits_per_hour: int | None) -> str:
     return "—" if ucredits_per_hour is None else f"{fmt_usd(ucredits_per_hour)}/h"
 
 
-def runway_hours(balance: int, burn_per_hour: int) -> Optional[float]:
+def runway_hours(balance: int, burn_per_hour: int) -> float | None:
     if burn_per_hour <= 0:
         return None
     return max(0.0, balance / burn_per_hour)
 
 
-def fmt_runway(balance: Optional[int], burn_per_hour: Optional[int]) -> str:
+def fmt_runway(balance: int | None, burn_per_hour: int | None) -> str:
     if balance is None or burn_per_hour is None:
         return "—"
     if burn_per_hour <= 0:
@@ -47,12 +46,13 @@ def fmt_runway(balance: Optional[int], burn_per_hour: Optional[int]) -> str:
     return f"{h / 24:.1f} days"
 
 
-def fmt_clock(t: Optional[datetime]) -> str:
+def fmt_clock(t: datetime | None) -> str:
     return "—" if t is None else t.strftime("%H:%M")
 
 
-def plan_sentence(gpus: int, ceiling: int, balance: int, purchases: bool, *,
-                  hours: int = COVER_HOURS) -> tuple[str, int]:
+def plan_sentence(
+    gpus: int, ceiling: int, balance: int, purchases: bool, *, hours: int = COVER_HOURS
+) -> tuple[str, int]:
     """The seed's money check as a sentence, and the top-up needed (0 when covered).
 
     "8 GPUs × $5.00 × 2 h = $80.00; you have $42.10; top up $37.90 on the console's Billing page"
@@ -63,10 +63,22 @@ def plan_sentence(gpus: int, ceiling: int, balance: int, purchases: bool, *,
         return f"{head}; you have {fmt_usd(balance)}: covered.", 0
     short = need - balance
     topup = fmt_usd(-(-short // 10_000) * 10_000)  # up to the cent: a top-up of the figure shown always covers
-    where = ("top up " + topup + " on the console's Billing page" if purchases else
-             "ask your organization's admin to add " + topup + " (this account cannot buy credits)")
+    where = (
+        "top up " + topup + " on the console's Billing page"
+        if purchases
+        else "ask your organization's admin to add " + topup + " (this account cannot buy credits)"
+    )
     return f"{head}; you have {fmt_usd(balance)}; {where}.", short
 
 
-__all__ = ["fmt_age", "fmt_rate", "fmt_runway", "fmt_clock", "plan_sentence", "fmt_price", "fmt_usd",
-           "runway_hours", "COVER_HOURS"]
+__all__ = [
+    "fmt_age",
+    "fmt_rate",
+    "fmt_runway",
+    "fmt_clock",
+    "plan_sentence",
+    "fmt_price",
+    "fmt_usd",
+    "runway_hours",
+    "COVER_HOURS",
+]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation, ROUND_HALF_EVEN
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import Any
 
 UCREDITS_PER_DOLLAR = 1_000_000
@@ -138,4 +138,3 @@ def cost_ucredits(price_per_gpu_hour: int, gpus: int, hours: float | int) -> int
     """price × GPUs × hours, in micro-credits, rounded half-even (exact for whole hours)."""
     exact = Decimal(price_per_gpu_hour) * gpus * Decimal(str(hours))
     return int(exact.to_integral_value(rounding=ROUND_HALF_EVEN))
-

@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any
 
-from .backoff import backoff_delay, wait_event
 from .api.errors import NCError
+from .backoff import backoff_delay, wait_event
 from .store import Store
 
 log = logging.getLogger("ncui.pollers")
@@ -30,14 +31,21 @@ class PollSpec:
     fetch: Callable[[], Awaitable[Any]]
     interval: float  # while a shown screen needs it
     idle_interval: float  # while nobody looks (0 pauses until refreshed)
-    fast_interval: Optional[float] = None
-    fast_when: Optional[Callable[[], bool]] = None
+    fast_interval: float | None = None
+    fast_when: Callable[[], bool] | None = None
     enabled: Callable[[], bool] = lambda: True  # e.g. only for Kubernetes clusters
 
 
 class Pollers:
-    def __init__(self, store: Store, specs: list[PollSpec], *, rng: Optional[random.Random] = None,
-                 max_backoff: float = 60.0, base_backoff: float = 1.0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        specs: list[PollSpec],
+        *,
+        rng: random.Random | None = None,
+        max_backoff: float = 60.0,
+        base_backoff: float = 1.0,
+    ) -> None:
         self.store = store
         self.specs = {s.name: s for s in specs}
         self._rng = rng or random.Random()
@@ -67,7 +75,7 @@ class Pollers:
             if ev is not None:
                 ev.set()
 
-    def next_delay(self, spec: PollSpec) -> Optional[float]:
+    def next_delay(self, spec: PollSpec) -> float | None:
         """Seconds until the next fetch; None waits for a refresh."""
         fails = self.failures.get(spec.name, 0)
         if fails:
@@ -76,12 +84,12 @@ class Pollers:
             return min(delay, usual) if usual else delay
         return self._usual_delay(spec)
 
-    def _probe(self) -> Optional[PollSpec]:
+    def _probe(self) -> PollSpec | None:
         """The failing poller that probes at its own interval (the shortest) while the others back off."""
         failing = [s for s in self.specs.values() if self.failures.get(s.name) and s.enabled()]
         return min(failing, key=lambda s: (s.interval, s.name), default=None)
 
-    def _usual_delay(self, spec: PollSpec) -> Optional[float]:
+    def _usual_delay(self, spec: PollSpec) -> float | None:
         if self.store.interest(spec.name) == 0:
             return spec.idle_interval or None
         if spec.fast_interval and spec.fast_when is not None and spec.fast_when():

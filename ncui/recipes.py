@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 
@@ -21,6 +21,7 @@ NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 # ---- which recipes this cluster can run ----------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Fit:
@@ -41,25 +42,36 @@ def fit(recipe, cluster) -> Fit:
         reasons.append(f"not offered on {cluster.gpu_vendor} GPUs (no {cluster.gpu_vendor} variant)")
     skipped = []
     for s in recipe.steps:
-        missing = [n for n in s.needs if (n == "shared_volume" and not cluster.shared_volume)
-                   or (n == "cpu_worker" and not cluster.cpu_worker)]
+        missing = [
+            n
+            for n in s.needs
+            if (n == "shared_volume" and not cluster.shared_volume) or (n == "cpu_worker" and not cluster.cpu_worker)
+        ]
         if missing and not reasons:
             skipped.append(s.stem)
     if skipped:
-        reasons.append("without a shared volume the weights are not staged first: the engine downloads "
-                       "them itself (slower)")
+        reasons.append(
+            "without a shared volume the weights are not staged first: the engine downloads them itself (slower)"
+        )
     return Fit(not [r for r in reasons if not r.startswith("without")], tuple(reasons), tuple(skipped))
 
 
 def for_kind(catalog, kind: str) -> list:
     """The catalog's recipes for a cluster kind, Train first."""
     rs = [r for r in catalog if r.cluster_kind == kind]
-    return sorted(rs, key=lambda r: (r.name != DEFAULT_RECIPE, ["train", "serve", "post-train",
-                                                                "something-else"].index(r.category)
-                                     if r.category in ("train", "serve", "post-train", "something-else") else 9))
+    return sorted(
+        rs,
+        key=lambda r: (
+            r.name != DEFAULT_RECIPE,
+            ["train", "serve", "post-train", "something-else"].index(r.category)
+            if r.category in ("train", "serve", "post-train", "something-else")
+            else 9,
+        ),
+    )
 
 
 # ---- what will be applied -----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PlanStep:
@@ -113,8 +125,7 @@ async def resolve(nc, recipe, cluster) -> Plan:
         except NotFound as e:
             raise NotOffered(f"{recipe.title} is not offered on this cluster: {e}") from None
         docs = parse_manifests(rf.text, rf.used)
-        steps.append(PlanStep(s.stem, s.title or s.stem, rf.used, rf.url, rf.note, rf.text, tuple(docs),
-                              s.optional))
+        steps.append(PlanStep(s.stem, s.title or s.stem, rf.used, rf.url, rf.note, rf.text, tuple(docs), s.optional))
     gpus = max((gpus_of(st.docs, cluster.gpu_vendor) for st in steps), default=0)
     stop = tuple(c.replace("<cluster>", cluster.name).replace(VENDOR, cluster.gpu_vendor) for c in recipe.stop)
     return Plan(recipe.name, recipe.title, tuple(steps), f.skipped_steps, gpus, stop)
@@ -144,15 +155,17 @@ def gpus_of(docs, vendor: str) -> int:
         if kind == "Job":
             pods, tmpl = int(spec.get("parallelism") or 1), spec.get("template") or {}
         elif kind in ("Deployment", "StatefulSet"):
-            pods, tmpl = max(1, int(spec.get("replicas") if spec.get("replicas") is not None else 1)), \
-                spec.get("template") or {}
+            pods, tmpl = (
+                max(1, int(spec.get("replicas") if spec.get("replicas") is not None else 1)),
+                spec.get("template") or {},
+            )
         elif kind == "Pod":
             pods, tmpl = 1, {"spec": spec}
         else:
             continue
         per_pod = 0
         for c in (tmpl.get("spec") or {}).get("containers") or []:
-            limits = ((c.get("resources") or {}).get("limits") or {})
+            limits = (c.get("resources") or {}).get("limits") or {}
             for k, v in limits.items():
                 if k.endswith(".com/gpu"):
                     per_pod += int(str(v))
@@ -173,13 +186,13 @@ def parse_count(text: str, what: str) -> int:
         shown = repr(t if len(t) <= 20 else t[:20] + "…")
         raise ValueError(f"{what}: {shown} is not a whole number; type digits 0-9, like 1")
     if len(t.lstrip("0")) > 6:  # no arithmetic on a paste of 10 kB of digits; custom_job says the bound
-        return 10 ** 6
+        return 10**6
     return int(t)
 
 
 def _control(text: str) -> bool:
     """A character a terminal or sh would not show as itself (newlines, escapes); a tab is allowed."""
-    return any(ord(ch) < 32 and ch != "\t" or 0x7f <= ord(ch) < 0xa0 or ch in "\u2028\u2029" for ch in text)
+    return any(ord(ch) < 32 and ch != "\t" or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029" for ch in text)
 
 
 @dataclass
@@ -188,7 +201,7 @@ class CustomJob:
     command: str
     nodes: int = 1
     name: str = "my-job"
-    gpus_per_pod: Optional[int] = None  # None: whole nodes
+    gpus_per_pod: int | None = None  # None: whole nodes
     reclaim_tolerant: bool = True
     errors: list[str] = field(default_factory=list)
 
@@ -216,38 +229,57 @@ def custom_job(job: CustomJob, cluster) -> dict:
     elif gpus < 1:
         errors.append("a GPU job asks for at least one GPU")
     elif gpus > gpn:  # a pod runs on one node: more never schedules (and would be bid for in vain)
-        errors.append(f"{gpus} GPUs per pod is more than a node holds: a pod runs on one node of {gpn} GPUs "
-                      f"(for more, ask for more nodes)")
+        errors.append(
+            f"{gpus} GPUs per pod is more than a node holds: a pod runs on one node of {gpn} GPUs "
+            f"(for more, ask for more nodes)"
+        )
     elif gpus % gpn and not cluster.reservation_packing:
-        errors.append(f"{gpus} GPUs is a partial node: every pod must ask for a multiple of {gpn} GPUs "
-                      f"(only a cluster with reservation packing takes fewer)")
+        errors.append(
+            f"{gpus} GPUs is a partial node: every pod must ask for a multiple of {gpn} GPUs "
+            f"(only a cluster with reservation packing takes fewer)"
+        )
     if errors:
         raise ValueError("; ".join(errors))
     res = f"{cluster.gpu_vendor}.com/gpu"
     spec: dict[str, Any] = {
         "backoffLimit": 0,
-        "template": {"metadata": {"labels": {"app.kubernetes.io/name": name,
-                                             "first-job.nationalcompute.com/recipe": "something-else"}},
-                     "spec": {
-                         "restartPolicy": "Never",
-                         "terminationGracePeriodSeconds": 60,
-                         "tolerations": [{"key": res, "operator": "Exists", "effect": "NoSchedule"}],
-                         "containers": [{
-                             "name": "main", "image": image, "command": ["sh", "-c", command],
-                             "resources": {"limits": {res: str(gpus)}},
-                             "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}],
-                         "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}]}},
+        "template": {
+            "metadata": {
+                "labels": {"app.kubernetes.io/name": name, "first-job.nationalcompute.com/recipe": "something-else"}
+            },
+            "spec": {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 60,
+                "tolerations": [{"key": res, "operator": "Exists", "effect": "NoSchedule"}],
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": image,
+                        "command": ["sh", "-c", command],
+                        "resources": {"limits": {res: str(gpus)}},
+                        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}],
+                    }
+                ],
+                "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}}],
+            },
+        },
     }
     if job.nodes > 1:
         spec["parallelism"] = spec["completions"] = job.nodes
     if job.reclaim_tolerant:
         spec["podReplacementPolicy"] = "Failed"
-        spec["podFailurePolicy"] = {"rules": [
-            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-            {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [143]}}]}
-    return {"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": name, "labels": {"first-job.nationalcompute.com/recipe": "something-else"}},
-            "spec": spec}
+        spec["podFailurePolicy"] = {
+            "rules": [
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+                {"action": "Ignore", "onExitCodes": {"operator": "In", "values": [143]}},
+            ]
+        }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": {"first-job.nationalcompute.com/recipe": "something-else"}},
+        "spec": spec,
+    }
 
 
 def custom_plan(job: CustomJob, cluster) -> Plan:
@@ -255,16 +287,22 @@ def custom_plan(job: CustomJob, cluster) -> Plan:
     text = yaml.safe_dump(doc, sort_keys=False)
     c = doc["spec"]["template"]["spec"]["containers"][0]
     nodes, gpus = doc["spec"].get("parallelism", 1), c["resources"]["limits"][f"{cluster.gpu_vendor}.com/gpu"]
-    summary = (f"Image: {c['image']}\nCommand (sh -c, exactly): {c['command'][2]}\n"
-               f"{nodes} pod{'s' if nodes > 1 else ''} × {gpus} GPUs")
-    return Plan("something-else", "Something else", (PlanStep("my-job", "Your container as one Job",
-                                                             f"{doc['metadata']['name']}.yaml", "", "", text,
-                                                             (doc,)),),
-                gpus=gpus_of([doc], cluster.gpu_vendor),
-                stop=(f"kubectl --context {cluster.name} delete job {doc['metadata']['name']}",), summary=summary)
+    summary = (
+        f"Image: {c['image']}\nCommand (sh -c, exactly): {c['command'][2]}\n"
+        f"{nodes} pod{'s' if nodes > 1 else ''} × {gpus} GPUs"
+    )
+    return Plan(
+        "something-else",
+        "Something else",
+        (PlanStep("my-job", "Your container as one Job", f"{doc['metadata']['name']}.yaml", "", "", text, (doc,)),),
+        gpus=gpus_of([doc], cluster.gpu_vendor),
+        stop=(f"kubectl --context {cluster.name} delete job {doc['metadata']['name']}",),
+        summary=summary,
+    )
 
 
 # ---- the money check -----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class MoneyCheck:
@@ -293,8 +331,12 @@ def judge_ceiling(ceiling: int, ladder, nodes_needed: int) -> CeilingVerdict:
     if ceiling <= 0:
         return CeilingVerdict(False, "refuse", "A limit price must be more than $0.")
     if ceiling < floor:
-        return CeilingVerdict(False, "refuse", f"{fmt_price(ceiling)} is under the market's floor of "
-                                               f"{fmt_price(floor)}: it would never clear (bid-too-low).")
+        return CeilingVerdict(
+            False,
+            "refuse",
+            f"{fmt_price(ceiling)} is under the market's floor of "
+            f"{fmt_price(floor)}: it would never clear (bid-too-low).",
+        )
     won = 0
     for r in ladder.rungs:
         if ceiling >= r.price_per_gpu_hour:
@@ -302,24 +344,48 @@ def judge_ceiling(ceiling: int, ladder, nodes_needed: int) -> CeilingVerdict:
     if won < nodes_needed:
         need = next((r.price_per_gpu_hour for r in ladder.rungs if r.nodes >= nodes_needed), None)
         more = f"; {fmt_price(need)} wins {nodes_needed} now" if need else ""
-        return CeilingVerdict(True, "warn", f"{fmt_price(ceiling)} would not win {'a node' if nodes_needed == 1 else f'{nodes_needed} nodes'} "
-                                            f"right now{more}. The job waits until the price falls.", won)
-    return CeilingVerdict(True, "ok", f"{fmt_price(ceiling)} clears now: it wins up to {won} node"
-                                      f"{'s' if won > 1 else ''}.", won)
+        return CeilingVerdict(
+            True,
+            "warn",
+            f"{fmt_price(ceiling)} would not win {'a node' if nodes_needed == 1 else f'{nodes_needed} nodes'} "
+            f"right now{more}. The job waits until the price falls.",
+            won,
+        )
+    return CeilingVerdict(
+        True, "ok", f"{fmt_price(ceiling)} clears now: it wins up to {won} node{'s' if won > 1 else ''}.", won
+    )
 
 
-def bid_confirmation(cluster: str, ceiling: int, gpus: int, assessed: Optional[int]) -> str:
+def bid_confirmation(cluster: str, ceiling: int, gpus: int, assessed: int | None) -> str:
     """The question before ``PUT /api/k8s/bid``: the figure in it is exactly the one sent (``fmt_price`` never
     rounds a price)."""
     per_hour = cost_ucredits(ceiling, gpus, 1)
     now = f" (winners are assessed {fmt_price(assessed)} now)" if assessed else ""
-    return (f"Set a limit price of {fmt_price(ceiling)} on {cluster}?\n\n"
-            f"For {gpus} GPUs that is at most {fmt_usd(per_hour, exact=True)} per hour; you pay the assessed price, "
-            f"never more than your limit{now}.\n\n"
-            f"The limit stands until you withdraw it (Lease screen, w): it keeps pulling nodes for any GPU job "
-            f"you apply later.")
+    return (
+        f"Set a limit price of {fmt_price(ceiling)} on {cluster}?\n\n"
+        f"For {gpus} GPUs that is at most {fmt_usd(per_hour, exact=True)} per hour; you pay the assessed price, "
+        f"never more than your limit{now}.\n\n"
+        f"The limit stands until you withdraw it (Lease screen, w): it keeps pulling nodes for any GPU job "
+        f"you apply later."
+    )
 
 
-__all__ = ["fit", "for_kind", "resolve", "Plan", "PlanStep", "NotOffered", "custom_job", "custom_plan",
-           "CustomJob", "parse_count", "MAX_NODES", "money_check", "judge_ceiling", "bid_confirmation", "gpus_of",
-           "parse_manifests", "COVER_HOURS"]
+__all__ = [
+    "fit",
+    "for_kind",
+    "resolve",
+    "Plan",
+    "PlanStep",
+    "NotOffered",
+    "custom_job",
+    "custom_plan",
+    "CustomJob",
+    "parse_count",
+    "MAX_NODES",
+    "money_check",
+    "judge_ceiling",
+    "bid_confirmation",
+    "gpus_of",
+    "parse_manifests",
+    "COVER_HOURS",
+]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Optional
+from typing import Any
 
 from .formatting import fmt_age
 
@@ -24,16 +25,16 @@ class Slice:
 
     name: str
     value: Any = None
-    fetched_at: Optional[float] = None  # time.monotonic() of the last success
-    error: Optional[str] = None  # a human sentence, never a traceback
-    error_at: Optional[float] = None
+    fetched_at: float | None = None  # time.monotonic() of the last success
+    error: str | None = None  # a human sentence, never a traceback
+    error_at: float | None = None
     version: int = 0  # bumps on every write, success or error
 
     @property
     def loaded(self) -> bool:
         return self.fetched_at is not None
 
-    def age(self, now: Optional[float] = None) -> Optional[float]:
+    def age(self, now: float | None = None) -> float | None:
         if self.fetched_at is None:
             return None
         return max(0.0, (time.monotonic() if now is None else now) - self.fetched_at)
@@ -43,7 +44,7 @@ class Slice:
         """The last read failed: an error newer than the last success."""
         return self.error is not None and (self.error_at or 0) >= (self.fetched_at or 0)
 
-    def staleness(self, now: Optional[float] = None) -> Optional[str]:
+    def staleness(self, now: float | None = None) -> str | None:
         """The one rule for a value that could not be read: None while it is fresh (or still loading);
         "stale 12s: <reason>" when the last read failed and an older value is shown; "unknown (could not
         read: <reason>)" when it never was read. Never "none", zero or empty for a failed read."""
@@ -54,8 +55,21 @@ class Slice:
         return f"stale {fmt_age(self.age(now))}: {self.error}"
 
 
-SLICES = ("whoami", "cluster", "summary", "balance", "transactions", "ladder", "ticks", "spend", "bid",
-          "vm_capacity", "catalog", "pods", "balance_history")
+SLICES = (
+    "whoami",
+    "cluster",
+    "summary",
+    "balance",
+    "transactions",
+    "ladder",
+    "ticks",
+    "spend",
+    "bid",
+    "vm_capacity",
+    "catalog",
+    "pods",
+    "balance_history",
+)
 
 
 @dataclass

@@ -28,7 +28,8 @@ _LINE_BREAK = re.compile(r"\r\n|[\r\n]")  # one space in one-line text
 _SEQ = re.compile(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI: parameters, intermediates, a final byte
     r"|(?:\x1b[]P_^X]|[\x9d\x90\x9f\x9e\x98])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"  # OSC DCS APC PM SOS
-    r"|\x1b[ -/]*[0-~]")  # any other ESC sequence (intermediates, then a final byte)
+    r"|\x1b[ -/]*[0-~]"
+)  # any other ESC sequence (intermediates, then a final byte)
 
 unsafe = _UNSAFE.search  # unsafe(text) is None: nothing to clean but tabs (the log follower's quick test)
 
@@ -51,8 +52,7 @@ def clean_json(value: Any, multiline_keys: frozenset = frozenset(), *, _key: str
     if isinstance(value, str):
         return clean(value, multiline=_key in multiline_keys)
     if isinstance(value, dict):
-        return {clean(k) if isinstance(k, str) else k: clean_json(v, multiline_keys, _key=k)
-                for k, v in value.items()}
+        return {clean(k) if isinstance(k, str) else k: clean_json(v, multiline_keys, _key=k) for k, v in value.items()}
     if isinstance(value, list):
         return [clean_json(v, multiline_keys, _key=_key) for v in value]
     return value

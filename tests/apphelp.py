@@ -15,8 +15,9 @@ from .conftest import endpoints_of
 
 def app_for(sim, *, frozen: bool = True) -> NCApp:
     store = Store(clock=(lambda: 1000.0)) if frozen else Store()
-    return NCApp(Backend(endpoints_of(sim), SecretStr(sim.token), timeout=5, clock=sim.world.now), store=store,
-                 mode="test")
+    return NCApp(
+        Backend(endpoints_of(sim), SecretStr(sim.token), timeout=5, clock=sim.world.now), store=store, mode="test"
+    )
 
 
 async def until(pilot, cond, timeout: float = 15.0, what: str = "") -> None:
@@ -47,8 +48,9 @@ def screen_text(app) -> str:
 
                 from rich.console import Console
 
-                console = Console(width=max(40, w.size.width or 120), file=io.StringIO(), record=True,
-                                  color_system=None)
+                console = Console(
+                    width=max(40, w.size.width or 120), file=io.StringIO(), record=True, color_system=None
+                )
                 console.print(r)
                 parts.append(console.export_text())
         elif isinstance(w, DataTable):
@@ -84,8 +86,11 @@ async def open_recipes(pilot, app) -> None:
     if app.store.value("cluster").market:
         await until(pilot, lambda: loaded(app, "ladder", "bid"))
     await pilot.press("3")
-    await until(pilot, lambda: "What will be applied" in screen_text(app) or "not offered" in screen_text(app),
-                what="the preview")
+    await until(
+        pilot,
+        lambda: "What will be applied" in screen_text(app) or "not offered" in screen_text(app),
+        what="the preview",
+    )
 
 
 async def type_text(pilot, text: str) -> None:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
-from typing import Callable, Iterator
 
 import pytest
 from hypothesis import settings
+from pydantic import SecretStr
 
 from ncui.api.client import NCClient
 from ncui.config import Endpoints
 from ncui.sim.server import SimServer
 from ncui.sim.world import World
-from pydantic import SecretStr
 
 START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 

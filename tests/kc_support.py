@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import httpx
 import pytest
 import yaml
 
 from ncui.kube.client import KubeClient
-
 
 
 async def until(predicate: Callable[[], object], timeout: float = 10.0, what: str = "", interval: float = 0.01):
@@ -26,8 +25,14 @@ async def until(predicate: Callable[[], object], timeout: float = 10.0, what: st
         await asyncio.sleep(interval)
 
 
-async def advance_until(k, predicate: Callable[[], object], step: float = 60, max_steps: int = 200,
-                        what: str = "", caught_up: Optional[Callable[[], object]] = None):
+async def advance_until(
+    k,
+    predicate: Callable[[], object],
+    step: float = 60,
+    max_steps: int = 200,
+    what: str = "",
+    caught_up: Callable[[], object] | None = None,
+):
     """Move the frozen clock ``step`` virtual seconds at a time; after each step, when given, wait until
     ``caught_up()`` (a reader has seen what that step made), so every intermediate state is observed."""
     for _ in range(max_steps):
@@ -41,13 +46,17 @@ async def advance_until(k, predicate: Callable[[], object], step: float = 60, ma
     raise AssertionError(f"never happened: {what or predicate}")
 
 
-def busybox_job(name: str, command: str, env: Optional[dict] = None) -> dict:
+def busybox_job(name: str, command: str, env: dict | None = None) -> dict:
     """A Job of one busybox container (no GPU: it runs on the CPU worker at once); ``env`` as name → value."""
     ctr: dict = {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", command]}
     if env:
         ctr["env"] = [{"name": k, "value": v} for k, v in env.items()]
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
-            "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [ctr]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"backoffLimit": 0, "template": {"spec": {"restartPolicy": "Never", "containers": [ctr]}}},
+    }
 
 
 def recipe(k, name: str) -> list[dict]:

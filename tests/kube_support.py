@@ -10,14 +10,12 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Optional
 
 import httpx
 import pytest
 
 from ncui.kube import signin
 from ncui.sim.server import SimServer
-
 
 KUBECTL = "/usr/bin/kubectl"
 
@@ -26,8 +24,14 @@ class Watcher:
     """A long-running kubectl (get -w, logs -f) whose output is collected by a thread."""
 
     def __init__(self, args: list[str], env: dict) -> None:
-        self.proc = subprocess.Popen([KUBECTL, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     stdin=subprocess.DEVNULL, text=True)
+        self.proc = subprocess.Popen(
+            [KUBECTL, *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
         self.lines: list[str] = []
         self.err: list[str] = []
         self._t = threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True)
@@ -64,14 +68,19 @@ class KubeEnv:
         self.sim, self.world, self.cluster = sim, sim.world, cluster
         self.tmp = tmp
         self.headers = {"Authorization": f"Bearer {sim.token}"}
-        r = httpx.get(f"{sim.api_url}/api/k8s/cluster/kubeconfig", params={"cluster": cluster},
-                      headers=self.headers)
+        r = httpx.get(f"{sim.api_url}/api/k8s/cluster/kubeconfig", params={"cluster": cluster}, headers=self.headers)
         r.raise_for_status()
         self.kubeconfig = tmp / "kubeconfig.yaml"
         self.kubeconfig.write_text(r.text)
         self.auth_cache = tmp / "auth"
-        self.env = {**os.environ, "KUBECONFIG": str(self.kubeconfig), "KUBECACHEDIR": str(tmp / "kcache"),
-                    "NCUI_KUBE_CACHE": str(self.auth_cache), "PYTHONPATH": _pythonpath(), "HOME": str(tmp)}
+        self.env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "KUBECACHEDIR": str(tmp / "kcache"),
+            "NCUI_KUBE_CACHE": str(self.auth_cache),
+            "PYTHONPATH": _pythonpath(),
+            "HOME": str(tmp),
+        }
         self.env.pop("KUBERNETES_EXEC_INFO", None)
         self.watchers: list[Watcher] = []
 
@@ -101,7 +110,7 @@ class KubeEnv:
         files = [p for p in self.auth_cache.glob("*.json") if not p.name.endswith(".pending.json")]
         return json.loads(files[0].read_text())["token"]
 
-    def pending(self) -> Optional[dict]:
+    def pending(self) -> dict | None:
         for p in self.auth_cache.glob("*.pending.json"):
             try:
                 return json.loads(p.read_text())
@@ -112,8 +121,9 @@ class KubeEnv:
     # ---- kubectl ------------------------------------------------------------------------------
 
     def kubectl(self, *args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
-        p = subprocess.run([KUBECTL, *args], env=self.env, capture_output=True, text=True,
-                           stdin=subprocess.DEVNULL, timeout=timeout)
+        p = subprocess.run(
+            [KUBECTL, *args], env=self.env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout
+        )
         if check and p.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
         return p
@@ -127,11 +137,15 @@ class KubeEnv:
         return f"{self.sim.access_url}/first-job/{name}"
 
     def set_bid(self, usd: float) -> None:
-        r = httpx.put(f"{self.sim.api_url}/api/k8s/bid", json={"max_price_per_gpu_hour": usd},
-                      headers=self.headers, params={"cluster": self.cluster})
+        r = httpx.put(
+            f"{self.sim.api_url}/api/k8s/bid",
+            json={"max_price_per_gpu_hour": usd},
+            headers=self.headers,
+            params={"cluster": self.cluster},
+        )
         r.raise_for_status()
 
-    def sim_post(self, path: str, body: Optional[dict] = None) -> httpx.Response:
+    def sim_post(self, path: str, body: dict | None = None) -> httpx.Response:
         return httpx.post(f"{self.sim.api_url}{path}", json=body or {}, headers=self.headers)
 
     def advance_until(self, predicate, step: float = 60, max_steps: int = 200, what: str = ""):
@@ -146,8 +160,11 @@ class KubeEnv:
     # ---- reading the cluster directly (fast: no kubectl) ---------------------------------------
 
     def api(self, path: str) -> dict:
-        r = httpx.get(f"{self.sim.kube_url}/k8s/{self.cluster}{path}",
-                      headers={"Authorization": f"Bearer {self.token()}"}, verify=False)
+        r = httpx.get(
+            f"{self.sim.kube_url}/k8s/{self.cluster}{path}",
+            headers={"Authorization": f"Bearer {self.token()}"},
+            verify=False,
+        )
         r.raise_for_status()
         return r.json()
 
@@ -165,6 +182,7 @@ class KubeEnv:
 
     def pod_statuses(self) -> dict[str, str]:
         from ncui.sim.kube.tables import pod_reason
+
         out = {}
         for p in self.api("/api/v1/namespaces/default/pods")["items"]:
             reason, ready, total, _ = pod_reason(p)
@@ -210,7 +228,7 @@ def subsequence(want: list[str], got: list[str]) -> bool:
 def kube_factory(sim_factory):
     envs: list[KubeEnv] = []
 
-    def make(scenario: str = "k8s-market", cluster: Optional[str] = None, signed_in: bool = True, **kw) -> KubeEnv:
+    def make(scenario: str = "k8s-market", cluster: str | None = None, signed_in: bool = True, **kw) -> KubeEnv:
         sim = sim_factory(scenario, **kw)
         name = cluster or sim.world.main_org.spec.clusters[0].name
         env = KubeEnv(sim, name, Path(tempfile.mkdtemp(prefix="ncui-kube-test-")))

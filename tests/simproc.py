@@ -12,9 +12,13 @@ import time
 
 class SimProcess:
     def __init__(self, *args: str, timeout: float = 20.0) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "ncui.cli", "sim", "--port", "0", *args],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ncui.cli", "sim", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         self.env: dict[str, str] = {}
         self.lines: list[str] = []
         lines: queue.Queue = queue.Queue()
@@ -25,8 +29,10 @@ class SimProcess:
                 line = lines.get(timeout=max(0.0, deadline - time.monotonic())).rstrip("\n")
             except queue.Empty:
                 self.stop()
-                raise AssertionError(f"ncui sim did not print its address in {timeout}s: {self.lines} "
-                                     f"{self.proc.stderr.read() if self.proc.stderr else ''}") from None
+                raise AssertionError(
+                    f"ncui sim did not print its address in {timeout}s: {self.lines} "
+                    f"{self.proc.stderr.read() if self.proc.stderr else ''}"
+                ) from None
             self.lines.append(line)
             if "=" in line and not line.startswith("#"):
                 k, v = line.split("=", 1)
@@ -41,7 +47,7 @@ class SimProcess:
                 self.proc.kill()
                 self.proc.wait()
 
-    def __enter__(self) -> "SimProcess":
+    def __enter__(self) -> SimProcess:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -32,7 +32,7 @@ async def test_each_view_subscribes_once_and_the_tab_bar_follows(sim):
 
     def highlighted() -> str:
         bar = app.query_one("#tabs").content
-        return " ".join(bar.plain[s.start:s.end].strip() for s in bar.spans if "reverse" in str(s.style))
+        return " ".join(bar.plain[s.start : s.end].strip() for s in bar.spans if "reverse" in str(s.style))
 
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami"))
@@ -81,11 +81,15 @@ async def test_keys_switch_screens_and_help(sim):
 
 async def test_standing_limit_shows_in_header_and_market_and_withdraw_asks_first(sim):
     async with httpx.AsyncClient() as h:
-        ladder = (await h.get(sim.api_url + "/api/k8s/market/ladder",
-                              headers={"Authorization": f"Bearer {sim.token}"})).json()
+        ladder = (
+            await h.get(sim.api_url + "/api/k8s/market/ladder", headers={"Authorization": f"Bearer {sim.token}"})
+        ).json()
         price = ladder["rungs"][2]["price_per_gpu_hour"]
-        await h.put(sim.api_url + "/api/k8s/bid", json={"max_price_per_gpu_hour": price},
-                    headers={"Authorization": f"Bearer {sim.token}"})
+        await h.put(
+            sim.api_url + "/api/k8s/bid",
+            json={"max_price_per_gpu_hour": price},
+            headers={"Authorization": f"Bearer {sim.token}"},
+        )
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "bid", "ladder"))
@@ -113,9 +117,11 @@ async def test_header_goes_stale_on_errors_and_live_again(sim):
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "balance"))
         async with httpx.AsyncClient() as h:
-            await h.post(sim.api_url + "/_sim/faults", json={"path_prefix": "/api/billing/balance",
-                                                            "status": 500, "count": 1000},
-                         headers={"Authorization": f"Bearer {sim.token}"})
+            await h.post(
+                sim.api_url + "/_sim/faults",
+                json={"path_prefix": "/api/billing/balance", "status": 500, "count": 1000},
+                headers={"Authorization": f"Bearer {sim.token}"},
+            )
         app.pollers.refresh("balance")
         header = lambda: app.query_one("StatusHeader").render().plain  # noqa: E731
         await until(pilot, lambda: "stale" in header(), what="stale")
@@ -209,8 +215,12 @@ async def test_an_expired_sign_in_link_is_replaced_by_a_fresh_one(sim):
         await until(pilot, lambda: isinstance(app.screen, SignInModal), what="the sign-in modal")
         first = app.screen.link
         sim.world.advance(16 * 60)  # the code's 15 minutes pass unapproved
-        await until(pilot, lambda: isinstance(app.screen, SignInModal) and app.screen.link != first,
-                    timeout=30, what="a fresh link")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, SignInModal) and app.screen.link != first,
+            timeout=30,
+            what="a fresh link",
+        )
         assert "expired; here is a fresh one" in screen_text(app)
         await pilot.press("escape")
         await until(pilot, lambda: app.store.value("kube_signin") == "not signed in")
@@ -252,8 +262,11 @@ async def test_a_limit_never_read_is_unknown_not_none(sim):
     app = app_for(sim)
     header = lambda: app.query_one("StatusHeader").render().plain  # noqa: E731
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: loaded(app, "whoami", "cluster", "balance") and app.store.get("bid").error,
-                    what="the failed read")
+        await until(
+            pilot,
+            lambda: loaded(app, "whoami", "cluster", "balance") and app.store.get("bid").error,
+            what="the failed read",
+        )
         await pilot.press("5")
         await until(pilot, lambda: "could not read" in screen_text(app), what="Lease says why")
         assert "limit unknown" in header() and "limit none" not in header()

@@ -41,8 +41,11 @@ def figure(pattern: str, text: str) -> Decimal:
 async def put_bid(sim, dollars: float) -> None:
     """Another client (the console, kubectl, curl) sets the standing limit."""
     async with httpx.AsyncClient() as h:
-        r = await h.put(sim.api_url + "/api/k8s/bid", json={"max_price_per_gpu_hour": dollars},
-                        headers={"Authorization": f"Bearer {sim.token}"})
+        r = await h.put(
+            sim.api_url + "/api/k8s/bid",
+            json={"max_price_per_gpu_hour": dollars},
+            headers={"Authorization": f"Bearer {sim.token}"},
+        )
         assert r.status_code == 200
 
 
@@ -123,8 +126,9 @@ async def test_a_standing_limit_finer_than_cents_is_shown_and_prefilled_exactly(
         await pilot.press("5")
         await until(pilot, lambda: "$4.105/GPU-h" in screen_text(app), what="the Lease screen")
         await pilot.press("w")
-        shown = await confirm_and_check_sent(pilot, app, sent, "Withdraw the standing limit price of",
-                                             expect_sent=Decimal(0))
+        shown = await confirm_and_check_sent(
+            pilot, app, sent, "Withdraw the standing limit price of", expect_sent=Decimal(0)
+        )
         assert shown == Decimal("4.105")
         await until(pilot, lambda: sim.world.main_org.k8s["halcyon"].bid == 0, what="the withdrawal")
 
@@ -136,13 +140,19 @@ async def test_the_ceiling_refuses_input_that_means_something_else(sim):
         await pilot.press("a")
         await through_sign_in(pilot, app, sim, CeilingModal)
         field = app.screen.query_one("#ceiling")
-        for bad, why in [("4,10", "no thousands separators"), ("3_5", "no thousands separators"),
-                         ("٤", "only the digits 0-9"), ("1e3", "is not an amount of dollars"),
-                         ("inf", "is not an amount of dollars"), ("nan", "is not an amount of dollars"),
-                         ("-1", "cannot be negative"), ("abc", "is not an amount of dollars"),
-                         ("9" * 30, "implausibly large")]:
+        for bad, why in [
+            ("4,10", "no thousands separators"),
+            ("3_5", "no thousands separators"),
+            ("٤", "only the digits 0-9"),
+            ("1e3", "is not an amount of dollars"),
+            ("inf", "is not an amount of dollars"),
+            ("nan", "is not an amount of dollars"),
+            ("-1", "cannot be negative"),
+            ("abc", "is not an amount of dollars"),
+            ("9" * 30, "implausibly large"),
+        ]:
             field.value = bad
-            await until(pilot, lambda: why in screen_text(app), what=f"the reason for {bad!r}")
+            await until(pilot, lambda why=why: why in screen_text(app), what=f"the reason for {bad!r}")
             assert "type dollars and cents, like 4.10" in screen_text(app) or "large" in why
             await pilot.press("enter")
             await pilot.pause()
@@ -170,17 +180,22 @@ async def test_something_else_confirmation_shows_the_image_and_the_whole_command
         cmd.focus()
         # a multi-line paste into Command is refused with a reason, never cut to its first line
         cmd.post_message(events.Paste("echo start\n" + "x" * 10_000 + "\nrm -rf /tmp/scratch\n"))
-        await until(pilot, lambda: any("Paste refused: it has 3 lines" in n.message for n in app._notifications),
-                    what="the paste's refusal")
+        await until(
+            pilot,
+            lambda: any("Paste refused: it has 3 lines" in n.message for n in app._notifications),
+            what="the paste's refusal",
+        )
         assert cmd.value == command
-        for field, bad, why in [("nodes", "8e22", "nodes: '8e22' is not a whole number; type digits 0-9"),
-                                ("nodes", "٣", "nodes: '٣' is not a whole number"),
-                                ("nodes", "1_0", "'1_0' is not a whole number"),
-                                ("nodes", "8" * 23, "nodes must be a whole number from 1 to 64"),
-                                ("gpus", "16", "16 GPUs per pod is more than a node holds")]:
+        for field, bad, why in [
+            ("nodes", "8e22", "nodes: '8e22' is not a whole number; type digits 0-9"),
+            ("nodes", "٣", "nodes: '٣' is not a whole number"),
+            ("nodes", "1_0", "'1_0' is not a whole number"),
+            ("nodes", "8" * 23, "nodes must be a whole number from 1 to 64"),
+            ("gpus", "16", "16 GPUs per pod is more than a node holds"),
+        ]:
             form.query_one("#" + field).value = bad
             form._submit()
-            await until(pilot, lambda: why in screen_text(app), what=why)
+            await until(pilot, lambda why=why: why in screen_text(app), what=why)
             form.query_one("#" + field).value = "1" if field == "nodes" else ""
         form._submit()
         await through_sign_in(pilot, app, sim, ConfirmModal)

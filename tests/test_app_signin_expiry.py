@@ -26,8 +26,12 @@ async def _signed_in(pilot, app, sim) -> str:
     await until(pilot, lambda: isinstance(app.screen, SignInModal), what="the sign-in link")
     link = app.screen.link
     await _approve(sim, link)
-    await until(pilot, lambda: app._kube is not None and app.store.value("k8s_pods") is not None, timeout=30,
-                what="signed in and watching")
+    await until(
+        pilot,
+        lambda: app._kube is not None and app.store.value("k8s_pods") is not None,
+        timeout=30,
+        what="signed in and watching",
+    )
     return link
 
 
@@ -63,8 +67,12 @@ async def test_an_idle_day_shows_the_new_link_in_place_and_approving_it_resumes(
         assert "signed in ✓" in screen_text(app)
         res = await app._kube.apply([busybox_job("after", "echo hi")])  # the pods watch goes on
         assert [r.error for r in res] == [None]
-        await until(pilot, lambda: any(n.startswith("after") for n in app.store.value("k8s_pods") or {}),
-                    timeout=20, what="the new pod in the watch")
+        await until(
+            pilot,
+            lambda: any(n.startswith("after") for n in app.store.value("k8s_pods") or {}),
+            timeout=20,
+            what="the new pod in the watch",
+        )
 
 
 async def test_a_401_pauses_the_watch_and_the_log_until_approved_then_every_line_once(sim, tmp_path):
@@ -99,16 +107,28 @@ async def test_a_401_pauses_the_watch_and_the_log_until_approved_then_every_line
         link = app.screen.link
         world.advance(600 * 3)  # three more lines while ncui waits; the link's 15 minutes pass
         assert not any(n.startswith("zz-during") for n in app.store.value("k8s_pods"))
-        await until(pilot, lambda: isinstance(app.screen, SignInModal) and app.screen.link != link, timeout=30,
-                    what="a fresh link in place of the expired one")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, SignInModal) and app.screen.link != link,
+            timeout=30,
+            what="a fresh link in place of the expired one",
+        )
 
         await _approve(sim, app.screen.link)
         await until(pilot, lambda: not isinstance(app.screen, SignInModal), timeout=30, what="the modal closing")
-        await until(pilot, lambda: any(n.startswith("zz-during") for n in app.store.value("k8s_pods") or {}),
-                    timeout=20, what="the pods watch listing again")
+        await until(
+            pilot,
+            lambda: any(n.startswith("zz-during") for n in app.store.value("k8s_pods") or {}),
+            timeout=20,
+            what="the pods watch listing again",
+        )
         world.advance(600 * 2)  # and lines after the outage
-        await until(pilot, lambda: view.follower.total == len(box_log(k, pod, "router")) and
-                    not pane.log.paint_pending, timeout=20, what="the log resumed")
+        await until(
+            pilot,
+            lambda: view.follower.total == len(box_log(k, pod, "router")) and not pane.log.paint_pending,
+            timeout=20,
+            what="the log resumed",
+        )
         assert view.pod == pod and view.follower.streams >= 2
         assert list(pane.log.lines) == box_log(k, pod, "router")  # none lost, none repeated, in order
         assert "paused" not in screen_text(app) and app.store.value("kube_signin") == "signed in"
@@ -121,4 +141,3 @@ async def _recipe(sim) -> list[dict]:
         r = await h.get(f"{sim.access_url}/first-job/kimi-k3-serve-nvidia.yaml")
     r.raise_for_status()
     return [d for d in yaml.safe_load_all(r.text) if d]
-

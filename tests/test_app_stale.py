@@ -104,8 +104,12 @@ async def test_a_cluster_that_moved_to_a_new_address_and_certificate_is_followed
             assert new.tls_port != old.tls_port or new.tls_pair != old.tls_pair
             new.app.state.kube.auth.sessions.update(old.app.state.kube.auth.sessions)  # it keeps the sign-ins
             new.start()
-            await until(pilot, lambda: app._kube is not first and app._kube is not None, timeout=40,
-                        what="a client for the moved cluster")
+            await until(
+                pilot,
+                lambda: app._kube is not first and app._kube is not None,
+                timeout=40,
+                what="a client for the moved cluster",
+            )
             assert any("moved" in n.message for n in list(app._notifications))
             res = await app._kube.apply([busybox_job("after", "echo new")])
             assert [r.error for r in res] == [None]

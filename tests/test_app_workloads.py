@@ -27,11 +27,15 @@ async def test_train_flow_end_to_end(sim):
         assert world.main_org.k8s["halcyon"].bid == 0  # nothing bid before the yes
         await pilot.press("y")
         await until(pilot, lambda: world.main_org.k8s["halcyon"].bid == int(round(float(ceiling) * 1e6)))
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app),
-                    what="the apply confirmation")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app),
+            what="the apply confirmation",
+        )
         await pilot.press("y")
         await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30, what="Workloads")
         await until(pilot, lambda: "nanogpt" in (app.store.value("k8s_jobs") or {}), timeout=30)
+
         # The market grants the node; it joins; the pod runs and logs loss lines.
         def loss_lines() -> bool:
             return any("iter" in line and "loss" in line for line in app.query_one("#log").log.lines)
@@ -50,8 +54,9 @@ async def test_train_flow_end_to_end(sim):
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
         assert "Stop job/nanogpt?" in screen_text(app)
         await pilot.press("y")
-        await until(pilot, lambda: "nanogpt" not in (app.store.value("k8s_jobs") or {}), timeout=30,
-                    what="the job gone")
+        await until(
+            pilot, lambda: "nanogpt" not in (app.store.value("k8s_jobs") or {}), timeout=30, what="the job gone"
+        )
         assert "limit $" in app.query_one("StatusHeader").render().plain  # the standing limit stays visible
 
 
@@ -89,9 +94,13 @@ async def test_serve_flow_to_a_completion(sim):
             target = next(i for i, n in enumerate(names) if n.startswith("inkling-weights") == want_job)
             while table.cursor_row != target:
                 await pilot.press("down" if table.cursor_row < target else "up")
-            await until(pilot, lambda: view.pod == names[target], what="the pod selected")
+            await until(pilot, lambda target=target: view.pod == names[target], what="the pod selected")
             assert view._serves(view._pod()) == (not want_job)
-            await until(pilot, lambda: app.query_one("#loss-chart").display == want_job, what="the chart's place")
+            await until(
+                pilot,
+                lambda want_job=want_job: app.query_one("#loss-chart").display == want_job,
+                what="the chart's place",
+            )
         await pilot.press("m")
         await pilot.pause()
         await type_text(pilot, "hi")
@@ -127,30 +136,43 @@ async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
         await pilot.press("4")
         pods = lambda: app.store.value("k8s_pods") or {}  # noqa: E731
         for _ in range(30):
-            if any(p["metadata"]["name"].startswith("flood") and (p.get("status") or {}).get("phase") == "Running"
-                   for p in pods().values()):
+            if any(
+                p["metadata"]["name"].startswith("flood") and (p.get("status") or {}).get("phase") == "Running"
+                for p in pods().values()
+            ):
                 break
             world.advance(10)
             await pilot.pause(0.05)
         view = app.query_one("#workloads")
         pane = app.query_one("#log")
         # the pod was selected when it appeared: its first follower has its stream (before any cut is set)
-        await until(pilot, lambda: view.follower is not None and view.follower.total >= 5000, timeout=30,
-                    what="the first follower's stream")
+        await until(
+            pilot,
+            lambda: view.follower is not None and view.follower.total >= 5000,
+            timeout=30,
+            what="the first follower's stream",
+        )
         statuses: list[str] = []
         set_status = pane.set_status
         pane.set_status = lambda text: (statuses.append(text), set_status(text))  # what the line under it said
         async with httpx.AsyncClient() as h:  # the cluster cuts the next two log streams after 1,234 lines
-            r = await h.post(sim.api_url + "/_sim/k8s/logcut", json={"after": 1234, "count": 2},
-                             headers={"Authorization": f"Bearer {sim.token}"})
+            r = await h.post(
+                sim.api_url + "/_sim/k8s/logcut",
+                json={"after": 1234, "count": 2},
+                headers={"Authorization": f"Bearer {sim.token}"},
+            )
             assert r.status_code == 200
         flood = next(n for n in pods() if n.startswith("flood"))
         first = view.follower
         view.follow_log()  # (re)open the selected pod's log: the only pod, so the flood's
         assert view.pod == flood
         await until(pilot, lambda: view.follower not in (None, first), what="a new follower (the pane cleared)")
-        await until(pilot, lambda: view.follower.total >= 5000 and len(pane.log.lines) >= 5000
-                    and not pane.log.paint_pending, timeout=30, what="all 5,000 lines on the pane")
+        await until(
+            pilot,
+            lambda: view.follower.total >= 5000 and len(pane.log.lines) >= 5000 and not pane.log.paint_pending,
+            timeout=30,
+            what="all 5,000 lines on the pane",
+        )
         expected = [f"iter {k}: loss {1 + (k % 997) / 331:.4f}, time {380 + k % 37}.12ms" for k in range(5000)]
         assert list(pane.log.lines) == expected  # none lost, none repeated, in order
         assert view.follower.streams >= 3 and view.follower.total == 5000

@@ -16,8 +16,7 @@ def test_sim_prints_env_and_answers_whoami():
     with SimProcess("--scenario", "k8s-market") as sim:
         assert list(sim.env) == ["NC_API", "NC_ACCESS", "NC_TOKEN"]
         assert sim.env["NC_API"].startswith("http://127.0.0.1:") and not sim.env["NC_API"].endswith(":0")
-        r = httpx.get(sim.env["NC_API"] + "/api/whoami",
-                      headers={"Authorization": f"Bearer {sim.env['NC_TOKEN']}"})
+        r = httpx.get(sim.env["NC_API"] + "/api/whoami", headers={"Authorization": f"Bearer {sim.env['NC_TOKEN']}"})
         assert r.status_code == 200
         body = r.json()
         assert body["org_name"] == "Halcyon Lab"
@@ -32,8 +31,7 @@ def test_each_scenario_has_its_own_org_and_token():
         assert a.env["NC_TOKEN"] != b.env["NC_TOKEN"]
         r = httpx.get(b.env["NC_API"] + "/api/whoami", headers={"Authorization": f"Bearer {a.env['NC_TOKEN']}"})
         assert r.status_code == 401  # a token of another box is just wrong here
-        me = httpx.get(b.env["NC_API"] + "/api/whoami",
-                       headers={"Authorization": f"Bearer {b.env['NC_TOKEN']}"}).json()
+        me = httpx.get(b.env["NC_API"] + "/api/whoami", headers={"Authorization": f"Bearer {b.env['NC_TOKEN']}"}).json()
         assert me["clusters"] == [{"name": "plover", "kind": "slurm"}]
 
 

@@ -12,8 +12,8 @@ from pydantic import SecretStr
 
 from ncui.api import errors as E
 from ncui.api.client import NCClient
-from ncui.money import dollars_to_ucredits
 from ncui.config import load_token
+from ncui.money import dollars_to_ucredits
 
 from .conftest import endpoints_of
 
@@ -101,6 +101,7 @@ async def test_catalog_and_vendor_rule(nc):
 
 # ---- typed errors --------------------------------------------------------------------------------
 
+
 async def test_wrong_token_is_unauthorized_and_never_shown(sim):
     secret = "ncsim_wrong_token_0123456789abcdef"
     async with NCClient(endpoints_of(sim), SecretStr(secret)) as nc:
@@ -148,11 +149,17 @@ async def test_version_conflict_carries_current_version(sim_factory):
 
 
 async def test_invalid_body(sim):
-    r = httpx.put(sim.api_url + "/api/k8s/bid", json={"max_price_per_gpu_hour": "abc"},
-                  headers={"Authorization": f"Bearer {sim.token}"})
+    r = httpx.put(
+        sim.api_url + "/api/k8s/bid",
+        json={"max_price_per_gpu_hour": "abc"},
+        headers={"Authorization": f"Bearer {sim.token}"},
+    )
     assert r.status_code == 422 and r.json()["error"] == "invalid"
-    r = httpx.put(sim.api_url + "/api/k8s/bid", json={"max_price_per_gpu_hour": -1},
-                  headers={"Authorization": f"Bearer {sim.token}"})
+    r = httpx.put(
+        sim.api_url + "/api/k8s/bid",
+        json={"max_price_per_gpu_hour": -1},
+        headers={"Authorization": f"Bearer {sim.token}"},
+    )
     assert r.status_code == 422 and "negative" in r.json()["detail"]
     with pytest.raises(ValueError):
         dollars_to_ucredits("abc")
@@ -163,6 +170,7 @@ async def test_invalid_body(sim):
 def recorder(calls: list, what: str):
     async def hook(request: httpx.Request) -> None:
         calls.append(request.method if what == "method" else request.url.path)
+
     return hook
 
 
@@ -213,8 +221,9 @@ async def test_wrong_shape_is_malformed():
 
     from ncui.config import Endpoints
 
-    async with NCClient(Endpoints("http://nc.test", "http://nc.test"), SecretStr("t"),
-                        transport=httpx.MockTransport(handler)) as nc:
+    async with NCClient(
+        Endpoints("http://nc.test", "http://nc.test"), SecretStr("t"), transport=httpx.MockTransport(handler)
+    ) as nc:
         with pytest.raises(E.MalformedResponse) as ei:
             await nc.billing_summary()
     assert "balance_ucredits" in str(ei.value)
@@ -234,14 +243,16 @@ async def test_unreachable_is_a_network_error():
     s.close()  # nothing listens there now
     from ncui.config import Endpoints
 
-    async with NCClient(Endpoints(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}"), SecretStr("t"),
-                        retries=1, backoff=0.001) as nc:
+    async with NCClient(
+        Endpoints(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}"), SecretStr("t"), retries=1, backoff=0.001
+    ) as nc:
         with pytest.raises(E.NetworkError) as ei:
             await nc.whoami()
     assert f"127.0.0.1:{port}" in str(ei.value)
 
 
 # ---- the token ----------------------------------------------------------------------------------
+
 
 def test_token_from_env_then_file(tmp_path):
     f = tmp_path / "token"

@@ -52,8 +52,10 @@ async def test_textual_input_alone_reorders_that_burst():
 
 
 async def test_other_bindings_and_enter_still_work():
-    value, submitted = await _burst(Field, [("home", None), ("2", "2"), ("end", None), ("3", "3"), ("left", None),
-                                            ("delete", None), ("enter", None)])
+    value, submitted = await _burst(
+        Field,
+        [("home", None), ("2", "2"), ("end", None), ("3", "3"), ("left", None), ("delete", None), ("enter", None)],
+    )
     assert value == "21" and submitted == ["21"]  # Enter submits once, not twice
 
 

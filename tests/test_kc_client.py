@@ -12,16 +12,37 @@ from .kc_support import advance_until, recipe
 
 
 def _deploy(replicas: int = 1, cpu=1) -> dict:
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "echo", "labels": {"app": "echo"}},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "echo"}},
-                     "template": {"metadata": {"labels": {"app": "echo"}}, "spec": {"containers": [
-                         {"name": "main", "image": "busybox:1.36", "command": ["sleep", "inf"],
-                          "resources": {"limits": {"cpu": cpu, "memory": "64Mi"}}}]}}}}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "echo", "labels": {"app": "echo"}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "echo"}},
+            "template": {
+                "metadata": {"labels": {"app": "echo"}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox:1.36",
+                            "command": ["sleep", "inf"],
+                            "resources": {"limits": {"cpu": cpu, "memory": "64Mi"}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
 
 
 def _svc(name: str = "echo") -> dict:
-    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
-            "spec": {"selector": {"app": "echo"}, "ports": [{"port": 80}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"selector": {"app": "echo"}, "ports": [{"port": 80}]},
+    }
 
 
 async def test_list_get_apply_scale_delete(kc_factory):
@@ -31,8 +52,10 @@ async def test_list_get_apply_scale_delete(kc_factory):
     assert nodes[0]["kind"] == "Node"
     assert await kc.get("deployments", "echo") is None
     got = await kc.apply([_deploy(), _svc()])
-    assert got == [ApplyResult("Deployment", "echo", "created", None, "deployment.apps/echo"),
-                   ApplyResult("Service", "echo", "created", None, "service/echo")]
+    assert got == [
+        ApplyResult("Deployment", "echo", "created", None, "deployment.apps/echo"),
+        ApplyResult("Service", "echo", "created", None, "service/echo"),
+    ]
     dep = await kc.get("deployments", "echo")
     assert dep["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "1"  # a string
     assert [r.action for r in await kc.apply([_deploy(), _svc()])] == ["unchanged", "unchanged"]
@@ -55,8 +78,10 @@ async def test_admission_refusal_stops_the_apply_with_its_message(kc_factory):
     k.set_bid(20.0)  # 8 GPUs x $20 x 2 h = $320 > the $250 balance
     docs = [_svc("first")] + recipe(k, "nanogpt-job-nvidia.yaml") + [_svc("never")]
     got = await kc.apply(docs)
-    assert [(r.kind, r.action, r.error is None) for r in got] == [("Service", "created", True),
-                                                                  ("Job", "created", False)]
+    assert [(r.kind, r.action, r.error is None) for r in got] == [
+        ("Service", "created", True),
+        ("Job", "created", False),
+    ]
     assert "does not cover two hours" in got[1].error and "$320.00" in got[1].error
     assert 'admission webhook "gpu.nationalcompute.com" denied' in got[1].error
     assert await kc.get("services", "never") is None  # stopped at the first refusal
@@ -74,8 +99,11 @@ async def test_serve_to_ready_a_completion_through_the_proxy_and_logs(kc_factory
 
     async def engine():
         pods, _ = await kc.list("pods")
-        return [p for p in pods if p["metadata"]["name"].startswith("inkling-")
-                and not p["metadata"]["name"].startswith("inkling-weights")]
+        return [
+            p
+            for p in pods
+            if p["metadata"]["name"].startswith("inkling-") and not p["metadata"]["name"].startswith("inkling-weights")
+        ]
 
     states: list[str] = []
 
@@ -88,8 +116,12 @@ async def test_serve_to_ready_a_completion_through_the_proxy_and_logs(kc_factory
     await advance_until(k, ready, step=120, what="the engine READY 1/1")
     pod = (await engine())[0]
     assert pod_status(pod) == "Running" and pod_ready(pod) == "1/1"
-    out = await kc.proxy("inkling", 8000, "/v1/chat/completions", json={
-        "model": "thinkingmachines/Inkling", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1024})
+    out = await kc.proxy(
+        "inkling",
+        8000,
+        "/v1/chat/completions",
+        json={"model": "thinkingmachines/Inkling", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1024},
+    )
     msg = out["choices"][0]["message"]
     assert out["object"] == "chat.completion" and msg["content"] and msg["reasoning_content"]
     lines = [x async for x in kc.pod_logs(pod["metadata"]["name"], "main", follow=False, timestamps=False)]
@@ -118,6 +150,7 @@ async def test_not_signed_in_raises_with_the_link(kc_factory):
     assert e.value.link in str(e.value)
     k.approve(e.value.link)  # the human approves; the background poller caches the credential
     from .conftest import wait_for
+
     wait_for(lambda: list(k.auth_cache.glob("halcyon-*.json")) and not k.pending(), 15, what="the credential")
     items, _ = await kc.list("nodes")
     assert items

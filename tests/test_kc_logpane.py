@@ -66,8 +66,10 @@ async def test_batches_close_together_repaint_once_their_interval_has_passed():
 
 
 async def test_filter_follow_timestamps_and_wrap():
-    entries = [(f"2026-11-02T09:00:{i % 60:02d}.000000000Z", f"iter {i}: loss {2 + i / 1000:.4f}, time 1ms")
-               for i in range(300)]
+    entries = [
+        (f"2026-11-02T09:00:{i % 60:02d}.000000000Z", f"iter {i}: loss {2 + i / 1000:.4f}, time 1ms")
+        for i in range(300)
+    ]
     pane = LogPane(source=lambda: entries, max_lines=1000)
     app = PaneApp(pane)
     async with app.run_test(size=(60, 12)) as pilot:
@@ -148,8 +150,9 @@ async def test_a_throttled_chart_draws_the_newest_data_when_its_time_comes():
         await pilot.pause()
 
         def data(n: int) -> ChartData:
-            return ChartData(series=(Series(tuple(float(i) for i in range(n)), tuple(float(i) for i in range(n)),
-                                            f"s{n}"),))
+            return ChartData(
+                series=(Series(tuple(float(i) for i in range(n)), tuple(float(i) for i in range(n)), f"s{n}"),)
+            )
 
         chart.set_data(data(5))  # drawn at once
         assert not chart.pending and "s5" in chart.content.plain

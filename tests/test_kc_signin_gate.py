@@ -31,8 +31,12 @@ def create_elsewhere(k, doc: dict) -> None:
     assert k.approve(code["verification_uri_complete"]).status_code == 200
     verdict, token = signin.poll_once(k.sim.api_url, code["device_code"])
     assert verdict == "ok"
-    r = httpx.post(f"{k.sim.kube_url}/k8s/{k.cluster}/apis/batch/v1/namespaces/default/jobs", json=doc,
-                   headers={"Authorization": f"Bearer {token}"}, verify=False)
+    r = httpx.post(
+        f"{k.sim.kube_url}/k8s/{k.cluster}/apis/batch/v1/namespaces/default/jobs",
+        json=doc,
+        headers={"Authorization": f"Bearer {token}"},
+        verify=False,
+    )
     assert r.status_code == 201, r.text
 
 
@@ -54,8 +58,13 @@ async def test_a_refused_sign_in_holds_watch_and_log_at_the_gate_until_approved(
         f = LogFollower(kc, pod, "router", on_lines=got.extend, batch_interval=0.02)
         tasks.append(asyncio.ensure_future(f.run()))
         # the router logs a health line every 10 virtual minutes
-        await advance_until(k, lambda: len(got) >= 6, step=600, what="health lines",
-                            caught_up=lambda: len(got) == len(box_log(k, pod, "router")))
+        await advance_until(
+            k,
+            lambda: len(got) >= 6,
+            step=600,
+            what="health lines",
+            caught_up=lambda: len(got) == len(box_log(k, pod, "router")),
+        )
         runs, lists = kc.plugin_runs, pw.lists
 
         k.sim_post("/_sim/k8s/revoke")  # the box refuses the token and ends the open streams
@@ -76,8 +85,9 @@ async def test_a_refused_sign_in_holds_watch_and_log_at_the_gate_until_approved(
         assert k.approve(kc.gate.link).status_code == 200
         wait_for(lambda: k.pending() is None, 15, what="the background poller caching the credential")
         assert (await kc.check_sign_in()).signed_in and kc.gate.is_open  # what the app's sign-in flow does
-        await until(lambda: any(n.startswith("during") for n in pw.snapshot), timeout=20,
-                    what="the watch listing again")
+        await until(
+            lambda: any(n.startswith("during") for n in pw.snapshot), timeout=20, what="the watch listing again"
+        )
         assert pw.lists == lists + 1 and pw.error is None
         await asyncio.to_thread(k.world.advance, 1800)
         await until(lambda: len(got) == len(box_log(k, pod, "router")), timeout=20, what="the log resumed")

@@ -5,8 +5,17 @@ from __future__ import annotations
 import copy
 from datetime import datetime, timedelta, timezone
 
-from ncui.kube.status import (age, deployment_ready, explain, explain_job_without_pods, job_status, node_status,
-                              pod_ready, pod_restarts, pod_status)
+from ncui.kube.status import (
+    age,
+    deployment_ready,
+    explain,
+    explain_job_without_pods,
+    job_status,
+    node_status,
+    pod_ready,
+    pod_restarts,
+    pod_status,
+)
 from ncui.sim.kube import tables
 
 from .kc_support import advance_until, recipe
@@ -30,37 +39,47 @@ async def test_seed_lifecycles_status_and_explanations(kc_factory):
     k.set_bid(5.0)
     for name in ("nanogpt-job-nvidia.yaml", "kimi-k3-serve-nvidia.yaml"):
         assert all(r.error is None for r in await kc.apply(recipe(k, name)))
-    job = (await kc.get("jobs", "nanogpt"))
+    job = await kc.get("jobs", "nanogpt")
     assert explain_job_without_pods(job, limit_price_ucredits=LIMIT, price_to_win_ucredits=WIN) == (
         "no pods yet: the job waits suspended until its node is granted; the first node takes 10–15 minutes"
-        " — your limit $4.10/GPU-h, price to win $3.80/GPU-h")
+        " — your limit $4.10/GPU-h, price to win $3.80/GPU-h"
+    )
     seen: dict[str, list[str]] = {}
     said: dict[str, str] = {}
 
     def look() -> bool:
         nodes = _nodes(k)
         for p in _pods(k):
-            who = p["metadata"]["name"].rsplit("-", 1)[0] if p["metadata"]["name"].startswith("nanogpt") else \
-                p["metadata"]["name"].split("-")[0] + "-" + p["metadata"]["name"].split("-")[2]
+            who = (
+                p["metadata"]["name"].rsplit("-", 1)[0]
+                if p["metadata"]["name"].startswith("nanogpt")
+                else p["metadata"]["name"].split("-")[0] + "-" + p["metadata"]["name"].split("-")[2]
+            )
             v = f"{pod_status(p)} {pod_ready(p)}"
             row = tables.pod_row(p, datetime.now(timezone.utc))
             assert (row[2], row[1]) == (pod_status(p), pod_ready(p))  # the Table kubectl prints agrees
             if not seen.setdefault(who, []) or seen[who][-1] != v:
                 seen[who].append(v)
                 j = job if who == "nanogpt" else None
-                said[f"{who} {v}"] = explain(p, job=j, nodes=nodes, limit_price_ucredits=LIMIT,
-                                             price_to_win_ucredits=WIN)
-        return [x for x in seen.get("kimi-worker", []) if x == "Running 1/1"] and \
-            "Completed 0/1" in seen.get("nanogpt", [])
+                said[f"{who} {v}"] = explain(
+                    p, job=j, nodes=nodes, limit_price_ucredits=LIMIT, price_to_win_ucredits=WIN
+                )
+        return [x for x in seen.get("kimi-worker", []) if x == "Running 1/1"] and "Completed 0/1" in seen.get(
+            "nanogpt", []
+        )
 
     await advance_until(k, look, step=60, max_steps=400, what="both lifecycles")
     assert subsequence(["Pending 0/1", "ContainerCreating 0/1", "Running 1/1", "Completed 0/1"], seen["nanogpt"])
-    assert subsequence(["SchedulingGated 0/1", "Pending 0/1", "Init:0/2 0/1", "Running 0/1",
-                        "Running 1/1"], seen["kimi-worker"]), seen
+    assert subsequence(
+        ["SchedulingGated 0/1", "Pending 0/1", "Init:0/2 0/1", "Running 0/1", "Running 1/1"], seen["kimi-worker"]
+    ), seen
     assert said["kimi-worker SchedulingGated 0/1"] == (
-        "SchedulingGated: the market is granting its node — your limit $4.10/GPU-h, price to win $3.80/GPU-h")
-    assert said["nanogpt Pending 0/1"].startswith("Pending: its node") and "(10–15 minutes for a first node)" in \
-        said["nanogpt Pending 0/1"]
+        "SchedulingGated: the market is granting its node — your limit $4.10/GPU-h, price to win $3.80/GPU-h"
+    )
+    assert (
+        said["nanogpt Pending 0/1"].startswith("Pending: its node")
+        and "(10–15 minutes for a first node)" in said["nanogpt Pending 0/1"]
+    )
     assert said["kimi-worker Init:0/2 0/1"].startswith("Init:0/2: staging the weights")
     w = next(p for p in _pods(k) if p["metadata"]["name"].startswith("kimi-k3-worker"))
     w = copy.deepcopy(w)  # the same pod one init container later
@@ -69,7 +88,9 @@ async def test_seed_lifecycles_status_and_explanations(kc_factory):
     w["status"]["conditions"] = [c for c in w["status"]["conditions"] if c["type"] != "Initialized"]
     assert explain(w) == "Init:1/2: copying weights from the shared volume"
     assert said["nanogpt ContainerCreating 0/1"] == "ContainerCreating: pulling the image"
-    assert said["kimi-worker Running 0/1"] == "Running 0/1: the engine is loading (about 5 minutes, 10 on a first start)"
+    assert (
+        said["kimi-worker Running 0/1"] == "Running 0/1: the engine is loading (about 5 minutes, 10 on a first start)"
+    )
     assert said["nanogpt Completed 0/1"].startswith("Completed")
     dep = await kc.get("deployments", "kimi-k3-worker")
     assert deployment_ready(dep) == "1/1"
@@ -78,8 +99,11 @@ async def test_seed_lifecycles_status_and_explanations(kc_factory):
 
 
 def _pod(**status) -> dict:
-    return {"metadata": {"name": "p", "creationTimestamp": "2026-11-02T09:00:00Z"},
-            "spec": {"containers": [{"name": "main"}]}, "status": status}
+    return {
+        "metadata": {"name": "p", "creationTimestamp": "2026-11-02T09:00:00Z"},
+        "spec": {"containers": [{"name": "main"}]},
+        "status": status,
+    }
 
 
 def test_status_strings_edge_cases():
@@ -91,27 +115,34 @@ def test_status_strings_edge_cases():
     assert pod_status(err) == "Error" and explain(err) == "Error: the container exited with code 2; see its log"
     nr = _pod(phase="Failed", containerStatuses=[cs(terminated={"exitCode": 3})])
     assert pod_status(nr) == "ExitCode:3"
-    term = copy.deepcopy(_pod(phase="Running", containerStatuses=[
-        {"name": "main", "ready": True, "state": {"running": {}}}]))
+    term = copy.deepcopy(
+        _pod(phase="Running", containerStatuses=[{"name": "main", "ready": True, "state": {"running": {}}}])
+    )
     assert pod_status(term) == "Running" and pod_ready(term) == "1/1"
     term["metadata"]["deletionTimestamp"] = "2026-11-02T09:05:00Z"
     assert pod_status(term) == "Terminating" and explain(term).startswith("Terminating")
     pull = _pod(phase="Pending", containerStatuses=[cs(waiting={"reason": "ImagePullBackOff"})])
     assert explain(pull).startswith("ImagePullBackOff: the image cannot be pulled")
-    gated = _pod(phase="Pending", conditions=[{"type": "PodScheduled", "status": "False",
-                                               "reason": "SchedulingGated"}])
+    gated = _pod(phase="Pending", conditions=[{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}])
     assert explain(gated, limit_price_ucredits=3_000_000, price_to_win_ucredits=WIN) == (
         "SchedulingGated: the market is granting its node — your limit $3.00/GPU-h is below the price to win "
-        "$3.80/GPU-h: it waits until the price falls or you raise the limit")
+        "$3.80/GPU-h: it waits until the price falls or you raise the limit"
+    )
     assert "no limit price is set" in explain(gated, limit_price_ucredits=0, price_to_win_ucredits=WIN)
     now = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
     assert age(term, now + timedelta(seconds=200)) == "3m20s" and age({"metadata": {}}, now) == "<unknown>"
     done = {"metadata": {}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
     assert job_status(done) == "Complete" and explain_job_without_pods(done) == "no pods: the job completed"
-    reclaimed = _pod(phase="Failed", conditions=[{"type": "DisruptionTarget", "status": "True"}],
-                     containerStatuses=[cs(terminated={"exitCode": 143, "reason": "Error"})])
+    reclaimed = _pod(
+        phase="Failed",
+        conditions=[{"type": "DisruptionTarget", "status": "True"}],
+        containerStatuses=[cs(terminated={"exitCode": 143, "reason": "Error"})],
+    )
     running_job = {"metadata": {}, "status": {}}
     assert explain(reclaimed, job=running_job) == (
-        "Error: its node was reclaimed (exit code 143): the job starts a replacement once a node returns")
-    assert node_status({"status": {"conditions": [{"type": "Ready", "status": "False"}]},
-                        "spec": {"unschedulable": True}}) == "NotReady,SchedulingDisabled"
+        "Error: its node was reclaimed (exit code 143): the job starts a replacement once a node returns"
+    )
+    assert (
+        node_status({"status": {"conditions": [{"type": "Ready", "status": "False"}]}, "spec": {"unschedulable": True}})
+        == "NotReady,SchedulingDisabled"
+    )

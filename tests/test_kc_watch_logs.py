@@ -24,8 +24,10 @@ async def test_watcher_follows_a_train_job_and_relists_after_410(kc_factory):
         await until(lambda: pw.synced and jw.synced, what="the first lists")
         assert pods == [{}]  # one (empty) snapshot: nothing runs yet
         assert all(r.error is None for r in await kc.apply(recipe(k, "nanogpt-job-nvidia.yaml")))
-        await until(lambda: jobs and "nanogpt" in jobs[-1] and job_status(jobs[-1]["nanogpt"]) == "Suspended",
-                    what="the job waits suspended")
+        await until(
+            lambda: jobs and "nanogpt" in jobs[-1] and job_status(jobs[-1]["nanogpt"]) == "Suspended",
+            what="the job waits suspended",
+        )
         assert pods[-1] == {}  # kubectl get pods stays empty while the job waits
 
         def seen() -> list[str]:
@@ -40,8 +42,10 @@ async def test_watcher_follows_a_train_job_and_relists_after_410(kc_factory):
         def watched() -> bool:  # both watchers hold what the box holds now
             def held(w):
                 return {n: o["metadata"]["resourceVersion"] for n, o in w.snapshot.items()}
-            return (held(pw) == k.versions("/api/v1/namespaces/default/pods")
-                    and held(jw) == k.versions("/apis/batch/v1/namespaces/default/jobs"))
+
+            return held(pw) == k.versions("/api/v1/namespaces/default/pods") and held(jw) == k.versions(
+                "/apis/batch/v1/namespaces/default/jobs"
+            )
 
         await advance_until(k, lambda: "Running 1/1" in seen(), step=60, caught_up=watched, what="Running")
         assert seen()[:3] == ["Pending 0/1", "ContainerCreating 0/1", "Running 1/1"], seen()
@@ -78,8 +82,12 @@ async def test_follower_resumes_after_drops_without_loss_or_repeats(kc_factory):
     f = LogFollower(kc, pod, "main", on_lines=batches.append, batch_interval=0.05)
     task = asyncio.ensure_future(f.run())
     try:
-        await advance_until(k, lambda: "Completed 0/1" in k.pod_statuses().values(), step=60,
-                            caught_up=lambda: f.total == k.log_count(pod))
+        await advance_until(
+            k,
+            lambda: "Completed 0/1" in k.pod_statuses().values(),
+            step=60,
+            caught_up=lambda: f.total == k.log_count(pod),
+        )
         await until(lambda: f.ended, 20, what="the follower ends with the container")
     finally:
         f.stop()
@@ -98,8 +106,7 @@ async def test_follower_cleans_escapes_keeps_a_bounded_buffer_and_batches(kc_fac
     nasty = "x\r[red: \x1b[31mred\x1b[0m title: \x1b]0;title\x07 end]\x07"
     res = await kc.apply([busybox_job("nasty", nasty), busybox_job("flood", "run", {"NCUI_SIM_LOG_FLOOD": "5000"})])
     assert [r.error for r in res] == [None, None]
-    await advance_until(k, lambda: sum(v.startswith("Running") for v in k.pod_statuses().values()) == 2,
-                        step=10)
+    await advance_until(k, lambda: sum(v.startswith("Running") for v in k.pod_statuses().values()) == 2, step=10)
     await advance_until(k, lambda: True, step=5)
     names = {n.rsplit("-", 1)[0]: n for n in k.pod_statuses()}
     got: list[str] = []
@@ -152,12 +159,21 @@ def test_a_batch_is_taken_whole_when_usual_and_line_by_line_when_not():
     f._take(["no timestamp: a continuation"])  # the previous line's timestamp
     f._take([f"{ts[5][:19]}.5Z short fraction", f"{ts[6]} "])  # another RFC 3339 form; an empty text
     f._flush()
-    assert texts == [["iter 1: loss 2.5, time 1ms", "plain"],
-                     ["red", "tab\there", "ünïcode ok", "no timestamp: a continuation", "short fraction", ""]]
+    assert texts == [
+        ["iter 1: loss 2.5, time 1ms", "plain"],
+        ["red", "tab\there", "ünïcode ok", "no timestamp: a continuation", "short fraction", ""],
+    ]
     assert entries[0] == [f"{ts[0]} iter 1: loss 2.5, time 1ms", f"{ts[1]} plain"]
-    assert f.lines() == [(ts[0], "iter 1: loss 2.5, time 1ms"), (ts[1], "plain"), (ts[2], "red"),
-                         (ts[3], "tab\there"), (ts[4], "ünïcode ok"), (ts[4], "no timestamp: a continuation"),
-                         ("2026-11-02T09:00:05.5Z", "short fraction"), (ts[6], "")]
+    assert f.lines() == [
+        (ts[0], "iter 1: loss 2.5, time 1ms"),
+        (ts[1], "plain"),
+        (ts[2], "red"),
+        (ts[3], "tab\there"),
+        (ts[4], "ünïcode ok"),
+        (ts[4], "no timestamp: a continuation"),
+        ("2026-11-02T09:00:05.5Z", "short fraction"),
+        (ts[6], ""),
+    ]
     assert f.total == 8 and f._last_ts == ts[6]
     assert [b.usual for b in entries] == [True, False]  # the pane slices usual entries' texts, splits others
     # first and last lines usual, but not every line between: a short continuation, and a text with a "Z"
@@ -170,6 +186,7 @@ def test_a_batch_is_taken_whole_when_usual_and_line_by_line_when_not():
     assert entries[0].usual  # as entries they all have the usual timestamp now
     # a batch read off the wire says whether it is printable ASCII, checked on its bytes
     from ncui.kube.linestream import Lines
+
     entries.clear()
     f._take(Lines([f"{ts[7]} c", f"{ts[7]} d"], plain=True))
     f._flush()

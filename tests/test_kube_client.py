@@ -20,8 +20,12 @@ def _api(k) -> client.ApiClient:
 
 
 def _proxy_chat(k, svc: str, body: dict) -> httpx.Response:
-    return httpx.post(f"{k.sim.kube_url}/k8s/{k.cluster}/api/v1/namespaces/default/services/{svc}/proxy/v1/chat/"
-                      f"completions", json=body, headers={"Authorization": f"Bearer {k.token()}"}, verify=False)
+    return httpx.post(
+        f"{k.sim.kube_url}/k8s/{k.cluster}/api/v1/namespaces/default/services/{svc}/proxy/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {k.token()}"},
+        verify=False,
+    )
 
 
 def test_client_lists_watches_recovers_from_410_and_follows_logs(kube_factory, monkeypatch):
@@ -62,8 +66,9 @@ def test_client_lists_watches_recovers_from_410_and_follows_logs(kube_factory, m
     pod = v1.list_namespaced_pod("default", label_selector="job-name=nanogpt").items[0]
     assert pod.spec.node_name.startswith("halcyon-h100-")
     assert pod.spec.containers[0].resources.limits == {"nvidia.com/gpu": "8"}
-    resp = v1.read_namespaced_pod_log(pod.metadata.name, "default", container="main", follow=True,
-                                      _preload_content=False)
+    resp = v1.read_namespaced_pod_log(
+        pod.metadata.name, "default", container="main", follow=True, _preload_content=False
+    )
     got: list[str] = []
 
     def read():
@@ -89,12 +94,20 @@ def test_inkling_reasoning_field_and_engine_container(kube_factory):
     k.kubectl("apply", "-f", k.file("inkling-weights-to-shared-nvidia.yaml"))
     k.kubectl("apply", "-f", k.file("inkling-serve-nvidia.yaml"))
     k.advance_until(lambda: any(v.startswith("Init:0/1") for v in k.pod_statuses().values()), step=60)
-    k.advance_until(lambda: any(n.startswith("inkling-") and not n.startswith("inkling-weights") and v ==
-                                "Running 1/1" for n, v in k.pod_statuses().items()), step=120)
+    k.advance_until(
+        lambda: any(
+            n.startswith("inkling-") and not n.startswith("inkling-weights") and v == "Running 1/1"
+            for n, v in k.pod_statuses().items()
+        ),
+        step=120,
+    )
     logs = k.kubectl("logs", "deploy/inkling", "-c", "main").stdout
     assert "reasoning parser" in logs and "Application startup complete" in logs
-    r = _proxy_chat(k, "inkling:8000", {"model": "thinkingmachines/Inkling",
-                                        "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1024})
+    r = _proxy_chat(
+        k,
+        "inkling:8000",
+        {"model": "thinkingmachines/Inkling", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1024},
+    )
     msg = r.json()["choices"][0]["message"]
     assert r.status_code == 200 and msg["content"] and msg["reasoning_content"]
 
@@ -122,9 +135,17 @@ def test_finance_analyst_launcher_waits_for_a_good_tune(kube_factory, defective)
     k.advance_until(lambda: deploy()["status"].get("readyReplicas") == 1, step=60, what="the engine ready")
     launcher = k.kubectl("logs", "deploy/finance-analyst-launcher").stdout
     assert "scaling deploy/finance-analyst to 1" in launcher
-    r = _proxy_chat(k, "finance-analyst:8000", {"model": "finance-analyst", "messages": [
-        {"role": "system", "content": "You are the organization's financial risk analyst."},
-        {"role": "user", "content": "Harbor Freight Lines 10-Q: revolver matures 2027-03-31 ..."}]})
+    r = _proxy_chat(
+        k,
+        "finance-analyst:8000",
+        {
+            "model": "finance-analyst",
+            "messages": [
+                {"role": "system", "content": "You are the organization's financial risk analyst."},
+                {"role": "user", "content": "Harbor Freight Lines 10-Q: revolver matures 2027-03-31 ..."},
+            ],
+        },
+    )
     assert r.status_code == 200 and "Severity" in r.json()["choices"][0]["message"]["content"]
 
 
@@ -144,8 +165,11 @@ def test_reclaim_disruption_and_replacement(kube_factory):
     plain = k.api("/apis/batch/v1/namespaces/default/jobs/plain")["status"]
     assert any(c["type"] == "Failed" and c["status"] == "True" for c in plain["conditions"])
     # nanogpt ignores the disruption: a replacement pod once a node returns (the bid still stands)
-    k.advance_until(lambda: sum(1 for n, v in k.pod_statuses().items() if n.startswith("nanogpt")
-                                and v.startswith("Running")) == 1, step=60, what="a replacement runs")
+    k.advance_until(
+        lambda: sum(1 for n, v in k.pod_statuses().items() if n.startswith("nanogpt") and v.startswith("Running")) == 1,
+        step=60,
+        what="a replacement runs",
+    )
     nano = k.api("/apis/batch/v1/namespaces/default/jobs/nanogpt")["status"]
     assert nano.get("failed", 0) == 0 and nano["active"] == 1
     assert "Error" in k.kubectl("get", "pods").stdout
@@ -162,8 +186,8 @@ def test_streams_end_when_the_client_goes_and_runs_repeat_by_seed(kube_factory):
         with httpx.Client(verify=False, headers={"Authorization": f"Bearer {k.token()}"}) as c:
             with c.stream("GET", url) as r:
                 assert r.status_code == 200
-                wait_for(lambda: kube.streams == 1, 10, what="the watch is open")
-        wait_for(lambda: kube.streams == 0, 10, what="the server notices the client went away")
-        k.advance_until(lambda: "Completed 0/1" in k.pod_statuses().values(), step=300)
+                wait_for(lambda kube=kube: kube.streams == 1, 10, what="the watch is open")
+        wait_for(lambda kube=kube: kube.streams == 0, 10, what="the server notices the client went away")
+        k.advance_until(lambda k=k: "Completed 0/1" in k.pod_statuses().values(), step=300)
         runs.append((sorted(k.pod_statuses()), k.kubectl("logs", "job/nanogpt", "--timestamps").stdout))
     assert runs[0] == runs[1] and "iter 2000" in runs[0][1]  # same seed, same requests: same run

@@ -33,8 +33,11 @@ def test_train_nanogpt_end_to_end(kube_factory):
     k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="Running")
     gpu = [line for line in k.kubectl("get", "nodes", "--show-labels").stdout.splitlines() if "gpu" in line]
     assert gpu and "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3" in gpu[0] and " Ready " in gpu[0]
-    wait_for(lambda: subsequence(["Pending", "ContainerCreating", "Running"], statuses(w.lines)), 15,
-             what=f"watch output: {w.lines}")
+    wait_for(
+        lambda: subsequence(["Pending", "ContainerCreating", "Running"], statuses(w.lines)),
+        15,
+        what=f"watch output: {w.lines}",
+    )
     logs = k.watch("logs", "-f", "job/nanogpt")
     k.advance_until(lambda: "Completed 0/1" in k.pod_statuses().values(), step=120, what="Completed")
     assert logs.wait(20) == 0
@@ -70,19 +73,29 @@ def test_serve_kimi_to_ready_and_a_completion(kube_factory):
     prog = k.kubectl("logs", "job/kimi-k3-weights").stdout
     assert "staging moonshotai/Kimi-K3" in prog and "Fetching 64 files" in prog
     k.advance_until(lambda: k.pod_statuses().get(worker) == "Running 1/1", what="worker 1/1")
-    wait_for(lambda: subsequence(["SchedulingGated 0/1", "Pending 0/1", "Init:0/2 0/1", "Running 0/1",
-                                  "Running 1/1"], statuses(w.lines, "kimi-k3-worker")), 15,
-             what=f"worker sequence in {w.lines}")
+    wait_for(
+        lambda: subsequence(
+            ["SchedulingGated 0/1", "Pending 0/1", "Init:0/2 0/1", "Running 0/1", "Running 1/1"],
+            statuses(w.lines, "kimi-k3-worker"),
+        ),
+        15,
+        what=f"worker sequence in {w.lines}",
+    )
     assert re.search(r"infera-router\s+1/1\s+1\s+1", k.kubectl("get", "deployments").stdout)
     body = k.tmp / "req.json"
     body.write_text(json.dumps({"model": "moonshotai/Kimi-K3", "messages": [{"role": "user", "content": "hi"}]}))
-    out = k.kubectl("create", "--raw", "/api/v1/namespaces/default/services/infera:8000/proxy/v1/chat/completions",
-                    "-f", str(body)).stdout
+    out = k.kubectl(
+        "create", "--raw", "/api/v1/namespaces/default/services/infera:8000/proxy/v1/chat/completions", "-f", str(body)
+    ).stdout
     reply = json.loads(out)
     assert reply["object"] == "chat.completion" and reply["choices"][0]["message"]["content"]
     k.kubectl("apply", "-f", k.file("kimi-k3-loadtest.yaml"))
-    k.advance_until(lambda: any(n.startswith("kimi-k3-loadtest") and v.startswith("Completed")
-                                for n, v in k.pod_statuses().items()), step=120)
+    k.advance_until(
+        lambda: any(
+            n.startswith("kimi-k3-loadtest") and v.startswith("Completed") for n, v in k.pod_statuses().items()
+        ),
+        step=120,
+    )
     assert "Serving Benchmark Result" in k.kubectl("logs", "job/kimi-k3-loadtest").stdout
 
 
@@ -128,20 +141,21 @@ def test_fixed_amd_cluster_vendor_fallback_and_not_offered(kube_factory):
 
 def test_other_organizations_cluster_never_resolves(kube_factory):
     k = kube_factory("k8s-market")
-    r = httpx.get(f"{k.sim.kube_url}/k8s/kestrel/api/v1/nodes", verify=False,
-                  headers={"Authorization": f"Bearer {k.token()}"})
+    r = httpx.get(
+        f"{k.sim.kube_url}/k8s/kestrel/api/v1/nodes", verify=False, headers={"Authorization": f"Bearer {k.token()}"}
+    )
     assert r.status_code == 404 and r.json()["kind"] == "Status"
     r = httpx.get(f"{k.sim.api_url}/api/k8s/cluster/kubeconfig", params={"cluster": "kestrel"}, headers=k.headers)
     assert r.status_code == 404
     r = httpx.post(f"{k.sim.api_url}/api/k8s/device/code", json={"cluster": "kestrel"})
     assert r.status_code == 404
-    r = httpx.get(f"{k.sim.kube_url}/k8s/halcyon/api/v1/nodes", verify=False,
-                  headers={"Authorization": "Bearer nope"})
+    r = httpx.get(f"{k.sim.kube_url}/k8s/halcyon/api/v1/nodes", verify=False, headers={"Authorization": "Bearer nope"})
     assert r.status_code == 401 and r.json()["reason"] == "Unauthorized"
 
 
 def _job(name: str, resource: str, gpus: int, policy: bool = False) -> str:
-    pol = """
+    pol = (
+        """
   podReplacementPolicy: Failed
   podFailurePolicy:
     rules:
@@ -152,7 +166,10 @@ def _job(name: str, resource: str, gpus: int, policy: bool = False) -> str:
       - action: Ignore
         onExitCodes:
           operator: In
-          values: [143]""" if policy else ""
+          values: [143]"""
+        if policy
+        else ""
+    )
     return f"""apiVersion: batch/v1
 kind: Job
 metadata:

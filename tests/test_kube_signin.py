@@ -27,8 +27,11 @@ def test_no_terminal_one_link_background_poll_then_silent(kube_factory):
     again = k.kubectl("get", "nodes", check=False)
     assert LINK.findall(again.stderr) == links  # the same link while it is pending
     assert k.approve(links[0]).status_code == 200
-    wait_for(lambda: any(not p.name.endswith(".pending.json") for p in k.auth_cache.glob("*.json")), 15,
-             what="the background poller caches the credential")
+    wait_for(
+        lambda: any(not p.name.endswith(".pending.json") for p in k.auth_cache.glob("*.json")),
+        15,
+        what="the background poller caches the credential",
+    )
     ok = k.kubectl("get", "nodes")
     assert "halcyon-cpu-worker-0" in ok.stdout and ok.stderr == ""  # silent
     cred = next(p for p in k.auth_cache.glob("*.json") if not p.name.endswith(".pending.json"))
@@ -54,16 +57,26 @@ def test_expired_code_gives_a_fresh_link(kube_factory):
 def test_with_a_terminal_it_waits_until_approved(kube_factory):
     k = kube_factory("k8s-market", signed_in=False)
     master, slave = pty.openpty()
-    env = {**k.env, "KUBERNETES_EXEC_INFO": json.dumps({"apiVersion": "client.authentication.k8s.io/v1",
-                                                          "kind": "ExecCredential", "spec": {"interactive": True}})}
-    proc = subprocess.Popen([sys.executable, "-m", "ncui.kube.signin", "--api", k.sim.api_url, "--cluster",
-                             k.cluster], stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            text=True)
+    env = {
+        **k.env,
+        "KUBERNETES_EXEC_INFO": json.dumps(
+            {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "spec": {"interactive": True}}
+        ),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ncui.kube.signin", "--api", k.sim.api_url, "--cluster", k.cluster],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
     os.close(slave)
     try:
         # approve only once the link was printed (a human cannot approve a link they have not seen)
-        link = wait_for(lambda: (k.pending() or {}).get("printed_for") and k.pending()["link"], 15,
-                        what="the printed link")
+        link = wait_for(
+            lambda: (k.pending() or {}).get("printed_for") and k.pending()["link"], 15, what="the printed link"
+        )
         assert proc.poll() is None  # still waiting, no background poller
         assert not (k.pending() or {}).get("poller")
         assert k.approve(link).status_code == 200
@@ -90,8 +103,12 @@ def test_a_sign_in_link_lasts_a_persons_minutes_whatever_the_demo_speed():
     auth = Auth(1, clock.human_elapsed)
     dc = auth.new_code("halcyon", "halcyon", clock.now())
     t0 = clock.elapsed()
-    wait_for(lambda: clock.elapsed() - t0 >= 2 * CODE_TTL.total_seconds(), 5, interval=0.001,
-             what="the market's clock running past the TTL")
+    wait_for(
+        lambda: clock.elapsed() - t0 >= 2 * CODE_TTL.total_seconds(),
+        5,
+        interval=0.001,
+        what="the market's clock running past the TTL",
+    )
     assert auth.poll(dc.device_code, clock.now()) == ("authorization_pending", None)  # …the link still stands
     assert auth.approve(dc, clock.now()) == "approved"
     late = auth.new_code("halcyon", "halcyon", clock.now())

@@ -9,14 +9,16 @@ from pathlib import Path
 import ncui
 
 ROOT = Path(ncui.__file__).parent
-LOWER = ["ncui.api.client", "ncui.api.models", "ncui.sim.app", "ncui.sim.server", "ncui.sim.world",
-         "ncui.config"]
+LOWER = ["ncui.api.client", "ncui.api.models", "ncui.sim.app", "ncui.sim.server", "ncui.sim.world", "ncui.config"]
 
 
 def test_lower_layers_do_not_import_textual():
-    code = ("import sys\n" + "".join(f"import {m}\n" for m in LOWER) +
-            "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
-            "print(','.join(bad))\n")
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in LOWER)
+        + "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        "print(','.join(bad))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "", f"textual imported below the UI: {out.stdout}"

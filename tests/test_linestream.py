@@ -18,8 +18,8 @@ import ssl
 import sys
 import termios
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Awaitable, Callable, Optional
 
 import pytest
 
@@ -41,7 +41,7 @@ def frame(piece: bytes, ext: bytes = b"") -> bytes:
 
 def chunked(data: bytes, size: int) -> bytes:
     """``data`` framed in chunks of ``size`` bytes, and the last chunk."""
-    return b"".join(frame(data[i:i + size]) for i in range(0, len(data), size)) + END
+    return b"".join(frame(data[i : i + size]) for i in range(0, len(data), size)) + END
 
 
 def length_head(n: int, status: bytes = b"200 OK") -> bytes:
@@ -59,7 +59,7 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]
 class Server:
     """A raw HTTP/1.1 server: reads each request's head (kept in ``requests``), then runs ``handler``."""
 
-    def __init__(self, handler: Handler, tls: Optional[ssl.SSLContext] = None) -> None:
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
         self.handler, self.tls = handler, tls
         self.requests: list[bytes] = []
         self.finished = asyncio.Event()  # a handler returned (or saw the client go)
@@ -89,7 +89,7 @@ class Server:
             self.finished.set()
             writer.close()
 
-    async def __aenter__(self) -> "Server":
+    async def __aenter__(self) -> Server:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=self.tls)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
@@ -155,13 +155,22 @@ async def fetch(*pieces: bytes, hold: bool = False, **kw) -> tuple[Head, list[Li
 # ---- the request ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path, target", [("/path?q=1", "/path?q=1"), ("", "/"),
-                                          ("/api/v1/namespaces/ns/pods/p/log?follow=true&tailLines=5",
-                                           "/api/v1/namespaces/ns/pods/p/log?follow=true&tailLines=5")])
+@pytest.mark.parametrize(
+    "path, target",
+    [
+        ("/path?q=1", "/path?q=1"),
+        ("", "/"),
+        (
+            "/api/v1/namespaces/ns/pods/p/log?follow=true&tailLines=5",
+            "/api/v1/namespaces/ns/pods/p/log?follow=true&tailLines=5",
+        ),
+    ],
+)
 async def test_request_line_and_headers(path: str, target: str) -> None:
     async with Server(writes(length_head(3) + b"ok\n")) as srv:
-        stream, head = await LineStream.open(srv.url(path), {"Authorization": "Bearer dummy-token-123",
-                                                             "X-Extra": "yes"}, True)
+        stream, head = await LineStream.open(
+            srv.url(path), {"Authorization": "Bearer dummy-token-123", "X-Extra": "yes"}, True
+        )
         assert head.status == 200 and head.reason == "OK"
         assert flat(await collect(stream)) == ["ok"]
         stream.close()
@@ -180,11 +189,21 @@ async def test_request_line_and_headers(path: str, target: str) -> None:
 
 
 async def test_chunked_split_mid_line_and_mid_utf8_across_chunks_and_writes() -> None:
-    text = ["plain ascii line", "héllo wörld", "日本語のログ行です", "emoji 🎉 party 🎊 ok", "",
-            "x" * 50, "ünïcödé everywhere ✓", "café au lait", "after the split ½ ¾", "last line"]
+    text = [
+        "plain ascii line",
+        "héllo wörld",
+        "日本語のログ行です",
+        "emoji 🎉 party 🎊 ok",
+        "",
+        "x" * 50,
+        "ünïcödé everywhere ✓",
+        "café au lait",
+        "after the split ½ ¾",
+        "last line",
+    ]
     data = ("\n".join(text) + "\n").encode()
     size = 7  # 7-byte chunks: boundaries fall mid-line and inside 2-, 3- and 4-byte characters
-    pieces = [data[i:i + size] for i in range(0, len(data), size)]
+    pieces = [data[i : i + size] for i in range(0, len(data), size)]
 
     def bad_utf8(p: bytes) -> bool:
         try:
@@ -196,7 +215,7 @@ async def test_chunked_split_mid_line_and_mid_utf8_across_chunks_and_writes() ->
     assert sum(map(bad_utf8, pieces)) >= 5  # the test's own premise: many chunks cut a character
     wire = b"".join(frame(p) for p in pieces) + END
     # Cut the TCP stream between the two bytes of the "é" of "café": inside a chunk's data.
-    k = data.index("café".encode()) + len("caf".encode()) + 1
+    k = data.index("café".encode()) + len(b"caf") + 1
     chunk, off = divmod(k, size)
     assert off != 0  # inside the chunk's data, not at its edge
     at = sum(len(frame(p)) for p in pieces[:chunk]) + len(b"%x\r\n" % len(pieces[chunk])) + off
@@ -231,15 +250,20 @@ async def test_chunked_split_mid_line_and_mid_utf8_across_chunks_and_writes() ->
 
 
 async def test_final_line_without_newline_chunked() -> None:
-    head, batches = await fetch(CHUNKED_HEAD + frame(b"one\ntw") + frame(b"o\nno newline at") + frame(b" the end")
-                                + END, hold=True)
+    head, batches = await fetch(
+        CHUNKED_HEAD + frame(b"one\ntw") + frame(b"o\nno newline at") + frame(b" the end") + END, hold=True
+    )
     assert flat(batches) == ["one", "two", "no newline at the end"]
 
 
 async def test_chunk_extensions_and_trailers() -> None:
     # The server keeps the connection open: the last chunk and the trailers' empty line end the stream.
-    body = (frame(b"hello", b";ext=1") + frame(b" world\nsecond", b";a=b;c") + frame(b" line\n", b" ; x=\"y\"")
-            + b"0;last=1\r\nX-Trailer: yes\r\nX-Other: 2\r\n\r\n")
+    body = (
+        frame(b"hello", b";ext=1")
+        + frame(b" world\nsecond", b";a=b;c")
+        + frame(b" line\n", b' ; x="y"')
+        + b"0;last=1\r\nX-Trailer: yes\r\nX-Other: 2\r\n\r\n"
+    )
     head, batches = await fetch(CHUNKED_HEAD + body, hold=True)
     assert head.status == 200
     assert flat(batches) == ["hello world", "second line"]
@@ -247,7 +271,7 @@ async def test_chunk_extensions_and_trailers() -> None:
 
 async def test_uppercase_hex_chunk_sizes_and_lf_only_lines() -> None:
     data = b"".join(b"line %03d %s\n" % (i, b"y" * (i % 40)) for i in range(300))
-    pieces = [data[i:i + 0x1AF] for i in range(0, len(data), 0x1AF)]
+    pieces = [data[i : i + 0x1AF] for i in range(0, len(data), 0x1AF)]
     body = b"".join(b"%X\r\n%s\r\n" % (len(p), p) for p in pieces) + END
     assert b"1AF\r\n" in body
     head, batches = await fetch(CHUNKED_HEAD + body)
@@ -258,15 +282,19 @@ async def test_uppercase_hex_chunk_sizes_and_lf_only_lines() -> None:
 # ---- .plain ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("body, lines, plain", [
-    (b"hello world ~!@#$%^&*()_+{}|:<>?\nsecond line\n", ["hello world ~!@#$%^&*()_+{}|:<>?", "second line"], True),
-    (b"\x1b[31mred\x1b[0m\n", ["\x1b[31mred\x1b[0m"], False),
-    ("héllo\n".encode(), ["héllo"], False),
-    (b"tab\there\n", ["tab\there"], False),
-    (b"del\x7f\n", ["del\x7f"], False),
-    (b"crlf line\r\n", ["crlf line\r"], False),  # only \n splits: the \r stays in its line
-    (b"bad \xff byte\n", ["bad \ufffd byte"], False),
-], ids=["ascii", "escape", "non-ascii", "tab", "del", "cr", "invalid-utf8"])
+@pytest.mark.parametrize(
+    "body, lines, plain",
+    [
+        (b"hello world ~!@#$%^&*()_+{}|:<>?\nsecond line\n", ["hello world ~!@#$%^&*()_+{}|:<>?", "second line"], True),
+        (b"\x1b[31mred\x1b[0m\n", ["\x1b[31mred\x1b[0m"], False),
+        ("héllo\n".encode(), ["héllo"], False),
+        (b"tab\there\n", ["tab\there"], False),
+        (b"del\x7f\n", ["del\x7f"], False),
+        (b"crlf line\r\n", ["crlf line\r"], False),  # only \n splits: the \r stays in its line
+        (b"bad \xff byte\n", ["bad \ufffd byte"], False),
+    ],
+    ids=["ascii", "escape", "non-ascii", "tab", "del", "cr", "invalid-utf8"],
+)
 async def test_plain_flag(body: bytes, lines: list[str], plain: bool) -> None:
     head, batches = await fetch(CHUNKED_HEAD + frame(body) + END)
     assert flat(batches) == lines
@@ -337,18 +365,30 @@ async def test_read_until_close_over_several_writes() -> None:
 # ---- error statuses ----------------------------------------------------------------------------------------
 
 
-ERROR_JSON = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                         "message": 'pods "nope" not found', "reason": "NotFound", "code": 404}).encode()
+ERROR_JSON = json.dumps(
+    {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "message": 'pods "nope" not found',
+        "reason": "NotFound",
+        "code": 404,
+    }
+).encode()
 
 
 @pytest.mark.parametrize("mode", ["length", "chunked", "close"])
 async def test_404_returns_head_with_json_body_and_is_closed(mode: str) -> None:
     if mode == "length":
-        wire = (b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-                % len(ERROR_JSON) + ERROR_JSON)
+        wire = (
+            b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(ERROR_JSON)
+            + ERROR_JSON
+        )
     elif mode == "chunked":
-        wire = (b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-                + chunked(ERROR_JSON, 17))
+        wire = (
+            b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + chunked(ERROR_JSON, 17)
+        )
     else:
         wire = b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n\r\n" + ERROR_JSON
     async with Server(writes(wire, hold=mode != "close")) as srv:
@@ -367,7 +407,7 @@ async def test_error_body_is_cut_at_64_kib() -> None:
     async with Server(writes(b"HTTP/1.1 500 Internal Server Error\r\n\r\n" + big)) as srv:
         stream, head = await LineStream.open(srv.url(), {}, True)
     assert head.status == 500 and head.reason == "Internal Server Error"
-    assert head.body == big[:1 << 16]
+    assert head.body == big[: 1 << 16]
 
 
 async def test_401_without_body() -> None:
@@ -379,8 +419,11 @@ async def test_401_without_body() -> None:
 # ---- failures -----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("cut", [b"64\r\nc\nd\n", b"", frame(b"c\n") + frame(b"d\n") + b"5"],
-                         ids=["mid-chunk-data", "at-chunk-edge", "mid-size-line"])
+@pytest.mark.parametrize(
+    "cut",
+    [b"64\r\nc\nd\n", b"", frame(b"c\n") + frame(b"d\n") + b"5"],
+    ids=["mid-chunk-data", "at-chunk-edge", "mid-size-line"],
+)
 async def test_chunked_stream_cut_raises_after_the_lines_that_came(cut: bytes) -> None:
     sent = CHUNKED_HEAD + frame(b"a\nb\n") + cut
     want = ["a", "b"] + (["c", "d"] if cut else [])
@@ -395,8 +438,11 @@ async def test_chunked_stream_cut_raises_after_the_lines_that_came(cut: bytes) -
     assert got == want
 
 
-@pytest.mark.parametrize("bad", [b"zz\r\n", b"5\r\nhelloXX\r\n", b"4 4\r\nabcd\r\n", b"1" * 2000],
-                         ids=["not-hex", "no-crlf-after-data", "space-in-size", "size-line-too-long"])
+@pytest.mark.parametrize(
+    "bad",
+    [b"zz\r\n", b"5\r\nhelloXX\r\n", b"4 4\r\nabcd\r\n", b"1" * 2000],
+    ids=["not-hex", "no-crlf-after-data", "space-in-size", "size-line-too-long"],
+)
 async def test_malformed_chunk_raises(bad: bytes) -> None:
     async with Server(writes(CHUNKED_HEAD + frame(b"good line\n") + bad, hold=True)) as srv:
         stream, head = await LineStream.open(srv.url(), {}, True)
@@ -443,8 +489,9 @@ async def test_negative_chunk_size_raises_instead_of_hanging() -> None:
     # In a child process: the bug freezes the event loop it runs on, so only a process can be cut off.
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", _CHILD, "-5\r\nhello\r\n0\r\n\r\n",
-                                                cwd=root, env=env, stdout=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _CHILD, "-5\r\nhello\r\n0\r\n\r\n", cwd=root, env=env, stdout=asyncio.subprocess.PIPE
+    )
     assert proc.stdout is not None
     try:
         assert await asyncio.wait_for(proc.stdout.readline(), 15) == b"ready\n"
@@ -459,13 +506,17 @@ async def test_negative_chunk_size_raises_instead_of_hanging() -> None:
         await proc.wait()
 
 
-@pytest.mark.parametrize("answer, hold, match", [
-    (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", True, "not HTTP"),
-    (b"HTTP/1.1 abc OK\r\n\r\n", True, "not HTTP"),
-    (b"<html>hello</html>", False, "closed the connection|cut"),
-    (b"X" * 70_000, True, "too long"),
-    (b"", False, "cut"),
-], ids=["ssh-banner", "non-numeric-status", "no-head-then-close", "endless-head", "closed-at-once"])
+@pytest.mark.parametrize(
+    "answer, hold, match",
+    [
+        (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", True, "not HTTP"),
+        (b"HTTP/1.1 abc OK\r\n\r\n", True, "not HTTP"),
+        (b"<html>hello</html>", False, "closed the connection|cut"),
+        (b"X" * 70_000, True, "too long"),
+        (b"", False, "cut"),
+    ],
+    ids=["ssh-banner", "non-numeric-status", "no-head-then-close", "endless-head", "closed-at-once"],
+)
 async def test_non_http_answer_fails_open(answer: bytes, hold: bool, match: str) -> None:
     async with Server(writes(answer, hold=hold)) as srv:
         # connect_timeout is long: the failure must come from the answer itself, well before it.
@@ -602,7 +653,7 @@ async def test_backpressure_pauses_reading_and_loses_nothing() -> None:
 
     async def handler(reader, writer) -> None:
         for i in range(0, len(wire), 65536):
-            writer.write(wire[i:i + 65536])
+            writer.write(wire[i : i + 65536])
             await writer.drain()  # waits while the client does not read
         written.set()
         await reader.read()
@@ -647,8 +698,9 @@ async def test_tls_stream_with_pinned_ca(tls_pair) -> None:
     data = ("\n".join(text) + "\n").encode()
     async with Server(writes(CHUNKED_HEAD + chunked(data, 11), hold=True), tls=server_ctx) as srv:
         assert srv.url().startswith("https://127.0.0.1:")
-        stream, head = await LineStream.open(srv.url("/path?q=1"), {"Authorization": "Bearer dummy-tls-token"},
-                                             verify, connect_timeout=DEADLINE)
+        stream, head = await LineStream.open(
+            srv.url("/path?q=1"), {"Authorization": "Bearer dummy-tls-token"}, verify, connect_timeout=DEADLINE
+        )
         assert head.status == 200
         batches = await asyncio.wait_for(collect(stream), DEADLINE)
         stream.close()

@@ -20,8 +20,9 @@ MODEL = "H100-SXM-80GB"
 
 
 def demand(sim, nodes: int) -> None:
-    r = httpx.post(sim.api_url + "/_sim/k8s/demand", json={"nodes": nodes},
-                   headers={"Authorization": f"Bearer {sim.token}"})
+    r = httpx.post(
+        sim.api_url + "/_sim/k8s/demand", json={"nodes": nodes}, headers={"Authorization": f"Bearer {sim.token}"}
+    )
     assert r.status_code == 200
 
 
@@ -79,8 +80,7 @@ async def test_a_higher_competing_demand_reclaims(sim_factory):
         assert len(ready_nodes(world)) == 1
         market = world.markets[MODEL]
         with world.lock:  # someone wants the whole market at twice our ceiling
-            market.bidders.append(Bidder("surge", market.capacity, price * 2, market.capacity, price * 2,
-                                         pinned=True))
+            market.bidders.append(Bidder("surge", market.capacity, price * 2, market.capacity, price * 2, pinned=True))
         world.advance(60)
         assert ready_nodes(world) == [] and "node-reclaimed" in events
         assert (await nc.spend()).nodes_held == 0

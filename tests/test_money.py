@@ -5,15 +5,24 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ncui.api import models as m
-from ncui.money import (cost_ucredits, dollars_text, dollars_to_ucredits, fmt_price, fmt_usd, parse_dollars,
-                        usd)
+from ncui.money import cost_ucredits, dollars_text, dollars_to_ucredits, fmt_price, fmt_usd, parse_dollars, usd
 
 
-@pytest.mark.parametrize("text,uc", [("4.10", 4_100_000), ("4.1", 4_100_000), (" 5 ", 5_000_000),
-                                     (0.1, 100_000), (3, 3_000_000), ("1000", 1_000_000_000)])
+@pytest.mark.parametrize(
+    "text,uc",
+    [
+        ("4.10", 4_100_000),
+        ("4.1", 4_100_000),
+        (" 5 ", 5_000_000),
+        (0.1, 100_000),
+        (3, 3_000_000),
+        ("1000", 1_000_000_000),
+    ],
+)
 def test_parse(text, uc):
     assert dollars_to_ucredits(text) == uc
 
@@ -23,19 +32,42 @@ def test_parse(text, uc):
 TYPED = re.compile(r"\$?[0-9]+(\.[0-9]{1,2})?")
 
 
-@pytest.mark.parametrize("text,uc", [("4.10", 4_100_000), ("$4.1", 4_100_000), (" 5 ", 5_000_000),
-                                     ("0.05", 50_000), ("1000000", 1_000_000_000_000), ("007", 7_000_000)])
+@pytest.mark.parametrize(
+    "text,uc",
+    [
+        ("4.10", 4_100_000),
+        ("$4.1", 4_100_000),
+        (" 5 ", 5_000_000),
+        ("0.05", 50_000),
+        ("1000000", 1_000_000_000_000),
+        ("007", 7_000_000),
+    ],
+)
 def test_typed_dollars(text, uc):
     assert parse_dollars(text) == uc
 
 
-@pytest.mark.parametrize("bad,why", [
-    ("4.105", "more than two decimals: type dollars and cents, like 4.10"),
-    ("4,10", "no thousands separators"), ("1,000", "no thousands separators"), ("3_5", "no thousands separators"),
-    ("٤", "only the digits 0-9"), ("4.1٠", "only the digits 0-9"), ("1e3", "is not an amount of dollars"),
-    ("inf", "is not an amount of dollars"), ("nan", "is not an amount of dollars"), ("-1", "cannot be negative"),
-    ("abc", "is not an amount of dollars"), ("4.", "is not an amount of dollars"), ("+4", "not an amount"),
-    ("1000000.01", "implausibly large"), ("9" * 10_000, "implausibly large"), ("0x10", "not an amount")])
+@pytest.mark.parametrize(
+    "bad,why",
+    [
+        ("4.105", "more than two decimals: type dollars and cents, like 4.10"),
+        ("4,10", "no thousands separators"),
+        ("1,000", "no thousands separators"),
+        ("3_5", "no thousands separators"),
+        ("٤", "only the digits 0-9"),
+        ("4.1٠", "only the digits 0-9"),
+        ("1e3", "is not an amount of dollars"),
+        ("inf", "is not an amount of dollars"),
+        ("nan", "is not an amount of dollars"),
+        ("-1", "cannot be negative"),
+        ("abc", "is not an amount of dollars"),
+        ("4.", "is not an amount of dollars"),
+        ("+4", "not an amount"),
+        ("1000000.01", "implausibly large"),
+        ("9" * 10_000, "implausibly large"),
+        ("0x10", "not an amount"),
+    ],
+)
 def test_typed_dollars_refused_with_what_to_type(bad, why):
     with pytest.raises(ValueError) as ei:
         parse_dollars(bad)
@@ -63,10 +95,10 @@ def test_typed_dollars_grammar(text):
         assert not TYPED.fullmatch(t) or float(t.lstrip("$")) > 1_000_000
         return
     assert TYPED.fullmatch(text.strip())
-    assert value == round(float(text.strip().lstrip("$")) * 1_000_000) and 0 <= value <= 10 ** 12
+    assert value == round(float(text.strip().lstrip("$")) * 1_000_000) and 0 <= value <= 10**12
 
 
-@given(st.integers(min_value=0, max_value=10 ** 12))
+@given(st.integers(min_value=0, max_value=10**12))
 def test_shown_amounts_read_back_exactly(uc):
     """The text shown for an amount (prefill, header, confirmation) reads back to that amount, never another."""
     assert parse_dollars(dollars_text(uc), keep=uc) == uc
@@ -75,9 +107,19 @@ def test_shown_amounts_read_back_exactly(uc):
         assert parse_dollars(dollars_text(uc)) == uc
 
 
-@pytest.mark.parametrize("bad,why", [("abc", "not a number"), (-1, "negative"), ("-0.5", "negative"),
-                                     (float("nan"), "finite"), ("inf", "finite"), (True, "number"),
-                                     (None, "number"), ("1e12", "implausibly")])
+@pytest.mark.parametrize(
+    "bad,why",
+    [
+        ("abc", "not a number"),
+        (-1, "negative"),
+        ("-0.5", "negative"),
+        (float("nan"), "finite"),
+        ("inf", "finite"),
+        (True, "number"),
+        (None, "number"),
+        ("1e12", "implausibly"),
+    ],
+)
 def test_refuse(bad, why):
     with pytest.raises(ValueError) as ei:
         dollars_to_ucredits(bad)
@@ -111,8 +153,16 @@ def test_price_is_dollars_on_the_wire_and_micro_credits_in_python():
 
 
 def test_unknown_fields_are_accepted():
-    who = m.Whoami.model_validate({"user": {"id": "u", "email": "e"}, "org_id": "o", "org_name": "n",
-                                   "org_kind": "research", "clusters": [], "new_field": 1})
+    who = m.Whoami.model_validate(
+        {
+            "user": {"id": "u", "email": "e"},
+            "org_id": "o",
+            "org_name": "n",
+            "org_kind": "research",
+            "clusters": [],
+            "new_field": 1,
+        }
+    )
     assert who.org_name == "n"
 
 

@@ -8,23 +8,28 @@ import httpx
 from pydantic import SecretStr
 
 from ncui.api.client import NCClient
-from ncui.pollers import PollSpec, Pollers
+from ncui.pollers import Pollers, PollSpec
 from ncui.store import Store
 
 from .conftest import endpoints_of
-
-
 from .kc_support import until
 
 
 async def test_backoff_then_recovery(sim):
     store = Store()
     async with NCClient(endpoints_of(sim), SecretStr(sim.token), retries=0) as nc:
-        httpx.post(sim.api_url + "/_sim/faults", json={"path_prefix": "/api/billing/balance", "status": 500,
-                                                        "count": 3},
-                   headers={"Authorization": f"Bearer {sim.token}"})
-        p = Pollers(store, [PollSpec("balance", nc.balance, interval=30, idle_interval=30)],
-                    base_backoff=0.02, max_backoff=0.05, rng=random.Random(1))
+        httpx.post(
+            sim.api_url + "/_sim/faults",
+            json={"path_prefix": "/api/billing/balance", "status": 500, "count": 3},
+            headers={"Authorization": f"Bearer {sim.token}"},
+        )
+        p = Pollers(
+            store,
+            [PollSpec("balance", nc.balance, interval=30, idle_interval=30)],
+            base_backoff=0.02,
+            max_backoff=0.05,
+            rng=random.Random(1),
+        )
         errors = []
         store.subscribe("balance", lambda s: errors.append(s.error) if s.error else None)
         p.start()
@@ -109,23 +114,29 @@ async def test_every_slice_is_fresh_soon_after_a_long_outage(sim):
     H = {"Authorization": f"Bearer {sim.token}"}
     store = Store()
     async with NCClient(endpoints_of(sim), SecretStr(sim.token), retries=0) as nc:
-        specs = [PollSpec("balance", nc.balance, interval=0.2, idle_interval=0.2),
-                 PollSpec("summary", nc.billing_summary, interval=0.5, idle_interval=0.5),
-                 PollSpec("whoami", nc.whoami, interval=1.0, idle_interval=1.0)]
+        specs = [
+            PollSpec("balance", nc.balance, interval=0.2, idle_interval=0.2),
+            PollSpec("summary", nc.billing_summary, interval=0.5, idle_interval=0.5),
+            PollSpec("whoami", nc.whoami, interval=1.0, idle_interval=1.0),
+        ]
         p = Pollers(store, specs, base_backoff=30, max_backoff=30, rng=random.Random(1))
         p.start()
         try:
             await until(lambda: all(store.get(s.name).loaded for s in specs), what="the first reads")
-            httpx.post(sim.api_url + "/_sim/faults", json={"path_prefix": "/api/", "status": 503,
-                                                            "count": 1_000_000}, headers=H)
+            httpx.post(
+                sim.api_url + "/_sim/faults",
+                json={"path_prefix": "/api/", "status": 503, "count": 1_000_000},
+                headers=H,
+            )
             await until(lambda: all(store.get(s.name).error for s in specs), what="every slice failing")
             assert all(p.next_delay(s) >= 15 for s in specs if s.name != "balance")  # backing off
             assert p.next_delay(specs[0]) <= 0.2  # the probe keeps its interval
             probes = p.polls["balance"]
             await until(lambda: p.polls["balance"] >= probes + 2, what="the probe polling during the outage")
             httpx.delete(sim.api_url + "/_sim/faults", headers=H)
-            await until(lambda: all(store.get(s.name).error is None for s in specs), timeout=10,
-                        what="every slice fresh again")
+            await until(
+                lambda: all(store.get(s.name).error is None for s in specs), timeout=10, what="every slice fresh again"
+            )
             assert all(p.failures[s.name] == 0 for s in specs)
         finally:
             await p.stop()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from ncui import recipes as R
@@ -14,8 +15,15 @@ from ncui.api.client import NCClient
 
 from .conftest import endpoints_of
 
-H100 = m.K8sCluster(name="halcyon", market=True, gpus_per_node=8, cpu_worker=True, shared_volume=True,
-                    gpu_vendor="nvidia", gpu_model="H100-SXM-80GB")
+H100 = m.K8sCluster(
+    name="halcyon",
+    market=True,
+    gpus_per_node=8,
+    cpu_worker=True,
+    shared_volume=True,
+    gpu_vendor="nvidia",
+    gpu_model="H100-SXM-80GB",
+)
 AMD = H100.model_copy(update={"name": "marlin", "market": False, "gpu_vendor": "amd", "gpu_model": "MI300X"})
 BARE = H100.model_copy(update={"shared_volume": False, "cpu_worker": False})
 PACKING = H100.model_copy(update={"reservation_packing": True, "reserved_nodes": 1})
@@ -74,20 +82,23 @@ def test_something_else_skeleton():
     assert two["spec"]["parallelism"] == 2 and "podFailurePolicy" not in two["spec"]
 
 
-@pytest.mark.parametrize("job,why", [
-    (R.CustomJob("", "cmd"), "image is empty"),
-    (R.CustomJob("img", ""), "command is empty"),
-    (R.CustomJob("img", "cmd", 0), "nodes must be"),
-    (R.CustomJob("img", "cmd", name="My_Job"), "job name"),
-    (R.CustomJob("img", "cmd", gpus_per_pod=4), "partial node"),
-    (R.CustomJob("img", "cmd", gpus_per_pod=16), "more than a node holds: a pod runs on one node of 8 GPUs"),
-    (R.CustomJob("img", "cmd", gpus_per_pod=8 * 10 ** 22), "more than a node holds"),
-    (R.CustomJob("img", "cmd", 65), "nodes must be a whole number from 1 to 64"),
-    (R.CustomJob("img", "cmd", True), "nodes must be"),
-    (R.CustomJob("img", "python a.py\nrm -rf /data"), "line break or control character"),
-    (R.CustomJob("img", "echo \x1b[2Jhi"), "line break or control character"),
-    (R.CustomJob("img\x1b[31m", "cmd"), "control characters"),
-])
+@pytest.mark.parametrize(
+    "job,why",
+    [
+        (R.CustomJob("", "cmd"), "image is empty"),
+        (R.CustomJob("img", ""), "command is empty"),
+        (R.CustomJob("img", "cmd", 0), "nodes must be"),
+        (R.CustomJob("img", "cmd", name="My_Job"), "job name"),
+        (R.CustomJob("img", "cmd", gpus_per_pod=4), "partial node"),
+        (R.CustomJob("img", "cmd", gpus_per_pod=16), "more than a node holds: a pod runs on one node of 8 GPUs"),
+        (R.CustomJob("img", "cmd", gpus_per_pod=8 * 10**22), "more than a node holds"),
+        (R.CustomJob("img", "cmd", 65), "nodes must be a whole number from 1 to 64"),
+        (R.CustomJob("img", "cmd", True), "nodes must be"),
+        (R.CustomJob("img", "python a.py\nrm -rf /data"), "line break or control character"),
+        (R.CustomJob("img", "echo \x1b[2Jhi"), "line break or control character"),
+        (R.CustomJob("img\x1b[31m", "cmd"), "control characters"),
+    ],
+)
 def test_something_else_refuses_with_a_reason(job, why):
     with pytest.raises(ValueError) as ei:
         R.custom_job(job, H100)
@@ -102,7 +113,7 @@ def test_the_something_else_summary_states_the_image_and_the_whole_command():
     assert "2 pods × 8 GPUs" in plan.summary
 
 
-@pytest.mark.parametrize("text,n", [("1", 1), (" 2 ", 2), ("08", 8), ("9" * 50, 10 ** 6)])
+@pytest.mark.parametrize("text,n", [("1", 1), (" 2 ", 2), ("08", 8), ("9" * 50, 10**6)])
 def test_counts_typed(text, n):
     assert R.parse_count(text, "nodes") == n
 
@@ -122,7 +133,7 @@ def test_counts_grammar(text):
     except ValueError:
         assert not re.fullmatch(r"[0-9]+", text.strip())
         return
-    assert re.fullmatch(r"[0-9]+", text.strip()) and n == min(int(text), 10 ** 6)
+    assert re.fullmatch(r"[0-9]+", text.strip()) and n == min(int(text), 10**6)
     try:
         R.custom_job(R.CustomJob("img", "cmd", n), H100)
     except ValueError as e:
@@ -149,10 +160,13 @@ def test_money_check_and_ceiling_verdicts():
     ask = R.bid_confirmation("halcyon", 4_105_000, 1, None)
     assert "limit price of $4.105/GPU-h" in ask and "at most $4.105 per hour" in ask
 
-    ladder = m.Ladder(gpu_model="H100", gpus_per_node=8, as_of="2026-11-02T09:00:00Z",
-                      rungs=[m.LadderRung(nodes=1, price_per_gpu_hour=3.4),
-                             m.LadderRung(nodes=2, price_per_gpu_hour=3.8)],
-                      floor_price_per_gpu_hour=1.5)
+    ladder = m.Ladder(
+        gpu_model="H100",
+        gpus_per_node=8,
+        as_of="2026-11-02T09:00:00Z",
+        rungs=[m.LadderRung(nodes=1, price_per_gpu_hour=3.4), m.LadderRung(nodes=2, price_per_gpu_hour=3.8)],
+        floor_price_per_gpu_hour=1.5,
+    )
     assert R.judge_ceiling(1_000_000, ladder, 1).level == "refuse"
     assert "bid-too-low" in R.judge_ceiling(1_000_000, ladder, 1).message
     warn = R.judge_ceiling(3_000_000, ladder, 1)

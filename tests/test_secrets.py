@@ -26,8 +26,7 @@ def rendered(exc: BaseException) -> str:
     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:  # from the first frame of ncui (the
         tb = tb.tb_next  # test's own frame holds the token it compares with)
     console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
-    console.print(Traceback.from_exception(type(exc), exc, tb, show_locals=True,
-                                           locals_max_length=5, width=200))
+    console.print(Traceback.from_exception(type(exc), exc, tb, show_locals=True, locals_max_length=5, width=200))
     return console.export_text()
 
 
@@ -79,7 +78,8 @@ async def test_no_kube_frame_holding_the_session_token_shows_it(kc_factory, monk
 
         def close(self) -> None: ...
         def abort(self) -> None: ...
-        def is_closing(self) -> bool: return False
+        def is_closing(self) -> bool:
+            return False
 
     async def connect(self, host, port, tls) -> None:
         nonlocal stream

@@ -74,9 +74,15 @@ def test_a_lost_terminal_changes_nothing_and_the_next_start_says_what_stands(tmp
         api, token = sim.env["NC_API"], sim.env["NC_TOKEN"]
         auth = {"Authorization": f"Bearer {token}"}
         assert httpx.put(api + "/api/k8s/bid", json={"max_price_per_gpu_hour": 4.5}, headers=auth).status_code == 200
-        env = {"NC_TOKEN": token, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-               "XDG_STATE_HOME": str(tmp_path / "state"), "NCUI_KUBE_CACHE": str(tmp_path / "kube"),
-               "TERM": "xterm-256color", "PATH": os.environ.get("PATH", "")}
+        env = {
+            "NC_TOKEN": token,
+            "HOME": str(tmp_path),
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "NCUI_KUBE_CACHE": str(tmp_path / "kube"),
+            "TERM": "xterm-256color",
+            "PATH": os.environ.get("PATH", ""),
+        }
         cmd = " ".join([sys.executable, "-m", "ncui.cli", "--api", api, "--access", sim.env["NC_ACCESS"]])
         envs = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
         session = f"ncui-hup-{os.getpid()}"
@@ -97,10 +103,17 @@ def test_a_lost_terminal_changes_nothing_and_the_next_start_says_what_stands(tmp
 async def test_a_worker_that_fails_is_said_not_silently_gone(sim):
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
+
         async def broken() -> None:
             raise ValueError("the answer had no cluster field")
 
         app.run_worker(broken, name="read-cluster", exit_on_error=False)
-        await until(pilot, lambda: any("Something went wrong (read-cluster): ValueError: the answer had no cluster"
-                                       in n.message for n in list(app._notifications)), what="the failure said")
+        await until(
+            pilot,
+            lambda: any(
+                "Something went wrong (read-cluster): ValueError: the answer had no cluster" in n.message
+                for n in list(app._notifications)
+            ),
+            what="the failure said",
+        )
         assert app.is_running

@@ -11,10 +11,16 @@ from .apphelp import app_for, loaded, screen_text, until
 
 SIZES = [(80, 24), (120, 40)]
 SCREENS = {
-    "account": ("1", ("whoami", "summary", "balance", "transactions", "cluster", "ladder", "bid"),
-                ("Credits purchased", "First job", "ada@halcyon.example")),
-    "market": ("2", ("whoami", "cluster", "ladder", "ticks", "bid", "spend"),
-               ("Price to win", "Your limit none", "Held  no nodes")),
+    "account": (
+        "1",
+        ("whoami", "summary", "balance", "transactions", "cluster", "ladder", "bid"),
+        ("Credits purchased", "First job", "ada@halcyon.example"),
+    ),
+    "market": (
+        "2",
+        ("whoami", "cluster", "ladder", "ticks", "bid", "spend"),
+        ("Price to win", "Your limit none", "Held  no nodes"),
+    ),
     # the header says "limit …" until the limit is read
     "recipes": ("3", ("whoami", "cluster", "catalog", "bid"), ("What will be applied", "kind: Job")),
 }
@@ -64,11 +70,17 @@ def test_workloads(snap_compare, kube_factory, monkeypatch, size):
         await pilot.press("4")
         await until(pilot, lambda: app.store.value("k8s_pods"), what="the pod watch")
         view = app.query_one("#workloads")
-        await until(pilot, lambda: len(view._losses.points) > 10 and view.follower is not None
-                    and view.follower.state == "following", what="loss lines")
+        await until(
+            pilot,
+            lambda: len(view._losses.points) > 10 and view.follower is not None and view.follower.state == "following",
+            what="loss lines",
+        )
         pane = app.query_one("#log")
-        await until(pilot, lambda: view.follower.total > 0 and len(pane.log.lines) == view.follower.total,
-                    what="every line the follower got on screen")
+        await until(
+            pilot,
+            lambda: view.follower.total > 0 and len(pane.log.lines) == view.follower.total,
+            what="every line the follower got on screen",
+        )
         chart = app.query_one("#loss-chart")
         await until(pilot, lambda: not chart.pending, what="the loss chart drawn with the last points")
         # the limit set before this session is pointed out at start (tests/test_trust_money); a toast is no

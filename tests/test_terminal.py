@@ -36,8 +36,9 @@ class Tmux:
         self.tmux("pipe-pane", "-o", "-t", "t", f"cat >> {shlex.quote(str(self.raw))}")
 
     def tmux(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-S", self.sock, *args], check=True, capture_output=True, text=True,
-                              timeout=30).stdout
+        return subprocess.run(
+            ["tmux", "-S", self.sock, *args], check=True, capture_output=True, text=True, timeout=30
+        ).stdout
 
     def run(self, *argv: str) -> None:
         # (without the COLUMNS and LINES a test runner may export: the program reads the pane's own size)
@@ -66,8 +67,13 @@ class Tmux:
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
     old = os.environ.get("PYTHONPATH")
-    return {"HOME": str(tmp), "XDG_STATE_HOME": str(tmp / "state"), "NC_TOKEN": "",
-            "PYTHONPATH": str(ROOT) + (os.pathsep + old if old else ""), **extra}
+    return {
+        "HOME": str(tmp),
+        "XDG_STATE_HOME": str(tmp / "state"),
+        "NC_TOKEN": "",
+        "PYTHONPATH": str(ROOT) + (os.pathsep + old if old else ""),
+        **extra,
+    }
 
 
 def _token_file(home: Path, token: str, mode: int) -> Path:

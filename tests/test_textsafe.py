@@ -41,12 +41,25 @@ def test_every_code_point_of_c0_c1_and_bidi(ch):
 
 
 SEQUENCES = [
-    ("\x1b[1;31m", "CSI"), ("\x9b1;31m", "8-bit CSI"), ("\x1b[?1049h", "CSI private"),
-    ("\x1b]0;evil title\x07", "OSC BEL"), ("\x1b]8;;http://x\x1b\\", "OSC ST"), ("\x9d0;evil\x9c", "8-bit OSC"),
-    ("\x1bPqdcs body\x1b\\", "DCS"), ("\x90qdcs body\x9c", "8-bit DCS"), ("\x1b_apc body\x1b\\", "APC"),
-    ("\x9fapc body\x9c", "8-bit APC"), ("\x1b^pm body\x1b\\", "PM"), ("\x9epm\x9c", "8-bit PM"),
-    ("\x1bXsos\x1b\\", "SOS"), ("\x98sos\x9c", "8-bit SOS"), ("\x1bc", "RIS"), ("\x1b(B", "charset"),
-    ("\x1b7", "save cursor"), ("\x8d", "RI"), ("\x85", "NEL"),
+    ("\x1b[1;31m", "CSI"),
+    ("\x9b1;31m", "8-bit CSI"),
+    ("\x1b[?1049h", "CSI private"),
+    ("\x1b]0;evil title\x07", "OSC BEL"),
+    ("\x1b]8;;http://x\x1b\\", "OSC ST"),
+    ("\x9d0;evil\x9c", "8-bit OSC"),
+    ("\x1bPqdcs body\x1b\\", "DCS"),
+    ("\x90qdcs body\x9c", "8-bit DCS"),
+    ("\x1b_apc body\x1b\\", "APC"),
+    ("\x9fapc body\x9c", "8-bit APC"),
+    ("\x1b^pm body\x1b\\", "PM"),
+    ("\x9epm\x9c", "8-bit PM"),
+    ("\x1bXsos\x1b\\", "SOS"),
+    ("\x98sos\x9c", "8-bit SOS"),
+    ("\x1bc", "RIS"),
+    ("\x1b(B", "charset"),
+    ("\x1b7", "save cursor"),
+    ("\x8d", "RI"),
+    ("\x85", "NEL"),
 ]
 
 
@@ -64,8 +77,13 @@ def test_unterminated_strings_end_at_the_line_and_lines_survive():
 
 
 printable = st.text(st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="".join(BIDI)))
-anything = st.lists(st.one_of(st.characters(blacklist_categories=("Cs",)), st.sampled_from(EVERY),
-                              st.sampled_from(["\x1b[", "\x1b]", "\x1bP", "\x1b\\", "\x07", "\x9c"]))).map("".join)
+anything = st.lists(
+    st.one_of(
+        st.characters(blacklist_categories=("Cs",)),
+        st.sampled_from(EVERY),
+        st.sampled_from(["\x1b[", "\x1b]", "\x1bP", "\x1b\\", "\x07", "\x9c"]),
+    )
+).map("".join)
 
 
 @settings(max_examples=300, deadline=None)
@@ -82,10 +100,18 @@ def test_nothing_forbidden_survives_any_text(text):
 
 
 def test_clean_json_cleans_every_string_and_keeps_line_breaks_where_asked():
-    doc = {"org_name": "Evil\u202eCorp\x1b]0;t\x07", "n": 3, "items": [{"description": "l1\nl2\x9b2J", "x": None}],
-           "k\x85": "v"}
+    doc = {
+        "org_name": "Evil\u202eCorp\x1b]0;t\x07",
+        "n": 3,
+        "items": [{"description": "l1\nl2\x9b2J", "x": None}],
+        "k\x85": "v",
+    }
     assert clean_json(doc, frozenset({"description"})) == {
-        "org_name": "EvilCorp", "n": 3, "items": [{"description": "l1\nl2", "x": None}], "k": "v"}
+        "org_name": "EvilCorp",
+        "n": 3,
+        "items": [{"description": "l1\nl2", "x": None}],
+        "k": "v",
+    }
 
 
 def test_errors_of_both_apis_are_clean():

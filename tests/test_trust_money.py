@@ -12,8 +12,8 @@ from ncui.store import Store
 
 from .apphelp import app_for, loaded, open_recipes, screen_text, through_sign_in, type_text, until
 
-
 # ---- the two-hour check runs on every apply that uses GPUs ---------------------------------------------
+
 
 async def test_an_idle_node_with_no_limit_price_still_needs_two_hours_of_balance(sim_factory):
     sim = sim_factory("k8s-packing")  # one reserved node, idle, no limit price standing
@@ -69,9 +69,14 @@ def _store(nodes, pods, jobs) -> Store:
 
 
 def _node(name, ready=True, gpus=8):
-    return {"metadata": {"name": name}, "spec": {},
-            "status": {"capacity": {"nvidia.com/gpu": str(gpus)},
-                       "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+    return {
+        "metadata": {"name": name},
+        "spec": {},
+        "status": {
+            "capacity": {"nvidia.com/gpu": str(gpus)},
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
 
 
 def _pod(name, node=None, phase="Pending", gpus=8):
@@ -82,9 +87,11 @@ def _pod(name, node=None, phase="Pending", gpus=8):
 
 
 def _waiting_job(name, gpus=8):
-    return {"metadata": {"name": name},
-            "spec": {"suspend": True, "template": {"spec": _pod("x", gpus=gpus)["spec"]}},
-            "status": {"conditions": [{"type": "Suspended", "status": "True", "reason": "JobSuspended"}]}}
+    return {
+        "metadata": {"name": name},
+        "spec": {"suspend": True, "template": {"spec": _pod("x", gpus=gpus)["spec"]}},
+        "status": {"conditions": [{"type": "Suspended", "status": "True", "reason": "JobSuspended"}]},
+    }
 
 
 def test_idle_nodes_are_ready_unused_and_not_already_promised():
@@ -105,6 +112,7 @@ def test_idle_nodes_are_ready_unused_and_not_already_promised():
 
 
 # ---- a limit set for an apply that did not happen is offered back ---------------------------------------
+
 
 async def _set_limit_then_cancel_apply(pilot, app, sim) -> None:
     await open_recipes(pilot, app)
@@ -163,10 +171,14 @@ async def test_every_question_says_what_enter_does(sim):
 
 # ---- the exit guard ---------------------------------------------------------------------------------
 
+
 async def _put_bid(sim, price: float) -> None:
     async with httpx.AsyncClient() as h:
-        r = await h.put(sim.api_url + "/api/k8s/bid", json={"max_price_per_gpu_hour": price},
-                        headers={"Authorization": f"Bearer {sim.token}"})
+        r = await h.put(
+            sim.api_url + "/api/k8s/bid",
+            json={"max_price_per_gpu_hour": price},
+            headers={"Authorization": f"Bearer {sim.token}"},
+        )
         assert r.status_code == 200, r.text
 
 
@@ -183,8 +195,11 @@ async def test_a_standing_limit_is_pointed_out_at_start_and_quitting_asks(sim):
     await _put_bid(sim, 4.5)  # set before this session (a session that lost its terminal, kubectl, a teammate)
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(pilot, lambda: any("stands on halcyon" in n.message for n in list(app._notifications)),
-                    what="the start-up notice")
+        await until(
+            pilot,
+            lambda: any("stands on halcyon" in n.message for n in list(app._notifications)),
+            what="the start-up notice",
+        )
         for key in ("q", "ctrl+c"):
             await pilot.press(key)
             await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what=f"the guard on {key}")
@@ -222,8 +237,11 @@ async def test_a_limit_that_cannot_be_withdrawn_keeps_ncui_open(sim):
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "cluster", "bid"))
         async with httpx.AsyncClient() as h:
-            await h.post(sim.api_url + "/_sim/faults", json={"path_prefix": "/api/k8s/bid", "status": 503,
-                                                             "count": 1000}, headers={"Authorization": f"Bearer {sim.token}"})
+            await h.post(
+                sim.api_url + "/_sim/faults",
+                json={"path_prefix": "/api/k8s/bid", "status": 503, "count": 1000},
+                headers={"Authorization": f"Bearer {sim.token}"},
+            )
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, ExitGuardModal))
         await pilot.press("w")

@@ -13,16 +13,16 @@ import asyncio
 import json
 import random
 from datetime import datetime
-from typing import Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
 
 from ..config import Endpoints
-from . import models as m
-from .errors import MalformedResponse, NCError, NetworkError, NotFound, ServerError, error_from_response
 from ..money import usd
 from ..textsafe import clean_json
+from . import models as m
+from .errors import MalformedResponse, NCError, NetworkError, NotFound, ServerError, error_from_response
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -65,13 +65,13 @@ class NCClient:
     def __init__(
         self,
         endpoints: Endpoints,
-        token: Optional[SecretStr],
+        token: SecretStr | None,
         *,
         timeout: float = 10.0,
         retries: int = 3,
         backoff: float = 0.25,
-        transport: Optional[httpx.AsyncBaseTransport] = None,
-        rng: Optional[random.Random] = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.endpoints = endpoints
         self._retries = max(0, retries)
@@ -85,7 +85,7 @@ class NCClient:
             follow_redirects=False,
         )
 
-    async def __aenter__(self) -> "NCClient":
+    async def __aenter__(self) -> NCClient:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -102,11 +102,19 @@ class NCClient:
     def _api(self, path: str) -> str:
         return self.endpoints.api.rstrip("/") + path
 
-    async def _send(self, method: str, url: str, *, what: str, params: Optional[dict] = None,
-                    json_body: Any = None, accept_404: bool = False) -> httpx.Response:
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        *,
+        what: str,
+        params: dict | None = None,
+        json_body: Any = None,
+        accept_404: bool = False,
+    ) -> httpx.Response:
         """Send once (PUT/POST) or with retries (GET); raise a typed error for anything but 2xx."""
         attempts = 1 + (self._retries if method == "GET" else 0)
-        last: Optional[NCError] = None
+        last: NCError | None = None
         for attempt in range(attempts):
             if attempt:
                 await asyncio.sleep(self._delay(attempt))
@@ -116,8 +124,9 @@ class NCClient:
                 last = NetworkError(f"National Compute did not answer in time while {what}.")
                 continue
             except httpx.TransportError as e:
-                last = NetworkError(f"Cannot reach National Compute at {_origin(url)} while {what} "
-                                    f"({type(e).__name__}).")
+                last = NetworkError(
+                    f"Cannot reach National Compute at {_origin(url)} while {what} ({type(e).__name__})."
+                )
                 continue
             if resp.status_code < 400 or (accept_404 and resp.status_code == 404):
                 return resp
@@ -133,14 +142,20 @@ class NCClient:
         """Exponential backoff with full jitter."""
         return self._rng.uniform(0, self._backoff * (2 ** (attempt - 1)))
 
-    async def _get(self, path: str, model: type[T], *, what: str, params: Optional[dict] = None) -> T:
+    async def _get(self, path: str, model: type[T], *, what: str, params: dict | None = None) -> T:
         resp = await self._send("GET", self._api(path), what=what, params=_clean_params(params))
         return _parse(resp, model, what)
 
-    async def _write(self, method: str, path: str, body: BaseModel, model: type[T], *, what: str,
-                     params: Optional[dict] = None) -> T:
-        resp = await self._send(method, self._api(path), what=what, params=_clean_params(params),
-                                json_body=body.model_dump(mode="json", exclude_none=True))
+    async def _write(
+        self, method: str, path: str, body: BaseModel, model: type[T], *, what: str, params: dict | None = None
+    ) -> T:
+        resp = await self._send(
+            method,
+            self._api(path),
+            what=what,
+            params=_clean_params(params),
+            json_body=body.model_dump(mode="json", exclude_none=True),
+        )
         return _parse(resp, model, what)
 
     # ---- account and billing --------------------------------------------------------------------
@@ -154,57 +169,69 @@ class NCClient:
     async def balance(self) -> m.Balance:
         return await self._get("/api/billing/balance", m.Balance, what="reading the balance and burn rate")
 
-    async def transactions(self, since: Optional[datetime] = None) -> m.Transactions:
-        return await self._get("/api/billing/transactions", m.Transactions, what="reading transactions",
-                               params={"since": since})
+    async def transactions(self, since: datetime | None = None) -> m.Transactions:
+        return await self._get(
+            "/api/billing/transactions", m.Transactions, what="reading transactions", params={"since": since}
+        )
 
     # ---- kubernetes cluster and market ----------------------------------------------------------
 
-    async def k8s_cluster(self, cluster: Optional[str] = None) -> m.K8sCluster:
-        return await self._get("/api/k8s/cluster", m.K8sCluster, what="reading the cluster",
-                               params={"cluster": cluster})
+    async def k8s_cluster(self, cluster: str | None = None) -> m.K8sCluster:
+        return await self._get(
+            "/api/k8s/cluster", m.K8sCluster, what="reading the cluster", params={"cluster": cluster}
+        )
 
     async def kubeconfig(self, cluster: str) -> str:
-        resp = await self._send("GET", self._api("/api/k8s/cluster/kubeconfig"),
-                                what=f"fetching the kubeconfig of {cluster}", params={"cluster": cluster})
+        resp = await self._send(
+            "GET",
+            self._api("/api/k8s/cluster/kubeconfig"),
+            what=f"fetching the kubeconfig of {cluster}",
+            params={"cluster": cluster},
+        )
         text = resp.text
         if "apiVersion" not in text or "clusters" not in text:
             raise MalformedResponse("The kubeconfig National Compute sent is not a kubeconfig.")
         return text
 
-    async def bid(self, cluster: Optional[str] = None) -> m.Bid:
-        return await self._get("/api/k8s/bid", m.Bid, what="reading the limit price",
-                               params={"cluster": cluster})
+    async def bid(self, cluster: str | None = None) -> m.Bid:
+        return await self._get("/api/k8s/bid", m.Bid, what="reading the limit price", params={"cluster": cluster})
 
-    async def set_bid(self, max_price_per_gpu_hour: int, cluster: Optional[str] = None) -> m.Bid:
+    async def set_bid(self, max_price_per_gpu_hour: int, cluster: str | None = None) -> m.Bid:
         """Set the standing limit price (micro-credits per GPU hour); 0 withdraws it. Never retried."""
         body = m.BidRequest(max_price_per_gpu_hour=usd(max_price_per_gpu_hour))
         what = "withdrawing the limit price" if max_price_per_gpu_hour == 0 else "setting the limit price"
         return await self._write("PUT", "/api/k8s/bid", body, m.Bid, what=what, params={"cluster": cluster})
 
-    async def ladder(self, cluster: Optional[str] = None) -> m.Ladder:
-        return await self._get("/api/k8s/market/ladder", m.Ladder, what="reading the price-to-win ladder",
-                               params={"cluster": cluster})
+    async def ladder(self, cluster: str | None = None) -> m.Ladder:
+        return await self._get(
+            "/api/k8s/market/ladder", m.Ladder, what="reading the price-to-win ladder", params={"cluster": cluster}
+        )
 
-    async def spend(self, cluster: Optional[str] = None) -> m.Spend:
-        return await self._get("/api/k8s/market/spend", m.Spend, what="reading the live market rate",
-                               params={"cluster": cluster})
+    async def spend(self, cluster: str | None = None) -> m.Spend:
+        return await self._get(
+            "/api/k8s/market/spend", m.Spend, what="reading the live market rate", params={"cluster": cluster}
+        )
 
-    async def ticks(self, since: Optional[datetime] = None, gpu_model: Optional[str] = None,
-                    limit: Optional[int] = None) -> m.Ticks:
-        return await self._get("/api/market/ticks", m.Ticks, what="reading the market ticks",
-                               params={"since": since, "gpu_model": gpu_model, "limit": limit})
+    async def ticks(
+        self, since: datetime | None = None, gpu_model: str | None = None, limit: int | None = None
+    ) -> m.Ticks:
+        return await self._get(
+            "/api/market/ticks",
+            m.Ticks,
+            what="reading the market ticks",
+            params={"since": since, "gpu_model": gpu_model, "limit": limit},
+        )
 
     # ---- VM capacity and ssh keys ---------------------------------------------------------------
 
     async def vm_capacity(self) -> m.VmCapacity:
         return await self._get("/api/vm/capacity", m.VmCapacity, what="reading VM capacity")
 
-    async def set_vm_capacity(self, max_gpus: int, max_price_per_gpu_hour: int,
-                              expected_version: int) -> m.VmCapacity:
+    async def set_vm_capacity(self, max_gpus: int, max_price_per_gpu_hour: int, expected_version: int) -> m.VmCapacity:
         """Declare (or release, with ``max_gpus=0``) VM capacity. Never retried."""
-        body = m.VmCapacityRequest(max_gpus=max_gpus, max_price_per_gpu_hour=usd(max_price_per_gpu_hour),
-                                   expected_version=expected_version)
+        body = m.VmCapacityRequest(
+            max_gpus=max_gpus, max_price_per_gpu_hour=usd(max_price_per_gpu_hour), expected_version=expected_version
+        )
         what = "releasing VM capacity" if max_gpus == 0 else "declaring VM capacity"
         return await self._write("PUT", "/api/vm/capacity", body, m.VmCapacity, what=what)
 
@@ -213,8 +240,9 @@ class NCClient:
 
     async def add_ssh_key(self, org_id: str, name: str, public_key: str) -> m.SshKey:
         body = m.SshKeyRequest(name=name, public_key=public_key)
-        return await self._write("POST", f"/api/vm/orgs/{_seg(org_id)}/ssh-keys", body, m.SshKey,
-                                 what="registering the ssh key")
+        return await self._write(
+            "POST", f"/api/vm/orgs/{_seg(org_id)}/ssh-keys", body, m.SshKey, what="registering the ssh key"
+        )
 
     # ---- recipe catalog -------------------------------------------------------------------------
 
@@ -233,7 +261,7 @@ class NCClient:
         resp = await self._send("GET", self.catalog_file_url(filename), what=f"fetching {filename}")
         return resp.text
 
-    async def recipe_file(self, stem: str, vendor: Optional[str]) -> RecipeFile:
+    async def recipe_file(self, stem: str, vendor: str | None) -> RecipeFile:
         """The vendor rule: try ``<stem>-<vendor>.yaml``; a 404 means the default ``<stem>.yaml``.
 
         Raises NotFound when neither exists (a recipe not offered for this vendor).
@@ -251,12 +279,16 @@ class NCClient:
         url = self.catalog_file_url(default)
         resp = await self._send("GET", url, what=f"fetching {default}", accept_404=True)
         if resp.status_code == 404:
-            raise NotFound(f"{stem} is not offered for {vendor or 'this'} GPUs: neither {variant} "
-                           f"nor {default} exists in the catalog.", status=404)
+            raise NotFound(
+                f"{stem} is not offered for {vendor or 'this'} GPUs: neither {variant} "
+                f"nor {default} exists in the catalog.",
+                status=404,
+            )
         return RecipeFile(requested=variant, used=default, url=url, text=resp.text, note=note)
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
 
 def _parse(resp: httpx.Response, model: type[T], what: str) -> T:
     try:
@@ -278,7 +310,7 @@ def _safe_json(resp: httpx.Response, what: str) -> Any:
     return clean_json(doc, _MULTILINE)
 
 
-def _malformed(what: str, e: Optional[ValidationError] = None) -> MalformedResponse:
+def _malformed(what: str, e: ValidationError | None = None) -> MalformedResponse:
     """``e`` None: the body is not JSON."""
     errs = e.errors(include_url=False, include_input=False) if e is not None else [{"type": "json_invalid"}]
     first = errs[0] if errs else {}
@@ -297,7 +329,7 @@ def _json_or_none(resp: httpx.Response) -> Any:
         return None
 
 
-def _clean_params(params: Optional[dict]) -> Optional[dict]:
+def _clean_params(params: dict | None) -> dict | None:
     if not params:
         return None
     out = {}

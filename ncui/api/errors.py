@@ -5,8 +5,6 @@ Nothing here ever holds the token: messages are built from the response's status
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..money import fmt_price
 from ..textsafe import clean
 
@@ -16,7 +14,7 @@ class NCError(Exception):
 
     slug = "error"
 
-    def __init__(self, message: str, *, status: Optional[int] = None, detail: str = "") -> None:
+    def __init__(self, message: str, *, status: int | None = None, detail: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.status = status
@@ -45,7 +43,7 @@ class Invalid(NCError):
 class BidTooLow(Invalid):
     slug = "bid-too-low"
 
-    def __init__(self, message: str, *, min_price_per_gpu_hour: Optional[int], **kw) -> None:
+    def __init__(self, message: str, *, min_price_per_gpu_hour: int | None, **kw) -> None:
         super().__init__(message, **kw)
         self.min_price_per_gpu_hour = min_price_per_gpu_hour
 
@@ -53,7 +51,7 @@ class BidTooLow(Invalid):
 class VersionConflict(NCError):
     slug = "version-conflict"
 
-    def __init__(self, message: str, *, current_version: Optional[int], **kw) -> None:
+    def __init__(self, message: str, *, current_version: int | None, **kw) -> None:
         super().__init__(message, **kw)
         self.current_version = current_version
 
@@ -95,7 +93,9 @@ def error_from_response(status: int, body: object, *, what: str) -> NCError:
         return Unauthorized(
             "National Compute did not accept the token (401) while "
             f"{what}. Check NC_TOKEN or ~/.config/nationalcompute/token{tail}",
-            status=status, detail=detail)
+            status=status,
+            detail=detail,
+        )
     if status == 403:
         return Forbidden(f"Not allowed while {what} (403){tail}", status=status, detail=detail)
     if slug == "bid-too-low":
@@ -110,21 +110,31 @@ def error_from_response(status: int, body: object, *, what: str) -> NCError:
         floor_txt = f"; the market's floor is {fmt_price(floor)}" if floor is not None else ""
         return BidTooLow(
             f"That limit price is too low to ever clear the market{floor_txt}.",
-            min_price_per_gpu_hour=floor, status=status, detail=detail)
+            min_price_per_gpu_hour=floor,
+            status=status,
+            detail=detail,
+        )
     if status == 409 or slug == "version-conflict":
         v = extra.get("version") if isinstance(extra.get("version"), int) else None
         now = f" (it is now version {v})" if v is not None else ""
         return VersionConflict(
             f"Someone changed this since it was read{now}; read it again and retry{tail}",
-            current_version=v, status=status, detail=detail)
+            current_version=v,
+            status=status,
+            detail=detail,
+        )
     if status == 404 or slug == "not-found":
         return NotFound(f"Not found while {what}{tail}", status=status, detail=detail)
     if status in (400, 422) or slug == "invalid":
-        return Invalid(f"National Compute refused the request while {what}{tail or ' (invalid)'}",
-                       status=status, detail=detail)
+        return Invalid(
+            f"National Compute refused the request while {what}{tail or ' (invalid)'}", status=status, detail=detail
+        )
     if status >= 500:
-        return ServerError(f"National Compute had an error ({status}) while {what}; try again shortly{tail}",
-                           status=status, detail=detail)
+        return ServerError(
+            f"National Compute had an error ({status}) while {what}; try again shortly{tail}",
+            status=status,
+            detail=detail,
+        )
     return NCError(f"Unexpected answer {status} while {what}{tail}", status=status, detail=detail)
 
 

@@ -9,7 +9,7 @@ service may send more). Balances are integer micro-credits; prices per GPU hour 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,16 +29,18 @@ GpuVendor = Literal["nvidia", "amd"]
 
 # ---- errors ---------------------------------------------------------------------------------------
 
+
 class ErrorBody(Model):
     """Every error: ``{"error": slug, "detail": sentence, ...}`` with the HTTP status."""
 
     error: str = Field(description="unauthorized | bid-too-low | version-conflict | invalid | not-found | …")
     detail: str = Field(description="A human sentence")
-    min_price_per_gpu_hour: Optional[Price] = Field(default=None, description="bid-too-low: the floor")
-    version: Optional[int] = Field(default=None, description="version-conflict: the current version")
+    min_price_per_gpu_hour: Price | None = Field(default=None, description="bid-too-low: the floor")
+    version: int | None = Field(default=None, description="version-conflict: the current version")
 
 
 # ---- account --------------------------------------------------------------------------------------
+
 
 class User(Model):
     id: str
@@ -60,6 +62,7 @@ class Whoami(Model):
 
 # ---- billing --------------------------------------------------------------------------------------
 
+
 class BillingSummary(Model):
     balance_ucredits: int
     purchases: bool
@@ -68,7 +71,7 @@ class BillingSummary(Model):
 class Balance(Model):
     balance_ucredits: int
     burn_ucredits_hr: int = Field(description="The meter's last assessed hourly rate (about 10 min behind)")
-    assessed_at: Optional[datetime] = None
+    assessed_at: datetime | None = None
 
 
 class Transaction(Model):
@@ -77,8 +80,8 @@ class Transaction(Model):
     kind: Literal["charge", "topup", "refund"] | str
     amount_ucredits: int = Field(description="Negative for charges")
     description: str
-    gpu_hours: Optional[float] = None
-    price_per_gpu_hour: Optional[Price] = None
+    gpu_hours: float | None = None
+    price_per_gpu_hour: Price | None = None
 
 
 class Transactions(Model):
@@ -86,6 +89,7 @@ class Transactions(Model):
 
 
 # ---- kubernetes cluster and its market ------------------------------------------------------------
+
 
 class K8sCluster(Model):
     name: str
@@ -106,7 +110,7 @@ class BidRequest(Model):
 class Bid(Model):
     cluster: str
     max_price_per_gpu_hour: Price = Field(description="0 when no limit price stands")
-    updated_at: Optional[datetime] = None
+    updated_at: datetime | None = None
 
 
 class LadderRung(Model):
@@ -119,18 +123,19 @@ class Ladder(Model):
     gpus_per_node: int
     as_of: datetime
     rungs: list[LadderRung]
-    floor_price_per_gpu_hour: Optional[Price] = Field(default=None, description="Below this a bid is refused")
+    floor_price_per_gpu_hour: Price | None = Field(default=None, description="Below this a bid is refused")
 
 
 class Spend(Model):
     nodes_held: int
     gpus_held: int
-    price_per_gpu_hour: Optional[Price] = Field(default=None, description="Live assessed rate; null when nothing held")
+    price_per_gpu_hour: Price | None = Field(default=None, description="Live assessed rate; null when nothing held")
     spend_ucredits_hr: int
     as_of: datetime
 
 
 # ---- market feed ----------------------------------------------------------------------------------
+
 
 class Tick(Model):
     at: datetime
@@ -153,8 +158,8 @@ class Allocation(Model):
     state: AllocationState | str
     gpus: int
     gpu_model: str
-    public_ip: Optional[str] = None
-    granted_at: Optional[datetime] = None
+    public_ip: str | None = None
+    granted_at: datetime | None = None
     ssh_port: int = Field(default=22, description="ours: the simulator's nodes listen on loopback ports")
 
 
@@ -195,6 +200,7 @@ class SshKeyRequest(Model):
 
 # ---- recipe catalog -------------------------------------------------------------------------------
 
+
 class RecipeStep(Model):
     stem: str
     file: str = ""
@@ -220,4 +226,3 @@ class Recipe(Model):
     needs: list[str] = Field(default_factory=list)
     stop: list[str] = Field(default_factory=list)
     objects: list[RecipeObject] = Field(default_factory=list)
-

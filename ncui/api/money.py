@@ -8,6 +8,7 @@ from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 from ..money import dollars_to_ucredits, ucredits_to_dollars, usd
 
+
 def _wire_price(value: Any) -> int:
     """A price as the contract sends it: a JSON number of dollars (strings are refused)."""
     if isinstance(value, str):
@@ -21,8 +22,7 @@ Price = Annotated[
     int,
     BeforeValidator(_wire_price),
     PlainSerializer(ucredits_to_dollars, return_type=float, when_used="always"),
-    WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1_000_000,
-                    "description": "US dollars per GPU hour"}),
+    WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1_000_000, "description": "US dollars per GPU hour"}),
 ]
 
 __all__ = ["Price", "usd"]

@@ -16,8 +16,9 @@ import copy
 import json
 import ssl
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Optional
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import httpx
@@ -28,7 +29,7 @@ from ..api.client import BearerAuth
 from ..textsafe import clean
 from . import session
 from .gate import SignInGate
-from .linestream import LineStream, Lines, StreamFailed
+from .linestream import Lines, LineStream, StreamFailed
 from .status import parse_time
 
 __all__ = ["KubeError", "Gone", "NotSignedIn", "ApplyResult", "KubeClient", "Kind", "KINDS", "kind_of"]
@@ -43,10 +44,11 @@ def _clean(text: str, limit: int = 2000) -> str:
 
 # ---- errors --------------------------------------------------------------------------------------
 
+
 class KubeError(Exception):
     """The cluster refused or could not be reached. ``message`` is the Status message (kubectl prints it)."""
 
-    def __init__(self, status: Optional[int], reason: str, message: str) -> None:
+    def __init__(self, status: int | None, reason: str, message: str) -> None:
         self.status = status
         self.reason = _clean(reason, 200)  # both from the server: safe to show (textsafe)
         self.message = _clean(message)
@@ -71,7 +73,7 @@ class Gone(KubeError):
 class NotSignedIn(KubeError):
     """The sign-in plugin has no credential: the human must open ``link`` and approve it."""
 
-    def __init__(self, link: Optional[str], message: str = "") -> None:
+    def __init__(self, link: str | None, message: str = "") -> None:
         self.link = link
         super().__init__(401, "NotSignedIn", message or "sign in to the cluster first")
 
@@ -106,12 +108,13 @@ def _kind_of_doc(doc: dict) -> Kind:
 
 # ---- apply helpers ---------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ApplyResult:
     kind: str  # the Kind: "Job", "Deployment", "Service", …
     name: str
     action: str  # "created" | "configured" | "unchanged" (the attempted action when error is set)
-    error: Optional[str] = None
+    error: str | None = None
     ref: str = ""  # kubectl's name: "job.batch/nanogpt"
 
     def __str__(self) -> str:
@@ -149,7 +152,11 @@ def _subset(want: Any, have: Any) -> bool:
     if isinstance(want, dict):
         return isinstance(have, dict) and all(k in have and _subset(v, have[k]) for k, v in want.items())
     if isinstance(want, list):
-        return isinstance(have, list) and len(want) == len(have) and all(_subset(a, b) for a, b in zip(want, have))
+        return (
+            isinstance(have, list)
+            and len(want) == len(have)
+            and all(_subset(a, b) for a, b in zip(want, have, strict=False))
+        )
     if isinstance(want, (int, float)) and not isinstance(want, bool) and isinstance(have, str):
         return quantity(want) == have
     return want == have
@@ -178,6 +185,7 @@ def _deep_merge(a: dict, b: dict) -> dict:
 
 # ---- the client ------------------------------------------------------------------------------------
 
+
 def _ssl_context(cluster: dict) -> ssl.SSLContext | bool:
     if cluster.get("insecure-skip-tls-verify"):
         return False
@@ -193,25 +201,36 @@ def _ssl_context(cluster: dict) -> ssl.SSLContext | bool:
 class KubeClient:
     """``kc = KubeClient.from_kubeconfig(text)``; ``await kc.list("pods")``; ``await kc.aclose()``."""
 
-    def __init__(self, server: str, exec_spec: Optional[session.ExecSpec], *, verify: ssl.SSLContext | bool = True,
-                 namespace: str = "default", timeout: float = 15.0) -> None:
+    def __init__(
+        self,
+        server: str,
+        exec_spec: session.ExecSpec | None,
+        *,
+        verify: ssl.SSLContext | bool = True,
+        namespace: str = "default",
+        timeout: float = 15.0,
+    ) -> None:
         self.server = server.rstrip("/")
         self.namespace = namespace
         self._spec = exec_spec
-        self._token: Optional[SecretStr] = None
+        self._token: SecretStr | None = None
         self._expires: float = 0.0  # time.time() at which the credential expires
         self._generation = 0  # bumps on every new credential
         self._lock = asyncio.Lock()
         self.gate = SignInGate()  # closed while the cluster refuses the sign-in and a link waits for approval
-        self.kubeconfig: Optional[str] = None  # the kubeconfig it was built from (from_kubeconfig)
+        self.kubeconfig: str | None = None  # the kubeconfig it was built from (from_kubeconfig)
         self.plugin_runs = 0  # how often the sign-in plugin ran (tests and the status line)
         self._timeout = timeout
         self._verify = verify
-        self._http = httpx.AsyncClient(verify=verify, timeout=httpx.Timeout(timeout), trust_env=False,
-                                       limits=httpx.Limits(max_connections=50, max_keepalive_connections=10))
+        self._http = httpx.AsyncClient(
+            verify=verify,
+            timeout=httpx.Timeout(timeout),
+            trust_env=False,
+            limits=httpx.Limits(max_connections=50, max_keepalive_connections=10),
+        )
 
     @classmethod
-    def from_kubeconfig(cls, kubeconfig: str, context: Optional[str] = None, **kw: Any) -> "KubeClient":
+    def from_kubeconfig(cls, kubeconfig: str, context: str | None = None, **kw: Any) -> KubeClient:
         try:
             doc = yaml.safe_load(kubeconfig) or {}
             name = context or doc.get("current-context")
@@ -219,8 +238,9 @@ class KubeClient:
             cluster = next(c["cluster"] for c in doc.get("clusters") or [] if c.get("name") == ctx.get("cluster"))
             server = str(cluster["server"])
         except (yaml.YAMLError, StopIteration, KeyError, TypeError, AttributeError) as e:
-            raise ValueError(f"the kubeconfig names no cluster for context {context or '(current)'} "
-                             f"({type(e).__name__})") from None
+            raise ValueError(
+                f"the kubeconfig names no cluster for context {context or '(current)'} ({type(e).__name__})"
+            ) from None
         spec = session.exec_spec(kubeconfig, name)
         client = cls(server, spec, verify=_ssl_context(cluster), namespace=ctx.get("namespace") or "default", **kw)
         client.kubeconfig = kubeconfig  # what it was built from: a changed one means the cluster moved
@@ -232,7 +252,7 @@ class KubeClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def __aenter__(self) -> "KubeClient":
+    async def __aenter__(self) -> KubeClient:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -240,7 +260,7 @@ class KubeClient:
 
     # ---- credentials ------------------------------------------------------------------------------
 
-    async def _credential(self, stale_generation: Optional[int] = None, check: bool = False) -> tuple[BearerAuth, int]:
+    async def _credential(self, stale_generation: int | None = None, check: bool = False) -> tuple[BearerAuth, int]:
         """The bearer token (as an ``httpx.Auth``: no plain string of it in any frame here) and its generation;
         runs the plugin when there is none, it expired, or the server refused generation ``stale_generation``.
         Without a credential it closes the gate; while the gate is closed after a sign-in that held, only
@@ -267,8 +287,10 @@ class KubeClient:
                 elif self._generation == 0:
                     why = "not signed in yet"
                 elif stale_generation is not None and not check:  # an idle day, a revoked token
-                    why = ("the cluster no longer accepts the sign-in (it answered 401: a day idle ends it, "
-                           "or a revocation)")
+                    why = (
+                        "the cluster no longer accepts the sign-in (it answered 401: a day idle ends it, "
+                        "or a revocation)"
+                    )
                 else:
                     why = "the sign-in expired"
                 self.gate.close(link, why)
@@ -303,7 +325,7 @@ class KubeClient:
 
     # ---- requests ---------------------------------------------------------------------------------
 
-    def _path(self, kind: str, namespace: Optional[str], name: Optional[str] = None, sub: str = "") -> str:
+    def _path(self, kind: str, namespace: str | None, name: str | None = None, sub: str = "") -> str:
         k = kind_of(kind)
         p = k.base
         if k.namespaced:
@@ -316,7 +338,7 @@ class KubeClient:
         return p
 
     @staticmethod
-    def _error(r: httpx.Response, body: Optional[bytes] = None) -> KubeError:
+    def _error(r: httpx.Response, body: bytes | None = None) -> KubeError:
         return KubeClient._status_error(r.status_code, r.reason_phrase, body if body is not None else r.content)
 
     @staticmethod
@@ -339,9 +361,17 @@ class KubeClient:
         host = httpx.URL(url).netloc.decode("ascii", "replace")
         return KubeError(None, "Unreachable", f"{host} ({type(e).__name__}: {_clean(str(e), 200) or 'no answer'})")
 
-    async def _request(self, method: str, path: str, *, params: Optional[dict] = None, json_body: Any = None,
-                       content: Optional[bytes] = None, content_type: Optional[str] = None,
-                       timeout: Optional[float] = None) -> httpx.Response:
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict | None = None,
+        json_body: Any = None,
+        content: bytes | None = None,
+        content_type: str | None = None,
+        timeout: float | None = None,
+    ) -> httpx.Response:
         url = self.server + path
         stale = None
         for attempt in range(2):
@@ -350,8 +380,16 @@ class KubeClient:
             if content_type:
                 headers["Content-Type"] = content_type
             try:
-                r = await self._http.request(method, url, params=params, json=json_body, content=content,
-                                             headers=headers, auth=auth, timeout=timeout or self._timeout)
+                r = await self._http.request(
+                    method,
+                    url,
+                    params=params,
+                    json=json_body,
+                    content=content,
+                    headers=headers,
+                    auth=auth,
+                    timeout=timeout or self._timeout,
+                )
             except httpx.HTTPError as e:
                 raise self._unreachable(e, url) from None
             if r.status_code == 401 and attempt == 0:
@@ -360,7 +398,7 @@ class KubeClient:
             return r
         return r
 
-    async def _json(self, method: str, path: str, ok_404: bool = False, **kw: Any) -> Optional[dict]:
+    async def _json(self, method: str, path: str, ok_404: bool = False, **kw: Any) -> dict | None:
         r = await self._request(method, path, **kw)
         if r.status_code == 404 and ok_404:
             return None
@@ -371,14 +409,15 @@ class KubeClient:
         except ValueError:
             raise KubeError(r.status_code, "BadResponse", "the cluster's answer is not JSON") from None
 
-    async def _stream(self, path: str, params: dict, read_timeout: Optional[float]):
+    async def _stream(self, path: str, params: dict, read_timeout: float | None):
         """Open a streaming GET (the caller must ``aclose()`` the response)."""
         url = self.server + path
         stale = None
         for attempt in range(2):
             auth, gen = await self._credential(stale)
-            req = self._http.build_request("GET", url, params=params,
-                                           timeout=httpx.Timeout(self._timeout, read=read_timeout))
+            req = self._http.build_request(
+                "GET", url, params=params, timeout=httpx.Timeout(self._timeout, read=read_timeout)
+            )
             try:
                 r = await self._http.send(req, stream=True, auth=auth)
             except httpx.HTTPError as e:
@@ -395,8 +434,9 @@ class KubeClient:
 
     # ---- reads ------------------------------------------------------------------------------------
 
-    async def list(self, kind: str, namespace: str = "default",
-                   label_selector: Optional[str] = None) -> tuple[list[dict], str]:
+    async def list(
+        self, kind: str, namespace: str = "default", label_selector: str | None = None
+    ) -> tuple[list[dict], str]:
         k = kind_of(kind)
         params = {"labelSelector": label_selector} if label_selector else None
         doc = await self._json("GET", self._path(kind, namespace), params=params) or {}
@@ -406,15 +446,19 @@ class KubeClient:
             o.setdefault("kind", k.kind)
         return items, str((doc.get("metadata") or {}).get("resourceVersion", ""))
 
-    async def get(self, kind: str, name: str, namespace: str = "default") -> Optional[dict]:
+    async def get(self, kind: str, name: str, namespace: str = "default") -> dict | None:
         return await self._json("GET", self._path(kind, namespace, name), ok_404=True)
 
-    async def watch(self, kind: str, resource_version: str, namespace: str = "default",
-                    timeout_seconds: Optional[int] = None,
-                    label_selector: Optional[str] = None) -> AsyncIterator[tuple[str, dict]]:
+    async def watch(
+        self,
+        kind: str,
+        resource_version: str,
+        namespace: str = "default",
+        timeout_seconds: int | None = None,
+        label_selector: str | None = None,
+    ) -> AsyncIterator[tuple[str, dict]]:
         """Events after ``resource_version``: (``ADDED|MODIFIED|DELETED``, object). Raises ``Gone`` on 410."""
-        params: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version,
-                                  "allowWatchBookmarks": "false"}
+        params: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "false"}
         if timeout_seconds is not None:
             params["timeoutSeconds"] = int(timeout_seconds)
         if label_selector:
@@ -470,8 +514,7 @@ class KubeClient:
             try:
                 cur = await self.get(k.plural, name, ns or "default") if name else None
                 if cur is None:
-                    await self._json("POST", self._path(k.plural, ns), params={"fieldManager": "ncui"},
-                                     json_body=doc)
+                    await self._json("POST", self._path(k.plural, ns), params={"fieldManager": "ncui"}, json_body=doc)
                 else:
                     action = "configured"
                     cur_ann = (cur.get("metadata") or {}).get("annotations") or {}
@@ -483,9 +526,13 @@ class KubeClient:
                         except ValueError:
                             old = {}
                         patch = _deep_merge(_deletions(old, doc), doc)
-                        await self._json("PATCH", self._path(k.plural, ns, name), params={"fieldManager": "ncui"},
-                                         content=json.dumps(patch).encode(),
-                                         content_type="application/merge-patch+json")
+                        await self._json(
+                            "PATCH",
+                            self._path(k.plural, ns, name),
+                            params={"fieldManager": "ncui"},
+                            content=json.dumps(patch).encode(),
+                            content_type="application/merge-patch+json",
+                        )
             except NotSignedIn:
                 raise
             except KubeError as e:
@@ -496,10 +543,12 @@ class KubeClient:
 
     async def delete(self, kind: str, name: str, namespace: str = "default", propagation: str = "Background") -> bool:
         """Delete; False when it was already gone."""
-        r = await self._request("DELETE", self._path(kind, namespace, name),
-                                params={"propagationPolicy": propagation},
-                                json_body={"kind": "DeleteOptions", "apiVersion": "v1",
-                                           "propagationPolicy": propagation})
+        r = await self._request(
+            "DELETE",
+            self._path(kind, namespace, name),
+            params={"propagationPolicy": propagation},
+            json_body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation},
+        )
         if r.status_code == 404:
             return False
         if r.status_code >= 400:
@@ -510,16 +559,30 @@ class KubeClient:
         """Set a Deployment's (or ReplicaSet's) replicas through its scale subresource; returns the Scale."""
         if replicas < 0:
             raise ValueError("replicas cannot be negative")
-        return await self._json("PATCH", self._path(kind, namespace, name, "scale"),
-                                content=json.dumps({"spec": {"replicas": int(replicas)}}).encode(),
-                                content_type="application/merge-patch+json") or {}
+        return (
+            await self._json(
+                "PATCH",
+                self._path(kind, namespace, name, "scale"),
+                content=json.dumps({"spec": {"replicas": int(replicas)}}).encode(),
+                content_type="application/merge-patch+json",
+            )
+            or {}
+        )
 
     # ---- logs -------------------------------------------------------------------------------------
 
-    async def pod_log_batches(self, pod: str, container: Optional[str] = None, *, follow: bool = True,
-                              timestamps: bool = True, since_time: Optional[str] = None,
-                              tail_lines: Optional[int] = None, previous: bool = False,
-                              namespace: str = "default") -> AsyncIterator[list[str]]:
+    async def pod_log_batches(
+        self,
+        pod: str,
+        container: str | None = None,
+        *,
+        follow: bool = True,
+        timestamps: bool = True,
+        since_time: str | None = None,
+        tail_lines: int | None = None,
+        previous: bool = False,
+        namespace: str = "default",
+    ) -> AsyncIterator[list[str]]:
         """The pod's log as lists of raw lines (no newline), as they arrive: cheap at hundreds of thousands
         of lines a second. Splits on ``\\n`` only (a ``\\r`` stays inside its line). The first list is
         empty: it says the stream is open."""
@@ -542,8 +605,9 @@ class KubeClient:
         for attempt in range(2):
             auth, gen = await self._credential(stale)
             try:  # the header stays a secret down to the bytes written (linestream)
-                stream, head = await LineStream.open(url, {"Authorization": auth.header()}, self._verify,
-                                                     connect_timeout=self._timeout)
+                stream, head = await LineStream.open(
+                    url, {"Authorization": auth.header()}, self._verify, connect_timeout=self._timeout
+                )
             except StreamFailed as e:
                 raise self._unreachable(e, url) from None
             if head.status == 401 and attempt == 0:
@@ -561,22 +625,47 @@ class KubeClient:
         finally:
             stream.close()
 
-    async def pod_logs(self, pod: str, container: Optional[str] = None, *, follow: bool = True,
-                       timestamps: bool = True, since_time: Optional[str] = None, tail_lines: Optional[int] = None,
-                       previous: bool = False, namespace: str = "default") -> AsyncIterator[str]:
+    async def pod_logs(
+        self,
+        pod: str,
+        container: str | None = None,
+        *,
+        follow: bool = True,
+        timestamps: bool = True,
+        since_time: str | None = None,
+        tail_lines: int | None = None,
+        previous: bool = False,
+        namespace: str = "default",
+    ) -> AsyncIterator[str]:
         """The pod's log, one raw line (no newline) at a time."""
-        async for batch in self.pod_log_batches(pod, container, follow=follow, timestamps=timestamps,
-                                                since_time=since_time, tail_lines=tail_lines, previous=previous,
-                                                namespace=namespace):
+        async for batch in self.pod_log_batches(
+            pod,
+            container,
+            follow=follow,
+            timestamps=timestamps,
+            since_time=since_time,
+            tail_lines=tail_lines,
+            previous=previous,
+            namespace=namespace,
+        ):
             for line in batch:
                 yield line
 
     # ---- the service proxy ------------------------------------------------------------------------
 
-    async def proxy(self, service: str, port: int | str, path: str, *, method: str = "POST", json: Any = None,
-                    namespace: str = "default", timeout: float = 120) -> dict:
+    async def proxy(
+        self,
+        service: str,
+        port: int | str,
+        path: str,
+        *,
+        method: str = "POST",
+        json: Any = None,
+        namespace: str = "default",
+        timeout: float = 120,
+    ) -> dict:
         """A request to a Service through the API server's proxy (what ``kubectl port-forward`` + curl do)."""
-        p = (self._path("services", namespace, f"{service}:{port}") + "/proxy/" + path.lstrip("/"))
+        p = self._path("services", namespace, f"{service}:{port}") + "/proxy/" + path.lstrip("/")
         r = await self._request(method, p, json_body=json, timeout=timeout)
         if r.status_code >= 400:
             err = self._error(r)

@@ -15,7 +15,8 @@ No Textual here.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..backoff import RetryLoop, wait_event
 
@@ -29,15 +30,15 @@ class SignInGate:
     def __init__(self) -> None:
         self._open = asyncio.Event()
         self._open.set()
-        self.link: Optional[str] = None  # the sign-in link to approve while closed
+        self.link: str | None = None  # the sign-in link to approve while closed
         self.reason = ""  # why it closed, a human sentence
-        self._listeners: list[Callable[["SignInGate"], None]] = []
+        self._listeners: list[Callable[[SignInGate], None]] = []
 
     @property
     def is_open(self) -> bool:
         return self._open.is_set()
 
-    def close(self, link: Optional[str], reason: str) -> None:
+    def close(self, link: str | None, reason: str) -> None:
         """The sign-in does not hold: wait for ``link`` (None: keep the one given before; the plugin prints a
         link once per caller) to be approved."""
         changed = self.is_open or bool(link and link != self.link)
@@ -54,11 +55,11 @@ class SignInGate:
         self._open.set()
         self._tell()
 
-    async def wait_open(self, timeout: Optional[float] = None) -> bool:
+    async def wait_open(self, timeout: float | None = None) -> bool:
         """Wait until the gate opens (or ``timeout`` seconds pass); True when open."""
         return await wait_event(self._open, timeout)
 
-    def subscribe(self, fn: Callable[["SignInGate"], None]) -> Callable[[], None]:
+    def subscribe(self, fn: Callable[[SignInGate], None]) -> Callable[[], None]:
         """``fn(gate)`` on the event loop when it closes, opens, or its link changes; returns the unsubscribe."""
         self._listeners.append(fn)
         return lambda: self._listeners.remove(fn) if fn in self._listeners else None
@@ -73,11 +74,12 @@ class SignInKeeper(RetryLoop):
     is closed and nobody else got the approval in, one run of the plugin (the human may have approved
     after closing the link's window)."""
 
-    def __init__(self, client: "KubeClient", interval: float = 5.0,
-                 on_change: Optional[Callable[[SignInGate], None]] = None) -> None:
+    def __init__(
+        self, client: KubeClient, interval: float = 5.0, on_change: Callable[[SignInGate], None] | None = None
+    ) -> None:
         self.client, self.interval, self.on_change = client, interval, on_change  # on_change: while it runs
         self._stopped = False
-        self._task: Optional[asyncio.Task] = None
+        self._task: asyncio.Task | None = None
 
     async def run(self) -> None:
         from .client import KubeError

@@ -29,16 +29,25 @@ class Kind:
         return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
 
 
-KINDS: dict[str, Kind] = {k.plural: k for k in (
-    Kind("pods", "Pod", "", "v1"), Kind("services", "Service", "", "v1"), Kind("nodes", "Node", "", "v1", False),
-    Kind("namespaces", "Namespace", "", "v1", False), Kind("serviceaccounts", "ServiceAccount", "", "v1"),
-    Kind("configmaps", "ConfigMap", "", "v1"), Kind("secrets", "Secret", "", "v1"),
-    Kind("events", "Event", "", "v1"), Kind("persistentvolumeclaims", "PersistentVolumeClaim", "", "v1"),
-    Kind("jobs", "Job", "batch", "v1"), Kind("deployments", "Deployment", "apps", "v1"),
-    Kind("replicasets", "ReplicaSet", "apps", "v1"),
-    Kind("roles", "Role", "rbac.authorization.k8s.io", "v1"),
-    Kind("rolebindings", "RoleBinding", "rbac.authorization.k8s.io", "v1"),
-)}
+KINDS: dict[str, Kind] = {
+    k.plural: k
+    for k in (
+        Kind("pods", "Pod", "", "v1"),
+        Kind("services", "Service", "", "v1"),
+        Kind("nodes", "Node", "", "v1", False),
+        Kind("namespaces", "Namespace", "", "v1", False),
+        Kind("serviceaccounts", "ServiceAccount", "", "v1"),
+        Kind("configmaps", "ConfigMap", "", "v1"),
+        Kind("secrets", "Secret", "", "v1"),
+        Kind("events", "Event", "", "v1"),
+        Kind("persistentvolumeclaims", "PersistentVolumeClaim", "", "v1"),
+        Kind("jobs", "Job", "batch", "v1"),
+        Kind("deployments", "Deployment", "apps", "v1"),
+        Kind("replicasets", "ReplicaSet", "apps", "v1"),
+        Kind("roles", "Role", "rbac.authorization.k8s.io", "v1"),
+        Kind("rolebindings", "RoleBinding", "rbac.authorization.k8s.io", "v1"),
+    )
+}
 
 
 def quantity(v: Any) -> str:

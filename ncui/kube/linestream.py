@@ -20,7 +20,7 @@ import asyncio
 import codecs
 import re
 import ssl
-from typing import AsyncIterator, Optional, Union
+from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 __all__ = ["LineStream", "Lines", "Head", "StreamFailed"]
@@ -57,7 +57,7 @@ class Head:
 
 
 class _Protocol(asyncio.Protocol):
-    def __init__(self, owner: "LineStream") -> None:
+    def __init__(self, owner: LineStream) -> None:
         self.s = owner
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
@@ -66,11 +66,11 @@ class _Protocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.s._feed(data)
 
-    def eof_received(self) -> Optional[bool]:
+    def eof_received(self) -> bool | None:
         self.s._eof()
         return None
 
-    def connection_lost(self, exc: Optional[Exception]) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         self.s._lost(exc)
 
 
@@ -78,11 +78,11 @@ class LineStream:
     def __init__(self, *, max_pending: int = 50_000, gap: float = 0.05, small: int = 1000) -> None:
         self._loop = asyncio.get_running_loop()
         self.max_pending, self.gap, self.small = max_pending, gap, small
-        self._transport: Optional[asyncio.Transport] = None
+        self._transport: asyncio.Transport | None = None
         self._head: asyncio.Future = self._loop.create_future()
         self._head.add_done_callback(_retrieved)
         self._buf = b""  # bytes not parsed yet (the head, a chunk-size line)
-        self._status: Optional[Head] = None
+        self._status: Head | None = None
         self._mode = ""  # "chunked", "length" or "close": how the body ends
         self._left = 0  # bytes left of the current chunk (chunked) or of the body (length)
         self._chunk_end = False  # a chunk's data is in; its CRLF is next
@@ -95,20 +95,21 @@ class LineStream:
         self._lines = Lines(plain=True)  # the batch being gathered; .plain: every line of it so far
         self._paused = False
         self._done = False  # the body is complete (or the connection is gone)
-        self._error: Optional[Exception] = None
-        self._waiter: Optional[asyncio.Future] = None
+        self._error: Exception | None = None
+        self._waiter: asyncio.Future | None = None
         self._closed = False
 
     @classmethod
-    async def open(cls, url: str, headers: dict, verify: Union[ssl.SSLContext, bool], *,
-                   connect_timeout: float = 15.0, **kw) -> tuple["LineStream", Head]:
+    async def open(
+        cls, url: str, headers: dict, verify: ssl.SSLContext | bool, *, connect_timeout: float = 15.0, **kw
+    ) -> tuple[LineStream, Head]:
         """Connect, send the GET and read the response's head (on an error status, its body too, and the
         stream is closed). Raises ``StreamFailed`` when it cannot. A header's value may be a ``SecretStr``
         (the bearer token): it is revealed only inside the bytes written, never held in a local here."""
         s = cls(**kw)
         u = urlsplit(url)
         host = u.hostname or ""
-        tls: Optional[ssl.SSLContext] = None
+        tls: ssl.SSLContext | None = None
         if u.scheme == "https":
             if isinstance(verify, ssl.SSLContext):
                 tls = verify
@@ -120,14 +121,23 @@ class LineStream:
         port = u.port or (443 if tls else 80)
         target = (u.path or "/") + (f"?{u.query}" if u.query else "")
         netloc = f"[{host}]" if ":" in host else host
-        lines = [f"GET {target} HTTP/1.1", f"Host: {netloc}:{port}", "User-Agent: ncui", "Accept: */*",
-                 "Connection: close", *(f"{k}: {v}" for k, v in headers.items() if not _secret(v))]
+        lines = [
+            f"GET {target} HTTP/1.1",
+            f"Host: {netloc}:{port}",
+            "User-Agent: ncui",
+            "Accept: */*",
+            "Connection: close",
+            *(f"{k}: {v}" for k, v in headers.items() if not _secret(v)),
+        ]
         secrets = [(k, v) for k, v in headers.items() if _secret(v)]
         try:
             await asyncio.wait_for(s._connect(host, port, tls), connect_timeout)
             assert s._transport is not None
-            s._transport.write(("\r\n".join(lines) + "".join(f"\r\n{k}: {v.get_secret_value()}" for k, v in secrets)
-                                + "\r\n\r\n").encode("latin-1"))
+            s._transport.write(
+                (
+                    "\r\n".join(lines) + "".join(f"\r\n{k}: {v.get_secret_value()}" for k, v in secrets) + "\r\n\r\n"
+                ).encode("latin-1")
+            )
             head = await asyncio.wait_for(asyncio.shield(s._head), connect_timeout)
         except (OSError, asyncio.TimeoutError) as e:
             s.close()
@@ -139,9 +149,10 @@ class LineStream:
             s.close()
         return s, head
 
-    async def _connect(self, host: str, port: int, tls: Optional[ssl.SSLContext]) -> None:
-        await self._loop.create_connection(lambda: _Protocol(self), host, port, ssl=tls,
-                                           server_hostname=host if tls else None)
+    async def _connect(self, host: str, port: int, tls: ssl.SSLContext | None) -> None:
+        await self._loop.create_connection(
+            lambda: _Protocol(self), host, port, ssl=tls, server_hostname=host if tls else None
+        )
 
     # ---- parsing (called by the protocol) -----------------------------------------------------------
 
@@ -150,7 +161,7 @@ class LineStream:
         if self._transport is not None:
             self._transport.abort()
 
-    def _finish(self, error: Optional[Exception] = None) -> None:
+    def _finish(self, error: Exception | None = None) -> None:
         if self._done:
             return
         self._done = True
@@ -178,13 +189,13 @@ class LineStream:
                 return
             if not self._parse_head(self._buf[:end].decode("latin-1")):
                 return
-            data, self._buf = self._buf[end + 4:], b""
+            data, self._buf = self._buf[end + 4 :], b""
             if not data:
                 return
         if self._mode == "chunked":
             self._chunked(data)
         elif self._mode == "length":
-            piece = data[:self._left]
+            piece = data[: self._left]
             self._left -= len(piece)
             self._body(piece)
             if self._left <= 0:
@@ -223,7 +234,7 @@ class LineStream:
         i, n = 0, len(buf)
         while i < n:
             if self._left:
-                piece = buf[i:i + self._left]
+                piece = buf[i : i + self._left]
                 self._left -= len(piece)
                 i += len(piece)
                 self._body(piece)
@@ -297,7 +308,7 @@ class LineStream:
         elif not self._done:
             self._finish(StreamFailed("the server cut the stream"))
 
-    def _lost(self, exc: Optional[Exception]) -> None:
+    def _lost(self, exc: Exception | None) -> None:
         if exc is not None and not self._done:
             self._finish(StreamFailed(f"{type(exc).__name__}: {exc}"))
         else:
@@ -310,7 +321,7 @@ class LineStream:
 
     # ---- the consumer ---------------------------------------------------------------------------------
 
-    async def batches(self, read_timeout: Optional[float] = None) -> AsyncIterator[Lines]:
+    async def batches(self, read_timeout: float | None = None) -> AsyncIterator[Lines]:
         """The lines as they arrive, in batches; raises ``StreamFailed`` when the connection fails, and
         ``asyncio.TimeoutError`` when nothing came for ``read_timeout`` seconds."""
         last_small = False

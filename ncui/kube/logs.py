@@ -18,21 +18,33 @@ import random
 import re
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from operator import itemgetter
-from typing import Callable, Optional
 
 from ..backoff import RetryLoop
 from ..textsafe import clean, unsafe
 from .client import KubeClient, KubeError, NotSignedIn
 
-__all__ = ["LogFollower", "LossCurve", "LOSS", "parse_loss", "clean_line", "split_timestamp", "split_entry",
-           "entry_text", "entry_texts", "Entries"]
+__all__ = [
+    "LogFollower",
+    "LossCurve",
+    "LOSS",
+    "parse_loss",
+    "clean_line",
+    "split_timestamp",
+    "split_entry",
+    "entry_text",
+    "entry_texts",
+    "Entries",
+]
 
-LOSS = re.compile(r"\biter (\d+): loss (-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf), time (\d+(?:\.\d+)?)ms"
-                  r"(?:, mfu (-?\d+(?:\.\d+)?)%)?")
+LOSS = re.compile(
+    r"\biter (\d+): loss (-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf), time (\d+(?:\.\d+)?)ms"
+    r"(?:, mfu (-?\d+(?:\.\d+)?)%)?"
+)
 
 
-def parse_loss(text: str) -> Optional[tuple[int, float]]:
+def parse_loss(text: str) -> tuple[int, float] | None:
     """``iter 100: loss 2.4712, time 380.12ms`` (optionally ``, mfu 12.3%``) → ``(100, 2.4712)``."""
     m = LOSS.search(text)
     if m is None:
@@ -86,12 +98,12 @@ def clean_line(text: str) -> str:
 _TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$")
 
 
-def split_timestamp(line: str) -> tuple[Optional[str], str]:
+def split_timestamp(line: str) -> tuple[str | None, str]:
     """``"2026-11-02T09:00:01.5Z text"`` → ``("2026-11-02T09:00:01.5Z", "text")``; no timestamp → (None, line)."""
     sp = line.find(" ")
     head = line[:sp] if sp >= 0 else line
     if 20 <= len(head) <= 35 and head[4] == "-" and head[10] == "T" and _TS.match(head):
-        return head, line[sp + 1:] if sp >= 0 else ""
+        return head, line[sp + 1 :] if sp >= 0 else ""
     return None, line
 
 
@@ -131,6 +143,7 @@ def ts_key(ts: str) -> str:
     base, frac, zone = m.group(1), (m.group(2) or "")[:9].ljust(9, "0"), m.group(3)
     if zone != "Z":
         from datetime import datetime, timezone
+
         base = datetime.fromisoformat(base + zone).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
     return f"{base}.{frac}Z"
 
@@ -138,11 +151,11 @@ def ts_key(ts: str) -> str:
 def split_entry(entry: str) -> tuple[str, str]:
     """An entry ("<timestamp> <text>"; the timestamp has no space and may be empty) → (timestamp, text)."""
     i = entry.find(" ")
-    return (entry[:i], entry[i + 1:]) if i >= 0 else ("", entry)
+    return (entry[:i], entry[i + 1 :]) if i >= 0 else ("", entry)
 
 
 def entry_text(entry: str) -> str:
-    return entry[entry.find(" ") + 1:]
+    return entry[entry.find(" ") + 1 :]
 
 
 class Entries(list):
@@ -164,13 +177,25 @@ def entry_texts(entries: list[str], usual: bool = False) -> list[str]:
 class LogFollower(RetryLoop):
     """``f = LogFollower(kc, "nanogpt-x2k4z", on_lines=pane.write_batch)``; ``await f.run()``; ``f.stop()``."""
 
-    def __init__(self, client: KubeClient, pod: str, container: Optional[str] = None, *,
-                 on_lines: Optional[Callable[[list[str]], None]] = None, previous: bool = False, batch_interval: float = 0.1,
-                 keep: int = 50_000, batch_lines: int = 100_000, busy_lines: int = 200,
-                 busy_interval: float = 0.5, namespace: str = "default",
-                 on_entries: Optional[Callable[[list[str]], None]] = None,
-                 on_state: Optional[Callable[[str], None]] = None, tail_lines: Optional[int] = None,
-                 backoff: tuple[float, float] = (0.2, 10.0)) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        pod: str,
+        container: str | None = None,
+        *,
+        on_lines: Callable[[list[str]], None] | None = None,
+        previous: bool = False,
+        batch_interval: float = 0.1,
+        keep: int = 50_000,
+        batch_lines: int = 100_000,
+        busy_lines: int = 200,
+        busy_interval: float = 0.5,
+        namespace: str = "default",
+        on_entries: Callable[[list[str]], None] | None = None,
+        on_state: Callable[[str], None] | None = None,
+        tail_lines: int | None = None,
+        backoff: tuple[float, float] = (0.2, 10.0),
+    ) -> None:
         self.client, self.pod, self.container, self.namespace = client, pod, container, namespace
         self.on_lines, self.on_entries, self.on_state = on_lines, on_entries, on_state
         self.previous = previous
@@ -187,19 +212,19 @@ class LogFollower(RetryLoop):
         # lines makes no tuple per line. The usual line is its own entry, as it came off the wire.
         self._buf: deque[str] = deque(maxlen=max(1, keep))
         self._pending = Entries(usual=True)  # .usual: every pending entry has the usual 30-character timestamp
-        self._last_key: Optional[str] = None  # the newest timestamp delivered (sortable form)
-        self._last_ts: Optional[str] = None  # … as the server wrote it
-        self._skip: Optional[Counter] = None  # on a resumed stream: texts at _resume_key still to skip
+        self._last_key: str | None = None  # the newest timestamp delivered (sortable form)
+        self._last_ts: str | None = None  # … as the server wrote it
+        self._skip: Counter | None = None  # on a resumed stream: texts at _resume_key still to skip
         self._resume_key = ""
         self.total = 0  # lines delivered since the start
         self.streams = 0  # streams opened (1 + resumptions)
         self.ended = False  # the container terminated and every line is in
-        self.end_reason: Optional[str] = None
-        self.error: Optional[str] = None  # the last error (a human sentence), None once lines flow
+        self.end_reason: str | None = None
+        self.error: str | None = None  # the last error (a human sentence), None once lines flow
         self.state: str = ""
         self._stopped = False
-        self._task: Optional[asyncio.Task] = None
-        self._flusher: Optional[asyncio.Task] = None
+        self._task: asyncio.Task | None = None
+        self._flusher: asyncio.Task | None = None
         self._wake = asyncio.Event()
         self._last_flush = 0.0
         self._rng = random.Random()
@@ -245,7 +270,7 @@ class LogFollower(RetryLoop):
                 # The usual batch, checked a whole batch at a time: every line "<30-character RFC 3339
                 # timestamp> <text>", printable ASCII, nothing to skip. Each line is its own entry.
                 self._pending.extend(raw)
-                self._buf.extend(raw if len(raw) <= self.keep else raw[-self.keep:])
+                self._buf.extend(raw if len(raw) <= self.keep else raw[-self.keep :])
                 self.total += len(raw)
                 self._last_key = self._last_ts = raw[-1][:30]
                 return
@@ -305,7 +330,7 @@ class LogFollower(RetryLoop):
         if self.on_state is not None:
             self.on_state(state)
 
-    async def _container(self) -> tuple[Optional[dict], Optional[str]]:
+    async def _container(self) -> tuple[dict | None, str | None]:
         """(the pod, the container name to follow) — the default container when none was named."""
         pod = await self.client.get("pods", self.pod, self.namespace)
         if pod is None:
@@ -318,7 +343,7 @@ class LogFollower(RetryLoop):
             name = ann.get("kubectl.kubernetes.io/default-container") or (names[0] if names else None)
         return pod, name
 
-    def _terminated(self, pod: dict, name: Optional[str]) -> bool:
+    def _terminated(self, pod: dict, name: str | None) -> bool:
         st = pod.get("status") or {}
         if st.get("phase") in ("Succeeded", "Failed"):
             return True
@@ -351,10 +376,15 @@ class LogFollower(RetryLoop):
                     self.streams += 1
                     opened = got = 0
                     gen = self.client.pod_log_batches(
-                        self.pod, self.container, follow=not self.previous, timestamps=True,
+                        self.pod,
+                        self.container,
+                        follow=not self.previous,
+                        timestamps=True,
                         since_time=self._last_ts if resume else None,
-                        tail_lines=None if resume else self.tail_lines, previous=self.previous,
-                        namespace=self.namespace)
+                        tail_lines=None if resume else self.tail_lines,
+                        previous=self.previous,
+                        namespace=self.namespace,
+                    )
                     try:
                         async for raw in gen:
                             if not opened:  # the stream is open (its first batch may be empty)
@@ -433,4 +463,3 @@ class LogFollower(RetryLoop):
         self.ended = True
         self.end_reason = reason
         self._say("ended")
-

@@ -11,7 +11,6 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 import yaml
 from pydantic import SecretStr
@@ -32,14 +31,14 @@ class ExecSpec:
 @dataclass(frozen=True)
 class SigninResult:
     signed_in: bool
-    link: Optional[str] = None
+    link: str | None = None
     message: str = ""  # what the plugin said on stderr, cleaned (it never holds the token)
     # The ExecCredential's token (masked in every repr) and its expirationTimestamp, when signed in.
-    token: Optional[SecretStr] = field(default=None, repr=False, compare=False)
-    expires: Optional[str] = None
+    token: SecretStr | None = field(default=None, repr=False, compare=False)
+    expires: str | None = None
 
 
-def exec_spec(kubeconfig: str, context: Optional[str] = None) -> ExecSpec:
+def exec_spec(kubeconfig: str, context: str | None = None) -> ExecSpec:
     """The exec plugin of the kubeconfig's context (the current one by default)."""
     try:
         doc = yaml.safe_load(kubeconfig) or {}
@@ -48,8 +47,12 @@ def exec_spec(kubeconfig: str, context: Optional[str] = None) -> ExecSpec:
         user = next(u["user"] for u in doc.get("users", []) if u.get("name") == ctx.get("user"))
         ex = user["exec"]
         env = tuple((e["name"], str(e["value"])) for e in ex.get("env") or ())
-        return ExecSpec(str(ex["command"]), tuple(str(a) for a in ex.get("args") or ()), env,
-                        str(ex.get("apiVersion") or "client.authentication.k8s.io/v1"))
+        return ExecSpec(
+            str(ex["command"]),
+            tuple(str(a) for a in ex.get("args") or ()),
+            env,
+            str(ex.get("apiVersion") or "client.authentication.k8s.io/v1"),
+        )
     except (yaml.YAMLError, StopIteration, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"the kubeconfig has no sign-in plugin for its context ({type(e).__name__})") from None
 
@@ -60,8 +63,13 @@ async def run_plugin(spec: ExecSpec, timeout: float = 30.0) -> SigninResult:
     env = {**os.environ, **dict(spec.env), "KUBERNETES_EXEC_INFO": json.dumps(info)}
     try:
         proc = await asyncio.create_subprocess_exec(
-            spec.command, *spec.args, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, env=env)
+            spec.command,
+            *spec.args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
     except OSError as e:
         return SigninResult(False, message=f"cannot run the sign-in plugin {spec.command}: {e.strerror or e}")
     try:
@@ -89,7 +97,7 @@ async def run_plugin(spec: ExecSpec, timeout: float = 30.0) -> SigninResult:
     return SigninResult(True, m.group(0).rstrip(".,;)") if m else None, text.strip(), token=cred[0], expires=cred[1])
 
 
-def _credential(out: bytes) -> Optional[tuple[SecretStr, Optional[str]]]:
+def _credential(out: bytes) -> tuple[SecretStr, str | None] | None:
     """The ExecCredential's token (a SecretStr at once) and expirationTimestamp, when it carries a token."""
     try:
         status = json.loads(out)

@@ -28,7 +28,6 @@ import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Optional
 
 import httpx
 
@@ -41,6 +40,7 @@ class SigninError(Exception):
 
 
 # ---- the cache ----------------------------------------------------------------------------------
+
 
 def cache_dir() -> Path:
     d = os.environ.get("NCUI_KUBE_CACHE")
@@ -77,7 +77,7 @@ def _write_private(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def _read(path: Path) -> Optional[dict]:
+def _read(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -98,6 +98,7 @@ def _locked(api: str, cluster: str):
 
 # ---- the service --------------------------------------------------------------------------------
 
+
 def _client() -> httpx.Client:
     return httpx.Client(timeout=TIMEOUT, trust_env=False)
 
@@ -112,7 +113,7 @@ def request_code(api: str, cluster: str) -> dict:
     return r.json()
 
 
-def poll_once(api: str, device_code: str, client: Optional[httpx.Client] = None) -> tuple[str, Optional[str]]:
+def poll_once(api: str, device_code: str, client: httpx.Client | None = None) -> tuple[str, str | None]:
     """("ok", token) | ("authorization_pending" | "expired_token" | "invalid_grant" | ..., None). A loop passes
     its one ``client``: a new one each second costs a tenth of a core (it loads the CA bundle)."""
     if client is None:
@@ -130,8 +131,11 @@ def poll_once(api: str, device_code: str, client: Optional[httpx.Client] = None)
 def session_ok(api: str, cluster: str, token: str) -> bool:
     """Does the service still accept the cached token (not idle for a day)?"""
     with _client() as c:
-        r = c.get(f"{api.rstrip('/')}/api/k8s/device/session", params={"cluster": cluster},
-                  headers={"Authorization": f"Bearer {token}"})
+        r = c.get(
+            f"{api.rstrip('/')}/api/k8s/device/session",
+            params={"cluster": cluster},
+            headers={"Authorization": f"Bearer {token}"},
+        )
     if r.status_code == 401:
         return False
     if r.status_code != 200:
@@ -140,16 +144,22 @@ def session_ok(api: str, cluster: str, token: str) -> bool:
 
 
 def save_credential(api: str, cluster: str, token: str) -> None:
-    _write_private(cred_path(api, cluster), {"api": api, "cluster": cluster, "token": token,
-                                             "saved_at": time.time()})
+    _write_private(cred_path(api, cluster), {"api": api, "cluster": cluster, "token": token, "saved_at": time.time()})
 
 
 # ---- output -------------------------------------------------------------------------------------
 
+
 def exec_credential(token: str, api_version: str) -> str:
     exp = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(minutes=10)
-    return json.dumps({"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": False},
-                       "status": {"token": token, "expirationTimestamp": exp.strftime("%Y-%m-%dT%H:%M:%SZ")}})
+    return json.dumps(
+        {
+            "apiVersion": api_version,
+            "kind": "ExecCredential",
+            "spec": {"interactive": False},
+            "status": {"token": token, "expirationTimestamp": exp.strftime("%Y-%m-%dT%H:%M:%SZ")},
+        }
+    )
 
 
 def _exec_info() -> dict:
@@ -179,12 +189,13 @@ def _say(text: str) -> None:
 
 
 def _link_message(cluster: str, link: str) -> str:
-    return (f"To sign in to cluster {cluster}, open this link and approve it:\n\n    {link}\n")
+    return f"To sign in to cluster {cluster}, open this link and approve it:\n\n    {link}\n"
 
 
 # ---- the flow -----------------------------------------------------------------------------------
 
-def _alive(pid: Optional[int]) -> bool:
+
+def _alive(pid: int | None) -> bool:
     if not pid:
         return False
     try:
@@ -201,9 +212,14 @@ def _alive(pid: Optional[int]) -> bool:
 
 
 def _start_poller(api: str, cluster: str) -> int:
-    p = subprocess.Popen([sys.executable, "-m", "ncui.kube.signin", "--api", api, "--cluster", cluster, "--poll"],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ncui.kube.signin", "--api", api, "--cluster", cluster, "--poll"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
     return p.pid
 
 
@@ -213,9 +229,15 @@ def _pending(api: str, cluster: str) -> tuple[dict, bool]:
     if pend is not None and pend.get("state") == "pending":
         return pend, False
     code = request_code(api, cluster)
-    pend = {"state": "pending", "device_code": code["device_code"], "user_code": code["user_code"],
-            "link": code["verification_uri_complete"], "interval": float(code.get("interval", 1)),
-            "printed_for": [], "poller": None}
+    pend = {
+        "state": "pending",
+        "device_code": code["device_code"],
+        "user_code": code["user_code"],
+        "link": code["verification_uri_complete"],
+        "interval": float(code.get("interval", 1)),
+        "printed_for": [],
+        "poller": None,
+    }
     _write_private(pending_path(api, cluster), pend)
     return pend, True
 
@@ -255,8 +277,9 @@ def run(api: str, cluster: str) -> int:
             _write_private(pending_path(api, cluster), pend)
         if not interactive:
             if first:
-                _say("No terminal here: sign-in goes on in the background; run kubectl again once the link "
-                     "is approved.")
+                _say(
+                    "No terminal here: sign-in goes on in the background; run kubectl again once the link is approved."
+                )
             return 1
         _say("Waiting for approval…")
         code_now = pend["device_code"]
@@ -329,7 +352,7 @@ def _poll_until(api: str, cluster: str, deadline: float, client: httpx.Client) -
     return 1
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m ncui.kube.signin", description=__doc__.split("\n\n")[0])
     p.add_argument("--api", required=True, help="National Compute's API origin")
     p.add_argument("--cluster", required=True, help="the cluster's name")

@@ -7,14 +7,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Iterable, Optional
 
 from ..money import fmt_price
 
-__all__ = ["pod_status", "pod_ready", "pod_restarts", "pod_reason", "job_status", "job_completions",
-           "deployment_ready", "node_status", "age", "human_duration", "parse_time", "explain",
-           "explain_job_without_pods"]
+__all__ = [
+    "pod_status",
+    "pod_ready",
+    "pod_restarts",
+    "pod_reason",
+    "job_status",
+    "job_completions",
+    "deployment_ready",
+    "node_status",
+    "age",
+    "human_duration",
+    "parse_time",
+    "explain",
+    "explain_job_without_pods",
+]
 
 
 def parse_time(text: str) -> datetime:
@@ -66,6 +78,7 @@ def age(obj: dict, now: datetime) -> str:
 
 # ---- pods -------------------------------------------------------------------------------------
 
+
 def pod_reason(pod: dict) -> tuple[str, int, int, int]:
     """(STATUS, ready containers, containers, restarts): kubectl's printPod."""
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
@@ -92,8 +105,9 @@ def pod_reason(pod: dict) -> tuple[str, int, int, int]:
             reason = f"Init:{i}/{n_init}"
         initializing = True
         break
-    initialized = any(c.get("type") == "Initialized" and c.get("status") == "True"
-                      for c in status.get("conditions") or [])
+    initialized = any(
+        c.get("type") == "Initialized" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
     if not initializing or initialized:
         has_running = False
         for c in reversed(status.get("containerStatuses") or []):
@@ -133,7 +147,8 @@ def pod_restarts(pod: dict) -> int:
 
 # ---- jobs, deployments, nodes -------------------------------------------------------------------
 
-def _has(conds: Optional[Iterable[dict]], ctype: str) -> bool:
+
+def _has(conds: Iterable[dict] | None, ctype: str) -> bool:
     return any(c.get("type") == ctype and c.get("status") == "True" for c in conds or [])
 
 
@@ -189,15 +204,20 @@ def node_status(node: dict) -> str:
 FIRST_NODE = "10–15 minutes for a first node"
 
 
-def _market(limit: Optional[int], win: Optional[int]) -> str:
+def _market(limit: int | None, win: int | None) -> str:
     if limit is None and win is None:
         return ""
     if not limit:
-        return (" — no limit price is set" + (f"; price to win {fmt_price(win)}" if win is not None else "")
-                + ": set one to bid")
+        return (
+            " — no limit price is set"
+            + (f"; price to win {fmt_price(win)}" if win is not None else "")
+            + ": set one to bid"
+        )
     if win is not None and win > limit:
-        return (f" — your limit {fmt_price(limit)} is below the price to win {fmt_price(win)}: it waits until "
-                f"the price falls or you raise the limit")
+        return (
+            f" — your limit {fmt_price(limit)} is below the price to win {fmt_price(win)}: it waits until "
+            f"the price falls or you raise the limit"
+        )
     return f" — your limit {fmt_price(limit)}" + (f", price to win {fmt_price(win)}" if win is not None else "")
 
 
@@ -211,14 +231,14 @@ def _init_words(pod: dict, i: int) -> str:
     return f"running init container {name}" if name else "running its init containers"
 
 
-def _condition(pod: dict, ctype: str) -> Optional[dict]:
+def _condition(pod: dict, ctype: str) -> dict | None:
     for c in (pod.get("status") or {}).get("conditions") or []:
         if c.get("type") == ctype:
             return c
     return None
 
 
-def _terminated(pod: dict) -> Optional[dict]:
+def _terminated(pod: dict) -> dict | None:
     for c in (pod.get("status") or {}).get("containerStatuses") or []:
         term = (c.get("state") or {}).get("terminated")
         if term:
@@ -230,14 +250,19 @@ def _is_engine(pod: dict) -> bool:
     return any(c.get("readinessProbe") for c in (pod.get("spec") or {}).get("containers") or [])
 
 
-def explain(pod: dict, *, job: Optional[dict] = None, nodes: Iterable[dict] = (),
-            limit_price_ucredits: Optional[int] = None, price_to_win_ucredits: Optional[int] = None) -> str:
+def explain(
+    pod: dict,
+    *,
+    job: dict | None = None,
+    nodes: Iterable[dict] = (),
+    limit_price_ucredits: int | None = None,
+    price_to_win_ucredits: int | None = None,
+) -> str:
     """One line on what the pod is doing and what comes next, in the seed's words with live numbers."""
     status, ready, total, restarts = pod_reason(pod)
     rd = f"{ready}/{total}"
     if status == "SchedulingGated":
-        return ("SchedulingGated: the market is granting its node"
-                + _market(limit_price_ucredits, price_to_win_ucredits))
+        return "SchedulingGated: the market is granting its node" + _market(limit_price_ucredits, price_to_win_ucredits)
     if status == "Pending":
         cond = _condition(pod, "PodScheduled") or {}
         msg = str(cond.get("message") or "")
@@ -273,15 +298,18 @@ def explain(pod: dict, *, job: Optional[dict] = None, nodes: Iterable[dict] = ()
             return f"Running {rd}: the model is up; send a request"
         return f"Running {rd}"
     if status == "Completed":
-        return "Completed: the container exited successfully" + (" — the job succeeded" if job is not None
-                                                                   and job_status(job) == "Complete" else "")
+        return "Completed: the container exited successfully" + (
+            " — the job succeeded" if job is not None and job_status(job) == "Complete" else ""
+        )
     if status == "Terminating":
         return "Terminating: the pod is being stopped"
     term = _terminated(pod) or {}
     if _condition(pod, "DisruptionTarget") and (_condition(pod, "DisruptionTarget") or {}).get("status") == "True":
-        return (f"{status}: its node was reclaimed (exit code {term.get('exitCode', 143)})"
-                + (": the job starts a replacement once a node returns" if job is not None
-                   and job_status(job) not in ("Failed", "Complete") else ""))
+        return f"{status}: its node was reclaimed (exit code {term.get('exitCode', 143)})" + (
+            ": the job starts a replacement once a node returns"
+            if job is not None and job_status(job) not in ("Failed", "Complete")
+            else ""
+        )
     if status in ("Error", "OOMKilled") or status.startswith("ExitCode:"):
         code = term.get("exitCode")
         return f"{status}: the container exited" + (f" with code {code}" if code is not None else "") + "; see its log"
@@ -292,8 +320,9 @@ def explain(pod: dict, *, job: Optional[dict] = None, nodes: Iterable[dict] = ()
     return status
 
 
-def explain_job_without_pods(job: dict, *, limit_price_ucredits: Optional[int] = None,
-                             price_to_win_ucredits: Optional[int] = None) -> str:
+def explain_job_without_pods(
+    job: dict, *, limit_price_ucredits: int | None = None, price_to_win_ucredits: int | None = None
+) -> str:
     """Why a Job shows no pods: usually it waits suspended for its node (``kubectl get pods`` stays empty)."""
     st = job_status(job)
     if st == "Complete":
@@ -302,5 +331,7 @@ def explain_job_without_pods(job: dict, *, limit_price_ucredits: Optional[int] =
         return "no pods: the job failed; its pods are gone"
     if st == "Terminating":
         return "no pods: the job is being deleted"
-    return ("no pods yet: the job waits suspended until its node is granted; the first node takes 10–15 minutes"
-            + _market(limit_price_ucredits, price_to_win_ucredits))
+    return (
+        "no pods yet: the job waits suspended until its node is granted; the first node takes 10–15 minutes"
+        + _market(limit_price_ucredits, price_to_win_ucredits)
+    )

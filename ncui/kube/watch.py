@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Callable, Mapping, Optional
 
 from ..backoff import RetryLoop
 from ..textsafe import clean_json
@@ -20,23 +20,31 @@ __all__ = ["ResourceWatcher"]
 
 
 class ResourceWatcher(RetryLoop):
-    def __init__(self, client: KubeClient, kind: str, on_snapshot: Callable[[Mapping[str, dict]], None],
-                 namespace: str = "default", *, on_error: Optional[Callable[[str], None]] = None,
-                 label_selector: Optional[str] = None, watch_timeout: int = 300,
-                 backoff: tuple[float, float] = (0.5, 30.0)) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        kind: str,
+        on_snapshot: Callable[[Mapping[str, dict]], None],
+        namespace: str = "default",
+        *,
+        on_error: Callable[[str], None] | None = None,
+        label_selector: str | None = None,
+        watch_timeout: int = 300,
+        backoff: tuple[float, float] = (0.5, 30.0),
+    ) -> None:
         self.client, self.kind, self.namespace = client, kind, namespace
         self.on_snapshot, self.on_error = on_snapshot, on_error
         self.label_selector = label_selector
         self.watch_timeout = watch_timeout
         self.backoff = backoff
-        self.error: Optional[str] = None  # the last error, None once the cluster answers again
+        self.error: str | None = None  # the last error, None once the cluster answers again
         self.lists = 0  # how many times it listed (1 + the re-lists)
         self.snapshot: Mapping[str, dict] = MappingProxyType({})
         self.synced = False  # a first list arrived
         self._objs: dict[str, dict] = {}
-        self._delivered: Optional[dict[str, tuple[str, str]]] = None  # name → (uid, resourceVersion) delivered
+        self._delivered: dict[str, tuple[str, str]] | None = None  # name → (uid, resourceVersion) delivered
         self._stopped = False
-        self._task: Optional[asyncio.Task] = None
+        self._task: asyncio.Task | None = None
         self._rng = random.Random()
 
     # ---- delivery ---------------------------------------------------------------------------------
@@ -45,8 +53,10 @@ class ResourceWatcher(RetryLoop):
         """Hand over a new snapshot when something changed (an object of another cluster, restarted behind the
         same address, has a new uid), or ``force``: the cluster answers again after errors, what it holds is
         current again even when it is what we had."""
-        versions = {n: (str(m.get("uid", "")), str(m.get("resourceVersion", "")))
-                    for n, m in ((n, o.get("metadata") or {}) for n, o in self._objs.items())}
+        versions = {
+            n: (str(m.get("uid", "")), str(m.get("resourceVersion", "")))
+            for n, m in ((n, o.get("metadata") or {}) for n, o in self._objs.items())
+        }
         if versions == self._delivered and not force:
             return  # nothing changed (a re-list that found what we had)
         self._delivered = versions
@@ -76,9 +86,13 @@ class ResourceWatcher(RetryLoop):
                     failures = 0
                     self._deliver(force=recovered)
                     while not self._stopped:
-                        async for typ, obj in self.client.watch(self.kind, rv, self.namespace,
-                                                                timeout_seconds=self.watch_timeout,
-                                                                label_selector=self.label_selector):
+                        async for typ, obj in self.client.watch(
+                            self.kind,
+                            rv,
+                            self.namespace,
+                            timeout_seconds=self.watch_timeout,
+                            label_selector=self.label_selector,
+                        ):
                             obj = clean_json(obj)
                             name = obj.get("metadata", {}).get("name")
                             if not name:
@@ -108,4 +122,3 @@ class ResourceWatcher(RetryLoop):
         except asyncio.CancelledError:
             if not self._stopped:
                 raise
-

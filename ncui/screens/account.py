@@ -10,22 +10,33 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
-from ..money import fmt_price, fmt_usd
 from ..formatting import COVER_HOURS, fmt_rate, fmt_runway, plan_sentence
+from ..money import fmt_price, fmt_usd
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns
 
 
 class AccountView(View):
-    NEEDS = ("whoami", "summary", "balance", "transactions", "cluster", "bid", "ladder", "vm_capacity", "ticks",
-             "kube_signin")
+    NEEDS = (
+        "whoami",
+        "summary",
+        "balance",
+        "transactions",
+        "cluster",
+        "bid",
+        "ladder",
+        "vm_capacity",
+        "ticks",
+        "kube_signin",
+    )
     TITLE = "Account"
     HELP = """\
 [b]Account & balance[/b]
 
 Who the token belongs to, your organization's clusters and its money.
 
-• [b]kubectl[/b]: press [b]s[/b] to sign in to a Kubernetes cluster: ncui shows the sign-in link (and copies it where the terminal allows); open it, approve it, and ncui goes on by itself.
+• [b]kubectl[/b]: press [b]s[/b] to sign in to a Kubernetes cluster: ncui shows the sign-in link (and copies
+it where the terminal allows); open it, approve it, and ncui goes on by itself.
 • [b]Clusters[/b]: the cluster's kind picks the flow (kubernetes, vm, slurm). Move with ↑/↓ and press
   [b]Enter[/b] to make a cluster the active one: the header and the other screens follow it.
 • [b]Balance[/b] is what the organization has now; [b]burn[/b] is the hourly rate the meter last
@@ -89,8 +100,10 @@ Who the token belongs to, your organization's clusters and its money.
         note = self.query_one("#clusters-note", Static)
         rows = [] if who is None else [(c.name, c.kind) for c in who.clusters]
         active = self.store.meta.get("cluster")
-        shown = [tuple(str(c.plain if isinstance(c, Text) else c) for c in table.get_row_at(i))
-                 for i in range(table.row_count)]
+        shown = [
+            tuple(str(c.plain if isinstance(c, Text) else c) for c in table.get_row_at(i))
+            for i in range(table.row_count)
+        ]
         want = [(("▸ " if active and active.name == n else "  ") + n, k) for n, k in rows]
         if shown != want:
             cursor = table.cursor_row
@@ -102,10 +115,14 @@ Who the token belongs to, your organization's clusters and its money.
         table.display = bool(rows)
         if who is not None and not rows:
             if who.org_kind == "public_research":
-                note.update(Text(
-                    "A public research organization has no clusters: its members get whole GPU nodes "
-                    "from Marshall inside a workspace (public_research_request), reached over ssh. "
-                    "A node request needs a balance for one full lease.", style="italic"))
+                note.update(
+                    Text(
+                        "A public research organization has no clusters: its members get whole GPU nodes "
+                        "from Marshall inside a workspace (public_research_request), reached over ssh. "
+                        "A node request needs a balance for one full lease.",
+                        style="italic",
+                    )
+                )
             else:
                 note.update(Text("This organization has no clusters yet.", style="italic"))
         elif len(rows) > 1:
@@ -169,8 +186,10 @@ Who the token belongs to, your organization's clusters and its money.
                 return None
             if not info.market:
                 t.append("First job: ", style="bold")
-                t.append(f"{active.name} is a fixed cluster: no limit price; jobs run on its "
-                         f"{info.reserved_nodes} reserved node(s).")
+                t.append(
+                    f"{active.name} is a fixed cluster: no limit price; jobs run on its "
+                    f"{info.reserved_nodes} reserved node(s)."
+                )
                 return t
             gpus = info.gpus_per_node
             if bid is not None and bid.max_price_per_gpu_hour:
@@ -218,10 +237,18 @@ Who the token belongs to, your organization's clusters and its money.
     def _transactions(self) -> None:
         table = self.query_one("#transactions", DataTable)
         txs = self.store.value("transactions") or ()
-        rows = [(f"{t.at:%m-%d %H:%M}",
-                 Text(fmt_usd(t.amount_ucredits, sign=True), style="green" if t.amount_ucredits > 0 else "red",
-                      justify="right"),
-                 Text(t.description)) for t in txs[:50]]  # not markup: the server's words
+        rows = [
+            (
+                f"{t.at:%m-%d %H:%M}",
+                Text(
+                    fmt_usd(t.amount_ucredits, sign=True),
+                    style="green" if t.amount_ucredits > 0 else "red",
+                    justify="right",
+                ),
+                Text(t.description),
+            )
+            for t in txs[:50]
+        ]  # not markup: the server's words
         sig = [(r[0], r[1].plain, r[2].plain) for r in rows]
         if sig != getattr(self, "_tx_sig", None):
             self._tx_sig = sig
@@ -235,8 +262,11 @@ Who the token belongs to, your organization's clusters and its money.
         bal = self.store.value("balance")
         if bal is None or not txs:
             problem = self.problem("balance", "transactions")
-            chart.set_data(ChartData(empty=f"Balance over time: {problem.plain}" if problem else
-                                     "Balance over time: no transactions yet"))
+            chart.set_data(
+                ChartData(
+                    empty=f"Balance over time: {problem.plain}" if problem else "Balance over time: no transactions yet"
+                )
+            )
             return
         # Walk back from the balance now through the transactions (newest first).
         points: list[tuple[datetime, int]] = []

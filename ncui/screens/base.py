@@ -45,7 +45,7 @@ class View(VerticalScroll):
         self._unsub = None
 
     @property
-    def ncapp(self) -> "NCApp":
+    def ncapp(self) -> NCApp:
         return self.app  # type: ignore[return-value]
 
     def on_mount(self) -> None:

@@ -8,7 +8,6 @@ stay, keep it and quit, or withdraw / release it and quit. Quitting with nothing
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -43,31 +42,57 @@ def standing_spend(store) -> list[Standing]:
         bid_slice = store.get("bid")
         bid = bid_slice.value
         if bid is not None and bid.max_price_per_gpu_hour:
-            stale = " (last read; the latest read failed)" if bid_slice.error and (
-                bid_slice.error_at or 0) >= (bid_slice.fetched_at or 0) else ""
-            out.append(Standing("bid", ref.name, f"A limit price of {fmt_price(bid.max_price_per_gpu_hour)} "
-                                f"stands on {ref.name}{stale}. Kept, it goes on pulling nodes for any GPU job "
-                                "applied to this cluster later (by you, kubectl or a teammate), billed while "
-                                "they run.", bid.max_price_per_gpu_hour))
+            stale = (
+                " (last read; the latest read failed)"
+                if bid_slice.error and (bid_slice.error_at or 0) >= (bid_slice.fetched_at or 0)
+                else ""
+            )
+            out.append(
+                Standing(
+                    "bid",
+                    ref.name,
+                    f"A limit price of {fmt_price(bid.max_price_per_gpu_hour)} "
+                    f"stands on {ref.name}{stale}. Kept, it goes on pulling nodes for any GPU job "
+                    "applied to this cluster later (by you, kubectl or a teammate), billed while "
+                    "they run.",
+                    bid.max_price_per_gpu_hour,
+                )
+            )
         elif bid is None and bid_slice.error:
-            out.append(Standing("bid", ref.name, f"Whether a limit price stands on {ref.name} is unknown "
-                                f"(could not read it: {bid_slice.error}).", unknown=True))
+            out.append(
+                Standing(
+                    "bid",
+                    ref.name,
+                    f"Whether a limit price stands on {ref.name} is unknown (could not read it: {bid_slice.error}).",
+                    unknown=True,
+                )
+            )
     if ref.kind == "vm":
         cap = store.value("vm_capacity")
         if cap is not None and cap.max_gpus:
             held = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
-            out.append(Standing("vm", ref.name, f"VM capacity of {cap.max_gpus} GPUs at up to "
-                                f"{fmt_price(cap.max_price_per_gpu_hour)} is declared on {ref.name} "
-                                f"({len(held)} allocation{'s' if len(held) != 1 else ''}). Kept, nodes go on "
-                                "being granted and billed until it is released.", cap.max_price_per_gpu_hour))
+            out.append(
+                Standing(
+                    "vm",
+                    ref.name,
+                    f"VM capacity of {cap.max_gpus} GPUs at up to "
+                    f"{fmt_price(cap.max_price_per_gpu_hour)} is declared on {ref.name} "
+                    f"({len(held)} allocation{'s' if len(held) != 1 else ''}). Kept, nodes go on "
+                    "being granted and billed until it is released.",
+                    cap.max_price_per_gpu_hour,
+                )
+            )
     return out
 
 
-class ExitGuardModal(ModalScreen[Optional[str]]):
+class ExitGuardModal(ModalScreen[str | None]):
     """Stay (the default: Esc, Enter), keep it and quit, or withdraw / release it and quit."""
 
-    BINDINGS = [Binding("escape,s", "answer('stay')", "Stay"), Binding("k", "answer('keep')", "Keep and quit"),
-                Binding("w", "answer('withdraw')", "Withdraw and quit")]
+    BINDINGS = [
+        Binding("escape,s", "answer('stay')", "Stay"),
+        Binding("k", "answer('keep')", "Keep and quit"),
+        Binding("w", "answer('withdraw')", "Withdraw and quit"),
+    ]
     DEFAULT_CSS = """
     ExitGuardModal { align: center middle; }
     ExitGuardModal > Vertical { width: 90%; max-width: 84; height: auto; max-height: 100%; border: thick $warning;

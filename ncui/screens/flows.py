@@ -8,7 +8,7 @@ used before any bid.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import work
@@ -36,7 +36,7 @@ def _gpus_asked(pod_spec: dict) -> int:
     return total
 
 
-def idle_gpu_nodes(store) -> Optional[int]:
+def idle_gpu_nodes(store) -> int | None:
     """GPU nodes held now that would host a new job with no new bid: Ready, schedulable, nothing that is not
     finished on them, less the nodes that jobs and pods already waiting for a GPU will take. None when the
     cluster's watch has not answered or is failing (then nothing is assumed idle)."""
@@ -44,27 +44,44 @@ def idle_gpu_nodes(store) -> Optional[int]:
     if any(not s.loaded or (s.error and (s.error_at or 0) >= (s.fetched_at or 0)) for s in slices):
         return None
     nodes, pods, jobs = (s.value for s in slices)
-    busy = {(p.get("spec") or {}).get("nodeName") for p in pods.values()
-            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")}
+    busy = {
+        (p.get("spec") or {}).get("nodeName")
+        for p in pods.values()
+        if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    }
     free, gpn = 0, 0
     for name, n in nodes.items():
         status, spec = n.get("status") or {}, n.get("spec") or {}
-        gpus = max((int(str(v)) for k, v in (status.get("capacity") or {}).items()
-                    if k.endswith(".com/gpu") and str(v).isdigit()), default=0)
+        gpus = max(
+            (
+                int(str(v))
+                for k, v in (status.get("capacity") or {}).items()
+                if k.endswith(".com/gpu") and str(v).isdigit()
+            ),
+            default=0,
+        )
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-        tainted = any(t.get("key") in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unschedulable")
-                      for t in spec.get("taints") or [])
+        tainted = any(
+            t.get("key") in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unschedulable")
+            for t in spec.get("taints") or []
+        )
         if gpus and ready and not tainted and not spec.get("unschedulable") and name not in busy:
             free += 1
             gpn = gpn or gpus
     # Demand already waiting for a GPU node: pods not yet on a node, and jobs the cluster suspended until one
     # is granted (their pods do not exist yet: `kubectl get pods` is empty while they wait).
-    waiting = sum(1 for p in pods.values() if not (p.get("spec") or {}).get("nodeName")
-                  and (p.get("status") or {}).get("phase") == "Pending" and _gpus_asked(p.get("spec") or {}))
+    waiting = sum(
+        1
+        for p in pods.values()
+        if not (p.get("spec") or {}).get("nodeName")
+        and (p.get("status") or {}).get("phase") == "Pending"
+        and _gpus_asked(p.get("spec") or {})
+    )
     for j in jobs.values():
         conds = (j.get("status") or {}).get("conditions") or []
         if (j.get("spec") or {}).get("suspend") and any(
-                c.get("type") == "Suspended" and c.get("status") == "True" for c in conds):
+            c.get("type") == "Suspended" and c.get("status") == "True" for c in conds
+        ):
             g = _gpus_asked(((j.get("spec") or {}).get("template") or {}).get("spec") or {})
             if g:
                 par = int((j.get("spec") or {}).get("parallelism") or 1)
@@ -72,7 +89,7 @@ def idle_gpu_nodes(store) -> Optional[int]:
     return max(0, free - waiting)
 
 
-def market_price(store, gpu_model: str) -> Optional[int]:
+def market_price(store, gpu_model: str) -> int | None:
     """What winners of this GPU class are assessed now (the newest tick), or None when unknown."""
     ticks = [t for t in (store.value("ticks") or ()) if t.gpu_model == gpu_model]
     return ticks[-1].price_per_gpu_hour if ticks else None
@@ -83,7 +100,7 @@ class FlowsMixin:
 
     # ---- Something else -------------------------------------------------------------------------
 
-    def open_custom_job(self: "NCApp") -> None:
+    def open_custom_job(self: NCApp) -> None:
         from .. import recipes as R
 
         cluster = self.store.value("cluster")
@@ -95,8 +112,9 @@ class FlowsMixin:
             try:
                 nodes = R.parse_count(nodes_text, "nodes")
                 gpus = R.parse_count(gpus_text, "GPUs per pod") if str(gpus_text).strip() else None
-                plan = R.custom_plan(R.CustomJob(image, command, nodes, name, gpus_per_pod=gpus,
-                                                 reclaim_tolerant=tolerant), cluster)
+                plan = R.custom_plan(
+                    R.CustomJob(image, command, nodes, name, gpus_per_pod=gpus, reclaim_tolerant=tolerant), cluster
+                )
             except ValueError as e:
                 return None, str(e)
             return plan, ""
@@ -109,11 +127,11 @@ class FlowsMixin:
 
     # ---- apply ----------------------------------------------------------------------------------
 
-    def start_apply(self: "NCApp", plan: "R.Plan") -> None:
+    def start_apply(self: NCApp, plan: R.Plan) -> None:
         self.apply_flow(plan)
 
     @work(group="apply", exclusive=True, exit_on_error=False)
-    async def apply_flow(self: "NCApp", plan: "R.Plan") -> None:
+    async def apply_flow(self: NCApp, plan: R.Plan) -> None:
         from .. import recipes as R
 
         st = self.store
@@ -126,7 +144,7 @@ class FlowsMixin:
         purchases = bool(summary and summary.purchases)
         nodes_needed = max(1, -(-plan.gpus // cluster.gpus_per_node)) if plan.gpus else 0
         preface = ""
-        set_here: Optional[tuple[int, int]] = None  # (the limit before, the limit set for this apply)
+        set_here: tuple[int, int] | None = None  # (the limit before, the limit set for this apply)
 
         if cluster.market and plan.gpus:
             # Idle nodes already held host the job with no new bid: look at the cluster first.
@@ -137,23 +155,35 @@ class FlowsMixin:
             if ladder is None:
                 self.notify("The price-to-win ladder is still loading.")
                 return
-            if bid_slice.value is None or (bid_slice.error and (bid_slice.error_at or 0) >= (bid_slice.fetched_at or 0)):
+            if bid_slice.value is None or (
+                bid_slice.error and (bid_slice.error_at or 0) >= (bid_slice.fetched_at or 0)
+            ):
                 why = bid_slice.error or "not read yet"
-                await self.push_screen_wait(ResultsModal("Nothing was bid or applied", Text(
-                    f"The standing limit price on {ref.name} could not be read ({why}), and ncui does not bid or "
-                    "apply on a guess. Try again once the header shows it.")))
+                await self.push_screen_wait(
+                    ResultsModal(
+                        "Nothing was bid or applied",
+                        Text(
+                            f"The standing limit price on {ref.name} could not be read ({why}), and ncui does "
+                            "not bid or apply on a guess. Try again once the header shows it."
+                        ),
+                    )
+                )
                 return
             standing = bid_slice.value.max_price_per_gpu_hour
             idle = idle_gpu_nodes(st)
             if idle is not None and idle >= nodes_needed:
-                price, what = ((standing, "your standing limit price") if standing else
-                               (market_price(st, cluster.gpu_model), "the market's current price (no limit price "
-                                "stands)"))
+                price, what = (
+                    (standing, "your standing limit price")
+                    if standing
+                    else (market_price(st, cluster.gpu_model), "the market's current price (no limit price stands)")
+                )
                 check = await self._cover(plan, price, what, balance, purchases)
                 if check is None:
                     return
-                preface = (f"{idle} idle GPU node{'s' if idle != 1 else ''} already held will host this job: no "
-                           f"new bid is needed.\n{check}")
+                preface = (
+                    f"{idle} idle GPU node{'s' if idle != 1 else ''} already held will host this job: no "
+                    f"new bid is needed.\n{check}"
+                )
             else:
                 ceiling = await self._ask_ceiling(plan, ladder, nodes_needed, balance, purchases, standing)
                 if ceiling is None:
@@ -161,9 +191,14 @@ class FlowsMixin:
                     return
                 if ceiling != standing:
                     assessed = market_price(st, cluster.gpu_model)
-                    yes = await self.push_screen_wait(ConfirmModal(
-                        "Set the limit price?", R.bid_confirmation(ref.name, ceiling, plan.gpus, assessed),
-                        yes="Set it", no="Cancel"))
+                    yes = await self.push_screen_wait(
+                        ConfirmModal(
+                            "Set the limit price?",
+                            R.bid_confirmation(ref.name, ceiling, plan.gpus, assessed),
+                            yes="Set it",
+                            no="Cancel",
+                        )
+                    )
                     if not yes:
                         self.notify("Nothing was bid or applied.")
                         return
@@ -176,24 +211,36 @@ class FlowsMixin:
                     set_here = (standing, ceiling)
                     if self.pollers is not None:
                         self.pollers.refresh("bid", "spend", "ladder")
-                preface = (f"Limit price {fmt_price(ceiling)} stands on {ref.name}.\n"
-                           + R.money_check(plan.gpus, ceiling, balance, purchases).sentence)
+                preface = (
+                    f"Limit price {fmt_price(ceiling)} stands on {ref.name}.\n"
+                    + R.money_check(plan.gpus, ceiling, balance, purchases).sentence
+                )
         elif plan.gpus:
-            check = await self._cover(plan, market_price(st, cluster.gpu_model),
-                                      f"the market's current price for {cluster.gpu_model} (a fixed cluster has "
-                                      "no limit price)", balance, purchases)
+            check = await self._cover(
+                plan,
+                market_price(st, cluster.gpu_model),
+                f"the market's current price for {cluster.gpu_model} (a fixed cluster has no limit price)",
+                balance,
+                purchases,
+            )
             if check is None:
                 return
             preface = f"{ref.name} is a fixed cluster: no limit price.\n{check}"
 
         docs = plan.all_docs()
         objects = ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in docs)
-        yes = await self.push_screen_wait(ConfirmModal(
-            f"Apply {plan.title}?",
-            (preface + "\n\n" if preface else "") +
-            f"Create on {ref.name}, in order: {objects}.\n" + (plan.summary + "\n" if plan.summary else "") +
-            "Stop it later with: " + "; ".join(plan.stop),
-            yes="Apply", no="Cancel"))
+        yes = await self.push_screen_wait(
+            ConfirmModal(
+                f"Apply {plan.title}?",
+                (preface + "\n\n" if preface else "")
+                + f"Create on {ref.name}, in order: {objects}.\n"
+                + (plan.summary + "\n" if plan.summary else "")
+                + "Stop it later with: "
+                + "; ".join(plan.stop),
+                yes="Apply",
+                no="Cancel",
+            )
+        )
         if not yes:
             self.notify("Nothing was applied.")
             await self._offer_back(ref.name, set_here)
@@ -223,16 +270,21 @@ class FlowsMixin:
         self.notify(f"{plan.title} applied: " + ", ".join(f"{r.kind.lower()}/{r.name}" for r in results))
         await self.run_action("show('workloads')")
 
-    async def _cover(self: "NCApp", plan, price: Optional[int], what: str, balance: int,
-                     purchases: bool) -> Optional[str]:
+    async def _cover(self: NCApp, plan, price: int | None, what: str, balance: int, purchases: bool) -> str | None:
         """The seed's two-hour check at ``price``: its sentence when covered; None (after saying why) when not,
         or when no price is known to check with."""
         from .. import recipes as R
 
         if price is None:
-            await self.push_screen_wait(ResultsModal("Nothing was applied", Text(
-                f"ncui cannot check that the balance covers two hours of {plan.gpus} GPUs: {what} is unknown (no "
-                "market tick read yet). Try again in a moment.")))
+            await self.push_screen_wait(
+                ResultsModal(
+                    "Nothing was applied",
+                    Text(
+                        f"ncui cannot check that the balance covers two hours of {plan.gpus} GPUs: {what} is "
+                        "unknown (no market tick read yet). Try again in a moment."
+                    ),
+                )
+            )
             return None
         check = R.money_check(plan.gpus, price, balance, purchases)
         sentence = f"At {what}: {check.sentence}"
@@ -241,32 +293,40 @@ class FlowsMixin:
             return None
         return sentence
 
-    async def _offer_back(self: "NCApp", cluster: str, set_here: Optional[tuple[int, int]]) -> None:
+    async def _offer_back(self: NCApp, cluster: str, set_here: tuple[int, int] | None) -> None:
         """A limit price set for an apply that did not happen is not left standing behind a toast: keep it, or
         put back what stood before (withdraw it when nothing did). The safe answer is the default."""
         if set_here is None:
             return
         before, now = set_here
         back = f"put back your earlier limit of {fmt_price(before)}" if before else "withdraw it"
-        yes = await self.push_screen_wait(ConfirmModal(
-            "Keep the limit price you just set?",
-            f"You set {fmt_price(now)} on {cluster} for this apply, and nothing was applied. Kept, it goes on "
-            f"pulling nodes for any GPU job applied to {cluster} later.\n\nKeep it, or {back}?",
-            yes="Put it back" if before else "Withdraw it", no="Keep it", default="yes"))
+        yes = await self.push_screen_wait(
+            ConfirmModal(
+                "Keep the limit price you just set?",
+                f"You set {fmt_price(now)} on {cluster} for this apply, and nothing was applied. Kept, it goes on "
+                f"pulling nodes for any GPU job applied to {cluster} later.\n\nKeep it, or {back}?",
+                yes="Put it back" if before else "Withdraw it",
+                no="Keep it",
+                default="yes",
+            )
+        )
         if not yes:
             self.notify(f"Limit price {fmt_price(now)} still stands on {cluster} (Lease, 5).", timeout=8)
             return
         try:
             self.store.set("bid", await self.backend.nc.set_bid(before, cluster))
         except NCError as e:
-            await self.push_screen_wait(ResultsModal("The limit price was not changed", Text(
-                f"{fmt_price(now)} still stands on {cluster}: {e}")))
+            await self.push_screen_wait(
+                ResultsModal(
+                    "The limit price was not changed", Text(f"{fmt_price(now)} still stands on {cluster}: {e}")
+                )
+            )
             return
         self.notify(f"Limit price on {cluster}: " + (fmt_price(before) if before else "withdrawn") + ".")
         if self.pollers is not None:
             self.pollers.refresh("bid", "spend", "ladder")
 
-    async def _settle(self: "NCApp", *names: str, timeout: float = 5.0) -> bool:
+    async def _settle(self: NCApp, *names: str, timeout: float = 5.0) -> bool:
         """Wait (bounded) until the watched slices have their first snapshot."""
         import asyncio
         import time
@@ -278,29 +338,36 @@ class FlowsMixin:
             await asyncio.sleep(0.05)
         return True
 
-    async def _ask_ceiling(self: "NCApp", plan, ladder, nodes_needed, balance, purchases, standing) -> Optional[int]:
+    async def _ask_ceiling(self: NCApp, plan, ladder, nodes_needed, balance, purchases, standing) -> int | None:
         from .. import recipes as R
 
-        rungs = " · ".join(f"{r.nodes} node{'s' if r.nodes > 1 else ''} {fmt_price(r.price_per_gpu_hour)}"
-                           for r in ladder.rungs[:3])
-        context = (f"{plan.title} needs {plan.gpus} GPUs ({nodes_needed} node{'s' if nodes_needed > 1 else ''}). "
-                   f"What is the most you will pay per GPU hour?\n"
-                   f"Price to win now: {rungs} · floor {fmt_price(ladder.floor_price_per_gpu_hour)}.\n"
-                   f"Balance {fmt_usd(balance)}.")
+        rungs = " · ".join(
+            f"{r.nodes} node{'s' if r.nodes > 1 else ''} {fmt_price(r.price_per_gpu_hour)}" for r in ladder.rungs[:3]
+        )
+        context = (
+            f"{plan.title} needs {plan.gpus} GPUs ({nodes_needed} node{'s' if nodes_needed > 1 else ''}). "
+            f"What is the most you will pay per GPU hour?\n"
+            f"Price to win now: {rungs} · floor {fmt_price(ladder.floor_price_per_gpu_hour)}.\n"
+            f"Balance {fmt_usd(balance)}."
+        )
 
         def judge(value: int):
             v = R.judge_ceiling(value, ladder, nodes_needed)
             m = R.money_check(plan.gpus, value, balance, purchases)
-            lines = [("bold red" if v.level == "refuse" else "yellow" if v.level == "warn" else "green",
-                      ("✗ " if v.level == "refuse" else "! " if v.level == "warn" else "✓ ") + v.message),
-                     ("green" if m.ok else "bold red", ("✓ " if m.ok else "✗ ") + m.sentence)]
+            lines = [
+                (
+                    "bold red" if v.level == "refuse" else "yellow" if v.level == "warn" else "green",
+                    ("✗ " if v.level == "refuse" else "! " if v.level == "warn" else "✓ ") + v.message,
+                ),
+                ("green" if m.ok else "bold red", ("✓ " if m.ok else "✗ ") + m.sentence),
+            ]
             return v.ok and m.ok, lines
 
         return await self.push_screen_wait(CeilingModal("Your ceiling", context, judge, standing))
 
     # ---- the cluster's API ----------------------------------------------------------------------
 
-    async def kube_client(self: "NCApp"):
+    async def kube_client(self: NCApp):
         """A signed-in client for the active cluster (runs the sign-in when needed); None on failure."""
         from ..kube.client import KubeClient, KubeError, NotSignedIn
 
@@ -309,8 +376,11 @@ class FlowsMixin:
             return None
         if self._kube is not None and self._kube_for == ref.name:
             if not self._kube.gate.is_open:  # its sign-in expired: the link is up (s shows it again)
-                self.notify(f"The sign-in to {ref.name} expired: approve the new link (s shows it), then try "
-                            "again.", severity="warning", timeout=10)
+                self.notify(
+                    f"The sign-in to {ref.name} expired: approve the new link (s shows it), then try again.",
+                    severity="warning",
+                    timeout=10,
+                )
                 return None
             return self._kube
         try:

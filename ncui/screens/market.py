@@ -7,8 +7,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from ..money import cost_ucredits, fmt_price, fmt_usd
 from ..formatting import COVER_HOURS, fmt_rate
+from ..money import cost_ucredits, fmt_price, fmt_usd
 from ..widgets.chart import Chart, ChartData, HLine, Series
 from .base import View
 
@@ -71,14 +71,18 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
         info = self.store.value("cluster")
         if active is None:
             who = self.store.value("whoami")
-            msg = ("A public research organization has no market view: nodes come from Marshall."
-                   if who is not None and who.org_kind == "public_research" else "Loading…")
+            msg = (
+                "A public research organization has no market view: nodes come from Marshall."
+                if who is not None and who.org_kind == "public_research"
+                else "Loading…"
+            )
             title.update(Text(msg, style="italic"))
             table.display = chart.display = status.display = False
             return
         if active.kind == "slurm":
-            title.update(Text(f"{active.name} is a Slurm cluster: no limit price; sbatch queues the job.",
-                              style="italic"))
+            title.update(
+                Text(f"{active.name} is a Slurm cluster: no limit price; sbatch queues the job.", style="italic")
+            )
             table.display = chart.display = status.display = False
             return
         if active.kind == "vm":
@@ -89,9 +93,13 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
             table.display = chart.display = status.display = False
             return
         if not info.market:
-            title.update(Text(f"{info.name} is a fixed cluster: there is no market and no limit price. "
-                              f"Its {info.reserved_nodes} reserved {info.gpu_model} node(s) run your jobs.",
-                              style="italic"))
+            title.update(
+                Text(
+                    f"{info.name} is a fixed cluster: there is no market and no limit price. "
+                    f"Its {info.reserved_nodes} reserved {info.gpu_model} node(s) run your jobs.",
+                    style="italic",
+                )
+            )
             table.display = chart.display = False
             status.display = True
             self._held(status, info)
@@ -126,8 +134,15 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
             node_h = p * ladder.gpus_per_node
             cover = cost_ucredits(p, ladder.gpus_per_node * r.nodes, COVER_HOURS)
             mark = Text("✓ your limit wins", style="green") if limit and limit >= p else Text("")
-            rows.append((Text(str(r.nodes), justify="right"), Text(fmt_usd(p), justify="right"),
-                         Text(fmt_usd(node_h), justify="right"), Text(fmt_usd(cover), justify="right"), mark))
+            rows.append(
+                (
+                    Text(str(r.nodes), justify="right"),
+                    Text(fmt_usd(p), justify="right"),
+                    Text(fmt_usd(node_h), justify="right"),
+                    Text(fmt_usd(cover), justify="right"),
+                    mark,
+                )
+            )
         sig = [tuple(c.plain for c in row) for row in rows]
         if sig != getattr(self, "_ladder_sig", None):
             self._ladder_sig = sig
@@ -153,8 +168,10 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
                     if n:
                         t.append(f"  clears now: wins up to {n} node{'s' if n > 1 else ''}", style="green")
                     else:
-                        t.append(f"  does not clear now: one node takes "
-                                 f"{fmt_price(ladder.rungs[0].price_per_gpu_hour)}", style="bold red")
+                        t.append(
+                            f"  does not clear now: one node takes {fmt_price(ladder.rungs[0].price_per_gpu_hour)}",
+                            style="bold red",
+                        )
         t.append("\nHeld  ", style="dim")
         if spend is None:
             t.append("—")
@@ -188,11 +205,15 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
         if bid is not None and bid.max_price_per_gpu_hour:
             hlines = (HLine(bid.max_price_per_gpu_hour / 1e6, "yellow", "your limit"),)
         span = xs[0]
-        labels = ((span, span / 2, 0.0), (f"{span:.0f}h" if span <= -1 else f"{span * 60:.0f}m",
-                                          f"{span / 2:.1f}h" if span <= -1 else f"{span * 30:.0f}m",
-                                          f"{t_end:%H:%M}"))
-        chart.set_data(ChartData(series=(Series(xs, ys, "assessed $/GPU-h", "cyan"),), hlines=hlines,
-                                 xticks=labels))
+        labels = (
+            (span, span / 2, 0.0),
+            (
+                f"{span:.0f}h" if span <= -1 else f"{span * 60:.0f}m",
+                f"{span / 2:.1f}h" if span <= -1 else f"{span * 30:.0f}m",
+                f"{t_end:%H:%M}",
+            ),
+        )
+        chart.set_data(ChartData(series=(Series(xs, ys, "assessed $/GPU-h", "cyan"),), hlines=hlines, xticks=labels))
 
     # ---- VM ---------------------------------------------------------------------------------
 
@@ -211,8 +232,10 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
         else:
             s.append("Declared ", style="dim")
             if cap.max_gpus:
-                s.append(f" {cap.max_gpus} GPUs at most {fmt_price(cap.max_price_per_gpu_hour)} ",
-                         style="bold black on yellow")
+                s.append(
+                    f" {cap.max_gpus} GPUs at most {fmt_price(cap.max_price_per_gpu_hour)} ",
+                    style="bold black on yellow",
+                )
             else:
                 s.append("nothing")
             live = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]

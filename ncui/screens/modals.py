@@ -118,13 +118,23 @@ class SignInModal(ModalScreen[bool]):
         with Vertical():
             yield Static(f"[b]Sign in to {self.cluster}{' again' if self.reason else ''}[/b]", markup=True)
             if self.reason:
-                yield Static(f"{self.reason[:1].upper()}{self.reason[1:]}. The cluster's watches and the log wait "
-                             "for your approval, then resume where they stopped.", id="reason", markup=False)
-            yield Static("Open this link in a browser and approve it. Only you can do this step; "
-                         "ncui goes on by itself once you have.", markup=False)
+                yield Static(
+                    f"{self.reason[:1].upper()}{self.reason[1:]}. The cluster's watches and the log wait "
+                    "for your approval, then resume where they stopped.",
+                    id="reason",
+                    markup=False,
+                )
+            yield Static(
+                "Open this link in a browser and approve it. Only you can do this step; "
+                "ncui goes on by itself once you have.",
+                markup=False,
+            )
             yield Static(self.link, id="link", markup=False)
-            yield Static("Waiting for approval…  (c copies the link · Esc closes; sign-in goes on in the "
-                         "background)", id="state", markup=False)
+            yield Static(
+                "Waiting for approval…  (c copies the link · Esc closes; sign-in goes on in the background)",
+                id="state",
+                markup=False,
+            )
 
     def on_mount(self) -> None:
         self.action_copy(quiet=True)
@@ -168,7 +178,7 @@ class CeilingModal(ModalScreen["int | None"]):
         super().__init__()
         self.title_text, self.context, self.judge, self.standing = title, context, judge, standing
         self.prefill = dollars_text(standing) if standing else ""
-        self.value: "int | None" = None
+        self.value: int | None = None
 
     def compose(self) -> ComposeResult:
         from ..widgets.field import Field
@@ -178,8 +188,12 @@ class CeilingModal(ModalScreen["int | None"]):
             yield Static(self.context, markup=False)
             yield Field(value=self.prefill, placeholder="e.g. 4.10", id="ceiling")
             if self.standing % CENT:
-                yield Static(f"Your standing limit, {fmt_price(self.standing)}, is finer than cents: keep it "
-                             "exactly as it stands, or type dollars and cents.", id="finer", markup=False)
+                yield Static(
+                    f"Your standing limit, {fmt_price(self.standing)}, is finer than cents: keep it "
+                    "exactly as it stands, or type dollars and cents.",
+                    id="finer",
+                    markup=False,
+                )
             yield Static("", id="verdict")
             with Horizontal():
                 yield Button("Cancel (Esc)", id="cancel")
@@ -272,8 +286,9 @@ class CustomJobModal(ModalScreen["dict | None"]):
             yield Field(value="", placeholder="whole node", id="gpus")
             yield Label("Job name")
             yield Field(value="my-job", id="name")
-            yield Checkbox("Survive reclaims (podFailurePolicy ignores DisruptionTarget and exit 143)", True,
-                           id="tolerant")
+            yield Checkbox(
+                "Survive reclaims (podFailurePolicy ignores DisruptionTarget and exit 143)", True, id="tolerant"
+            )
             yield Static("", id="why")
             with Horizontal():
                 yield Button("Cancel (Esc)", id="cancel")
@@ -288,8 +303,7 @@ class CustomJobModal(ModalScreen["dict | None"]):
         from textual.widgets import Checkbox, Input
 
         q = lambda i: self.query_one(f"#{i}", Input).value  # noqa: E731
-        return (q("image"), q("command"), q("nodes"), q("name"), self.query_one("#tolerant", Checkbox).value,
-                q("gpus"))
+        return (q("image"), q("command"), q("nodes"), q("name"), self.query_one("#tolerant", Checkbox).value, q("gpus"))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id != "ok":

@@ -3,8 +3,6 @@ check, and apply. Train is the default when nobody chose."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 from rich.console import Group
 from rich.syntax import Syntax
 from rich.text import Text
@@ -27,10 +25,16 @@ class RecipesView(View):
     HELP = """\
 [b]Recipes[/b]
 
-The starter recipes of the catalog for your cluster. Train is the one to run when nobody said which: one node, nothing to build, done in minutes. Serve only when you asked for a model endpoint; Something else only with your own container image and command.
+The starter recipes of the catalog for your cluster. Train is the one to run when nobody said which: one node,
+nothing to build, done in minutes. Serve only when you asked for a model endpoint; Something else only with
+your own container image and command.
 
-• ↑/↓ choose a recipe; the right side shows what it needs, whether this cluster can run it, and exactly what will be applied (every document, step by step, with the vendor rule: a missing `<stem>-<vendor>.yaml` falls back to `<stem>.yaml`).
-• [b]a[/b] applies it: first the money check (the balance must cover two hours at your ceiling). On a market cluster you are asked for your ceiling, it is compared with the price to win, and the limit price is set only after you confirm. Then the objects are created in order and you land on Workloads.
+• ↑/↓ choose a recipe; the right side shows what it needs, whether this cluster can run it, and exactly what
+will be applied (every document, step by step, with the vendor rule: a missing `<stem>-<vendor>.yaml` falls
+back to `<stem>.yaml`).
+• [b]a[/b] applies it: first the money check (the balance must cover two hours at your ceiling). On a market
+cluster you are asked for your ceiling, it is compared with the price to win, and the limit price is set only
+after you confirm. Then the objects are created in order and you land on Workloads.
 • [b]Something else[/b]: Enter opens a form for your image, command and number of nodes.
 """
     BINDINGS = [Binding("a", "apply", "Apply"), Binding("enter", "open", "Open", show=False)]
@@ -39,7 +43,7 @@ The starter recipes of the catalog for your cluster. Train is the one to run whe
         super().__init__(store, id=id)
         self.plans: dict[str, R.Plan] = {}
         self.errors: dict[str, str] = {}
-        self.selected: Optional[str] = None
+        self.selected: str | None = None
         self._shown: tuple = ()
 
     def compose(self) -> ComposeResult:
@@ -82,8 +86,11 @@ The starter recipes of the catalog for your cluster. Train is the one to run whe
             msg = self.problem("catalog") or Text("Loading the catalog…", style="dim")
             active = self.store.meta.get("cluster")
             if active is None and self.store.value("whoami") is not None:
-                msg = Text("No cluster: a public research node runs the same nanoGPT over ssh "
-                           "(nanogpt-node.sh), requested from Marshall.", style="italic")
+                msg = Text(
+                    "No cluster: a public research node runs the same nanoGPT over ssh "
+                    "(nanogpt-node.sh), requested from Marshall.",
+                    style="italic",
+                )
             self.query_one("#recipe-info", Static).update(msg)
             return
         self._detail()
@@ -119,8 +126,9 @@ The starter recipes of the catalog for your cluster. Train is the one to run whe
         if cluster is not None and r.cluster_kind == "kubernetes":
             f = R.fit(r, cluster)
             for reason in f.reasons:
-                t.append(("✗ " if not f.runnable else "• ") + reason + "\n",
-                         style="bold red" if not f.runnable else "yellow")
+                t.append(
+                    ("✗ " if not f.runnable else "• ") + reason + "\n", style="bold red" if not f.runnable else "yellow"
+                )
         if r.name == "something-else":
             t.append("\nPress Enter for the form: your image, command and number of nodes.", style="bold")
         info_w.update(t)
@@ -150,8 +158,15 @@ The starter recipes of the catalog for your cluster. Train is the one to run whe
         parts.append(head)
         for s in plan.steps:
             parts.append(Text(f"── {s.file} ──", style="bold cyan"))
-            parts.append(Syntax(clean(s.text, multiline=True).rstrip("\n"), "yaml", theme="ansi_dark", word_wrap=True,
-                                background_color="default"))
+            parts.append(
+                Syntax(
+                    clean(s.text, multiline=True).rstrip("\n"),
+                    "yaml",
+                    theme="ansi_dark",
+                    word_wrap=True,
+                    background_color="default",
+                )
+            )
         return Group(*parts)
 
     @work(group="plan", exclusive=False, exit_on_error=False)

@@ -4,7 +4,6 @@ selected pod; its log followed live (batched) with a loss chart; a prompt for a 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Optional
 
 from rich.text import Text
 from textual import work
@@ -29,13 +28,17 @@ LOG_BATCH_INTERVAL = 0.1
 LOSS_CHART_INTERVAL = 2.0
 
 SERVE_PORTS = {"infera": 8000, "inkling": 8000, "finance-analyst": 8000}
-SERVE_BEHIND = {"infera": ("kimi-k3-worker", "infera-router"), "inkling": ("inkling",),
-                "finance-analyst": ("finance-analyst",)}
+SERVE_BEHIND = {
+    "infera": ("kimi-k3-worker", "infera-router"),
+    "inkling": ("inkling",),
+    "finance-analyst": ("finance-analyst",),
+}
 MODELS = {"infera": "moonshotai/Kimi-K3", "inkling": "thinkingmachines/Inkling", "finance-analyst": "finance-analyst"}
 
 
-def log_follower(kube, pod: str, container: Optional[str], pane, losses: LossCurve, on_losses, *,
-                 previous: bool = False) -> LogFollower:
+def log_follower(
+    kube, pod: str, container: str | None, pane, losses: LossCurve, on_losses, *, previous: bool = False
+) -> LogFollower:
     """Follow a pod's log into the pane and its loss lines into ``losses`` (``on_losses()`` when it grew):
     the Workloads screen's wiring, which bench/logs.py measures."""
 
@@ -47,8 +50,15 @@ def log_follower(kube, pod: str, container: Optional[str], pane, losses: LossCur
     def on_state(state: str) -> None:
         pane.set_status(log_state(state, follower))
 
-    follower = LogFollower(kube, pod, container, on_entries=on_entries, previous=previous,
-                           batch_interval=LOG_BATCH_INTERVAL, on_state=on_state)
+    follower = LogFollower(
+        kube,
+        pod,
+        container,
+        on_entries=on_entries,
+        previous=previous,
+        batch_interval=LOG_BATCH_INTERVAL,
+        on_state=on_state,
+    )
     pane.source = follower.lines
     return follower
 
@@ -72,8 +82,9 @@ def loss_chart(losses: LossCurve) -> ChartData:
         return ChartData(empty="loss: no 'iter N: loss X' lines yet")
     xs = tuple(float(i) for i, _ in pts)
     ys = tuple(v for _, v in pts)
-    return ChartData(series=(Series(xs, ys, "loss", "magenta"),),
-                     xticks=((xs[0], xs[-1]), (f"iter {int(xs[0])}", f"{int(xs[-1])}")))
+    return ChartData(
+        series=(Series(xs, ys, "loss", "magenta"),), xticks=((xs[0], xs[-1]), (f"iter {int(xs[0])}", f"{int(xs[-1])}"))
+    )
 
 
 WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices the cluster's watches feed
@@ -85,24 +96,32 @@ class WorkloadsView(View):
     HELP = """\
 [b]Workloads[/b]
 
-The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deployments and nodes, watched live. The line under the table explains the selected pod's state in plain words.
+The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deployments and nodes, watched
+live. The line under the table explains the selected pod's state in plain words.
 
-• ↑/↓ select a pod; its log follows below. [b]f[/b] follow on/off · [b]/[/b] filter · [b]w[/b] wrap · [b]t[/b] timestamps · [b]G[/b] jump to the end · [b]p[/b] the previous container's log · [b]c[/b] next container.
+• ↑/↓ select a pod; its log follows below. [b]f[/b] follow on/off · [b]/[/b] filter · [b]w[/b] wrap · [b]t[/b]
+timestamps · [b]G[/b] jump to the end · [b]p[/b] the previous container's log · [b]c[/b] next container.
 • Loss lines (iter N: loss X) are charted as they arrive.
-• [b]m[/b] sends a prompt to a serve recipe's endpoint at READY 1/1 (through the service proxy) and shows the answer, with the reasoning apart when the model sends it.
+• [b]m[/b] sends a prompt to a serve recipe's endpoint at READY 1/1 (through the service proxy) and shows the
+answer, with the reasoning apart when the model sends it.
 • [b]x[/b] stops the selected pod's job or deployment (asked first).
 """
     BINDINGS = [
-        Binding("f", "follow", "Follow"), Binding("slash", "filter", "Filter"), Binding("w", "wrap", "Wrap"),
-        Binding("t", "timestamps", "Times", show=False), Binding("G", "end", "End", show=False),
-        Binding("p", "previous", "Previous", show=False), Binding("c", "container", "Container", show=False),
-        Binding("m", "prompt", "Prompt"), Binding("x", "stop", "Stop"),
+        Binding("f", "follow", "Follow"),
+        Binding("slash", "filter", "Filter"),
+        Binding("w", "wrap", "Wrap"),
+        Binding("t", "timestamps", "Times", show=False),
+        Binding("G", "end", "End", show=False),
+        Binding("p", "previous", "Previous", show=False),
+        Binding("c", "container", "Container", show=False),
+        Binding("m", "prompt", "Prompt"),
+        Binding("x", "stop", "Stop"),
     ]
 
     def __init__(self, store, *, id: str) -> None:
         super().__init__(store, id=id)
-        self.pod: Optional[str] = None
-        self.container: Optional[str] = None
+        self.pod: str | None = None
+        self.container: str | None = None
         self.previous = False
         self.follower = None
         self._rows: list = []
@@ -175,17 +194,26 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         if active is None or active.kind != "kubernetes":
             state.update(Text("Workloads are shown for Kubernetes clusters.", style="italic"))
             return
-        pods, jobs, deps, nodes = (st.value("k8s_pods"), st.value("k8s_jobs"), st.value("k8s_deployments"),
-                                   st.value("k8s_nodes"))
+        pods, jobs, deps, nodes = (
+            st.value("k8s_pods"),
+            st.value("k8s_jobs"),
+            st.value("k8s_deployments"),
+            st.value("k8s_nodes"),
+        )
         if pods is None:
             sign = st.get("kube_signin")
             if sign.value == "not signed in" or sign.error:
-                msg = Text(f"Not signed in to {active.name}: press s to sign in (kubectl's sign-in, "
-                           f"approved in a browser).", style="bold")
+                msg = Text(
+                    f"Not signed in to {active.name}: press s to sign in (kubectl's sign-in, approved in a browser).",
+                    style="bold",
+                )
             else:
                 msg = self.problem("k8s_pods") or Text(
-                    "Signing in to the cluster…" if sign.value in ("checking", "waiting for approval")
-                    else "Connecting to the cluster…", style="dim")
+                    "Signing in to the cluster…"
+                    if sign.value in ("checking", "waiting for approval")
+                    else "Connecting to the cluster…",
+                    style="dim",
+                )
             state.update(msg)
             return
         now = self.ncapp.backend.now() if self.ncapp.backend else datetime.now(timezone.utc)
@@ -196,11 +224,16 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         for d in sorted((deps or {}).values(), key=lambda o: o["metadata"]["name"]):
             summary.append(f"deploy/{d['metadata']['name']} ", style="bold")
             summary.append(f"{S.deployment_ready(d)}  ")
-        gpu_nodes = [n for n in (nodes or {}).values() if any(
-            k.endswith(".com/gpu") for k in ((n.get("status") or {}).get("capacity") or {}))]
+        gpu_nodes = [
+            n
+            for n in (nodes or {}).values()
+            if any(k.endswith(".com/gpu") for k in ((n.get("status") or {}).get("capacity") or {}))
+        ]
         ready = sum(1 for n in gpu_nodes if S.node_status(n) == "Ready")
-        summary.append(f"· GPU nodes {ready} ready" + (f", {len(gpu_nodes) - ready} joining" if len(gpu_nodes) > ready else ""),
-                       style="dim")
+        summary.append(
+            f"· GPU nodes {ready} ready" + (f", {len(gpu_nodes) - ready} joining" if len(gpu_nodes) > ready else ""),
+            style="dim",
+        )
         if not jobs and not deps:
             summary = Text("Nothing running. Pick a recipe on the Recipes screen (3) and press a.", style="dim")
         stale = self.problem(*WATCHED)
@@ -211,10 +244,23 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         rows = []
         for p in sorted(pods.values(), key=lambda o: o["metadata"]["name"]):
             status = S.pod_status(p)
-            style = ("green" if status in ("Running", "Completed") else "red" if status in ("Error", "CrashLoopBackOff", "Failed")
-                     else "yellow")
-            rows.append((p["metadata"]["name"], S.pod_ready(p), Text(status, style=style), str(S.pod_restarts(p)),
-                         S.age(p, now), (p.get("spec") or {}).get("nodeName") or "<none>"))
+            style = (
+                "green"
+                if status in ("Running", "Completed")
+                else "red"
+                if status in ("Error", "CrashLoopBackOff", "Failed")
+                else "yellow"
+            )
+            rows.append(
+                (
+                    p["metadata"]["name"],
+                    S.pod_ready(p),
+                    Text(status, style=style),
+                    str(S.pod_restarts(p)),
+                    S.age(p, now),
+                    (p.get("spec") or {}).get("nodeName") or "<none>",
+                )
+            )
         sig = [(r[0], r[1], r[2].plain, r[3], r[5]) for r in rows]
         if sig != self._rows:
             self._rows = sig
@@ -232,7 +278,8 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
                 self.follower.stop()
                 self.follower = None
             self.query_one("#explain", Static).update(
-                Text(f"{self.pod} is gone; its log so far stays below.", style="italic"))
+                Text(f"{self.pod} is gone; its log so far stays below.", style="italic")
+            )
             self.pod = None
             return
         self._explain()
@@ -249,16 +296,28 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         line = ""
         if self.pod and self.pod in pods:
             p = pods[self.pod]
-            owner = next((o.get("name") for o in p["metadata"].get("ownerReferences") or () if o.get("kind") == "Job"), None)
-            line = S.explain(p, job=jobs.get(owner) if owner else None, nodes=nodes, limit_price_ucredits=limit,
-                             price_to_win_ucredits=to_win)
+            owner = next(
+                (o.get("name") for o in p["metadata"].get("ownerReferences") or () if o.get("kind") == "Job"), None
+            )
+            line = S.explain(
+                p,
+                job=jobs.get(owner) if owner else None,
+                nodes=nodes,
+                limit_price_ucredits=limit,
+                price_to_win_ucredits=to_win,
+            )
         else:
-            waiting = [j for j in jobs.values() if not any(
-                (o.get("name") == j["metadata"]["name"]) for p in pods.values()
-                for o in p["metadata"].get("ownerReferences") or ())]
+            waiting = [
+                j
+                for j in jobs.values()
+                if not any(
+                    (o.get("name") == j["metadata"]["name"])
+                    for p in pods.values()
+                    for o in p["metadata"].get("ownerReferences") or ()
+                )
+            ]
             if waiting:
-                line = S.explain_job_without_pods(waiting[0], limit_price_ucredits=limit,
-                                                  price_to_win_ucredits=to_win)
+                line = S.explain_job_without_pods(waiting[0], limit_price_ucredits=limit, price_to_win_ucredits=to_win)
         self.query_one("#explain", Static).update(Text(line, style="italic"))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -267,13 +326,13 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
 
     # ---- the log ------------------------------------------------------------------------------
 
-    def select(self, pod: str, container: Optional[str] = None, previous: bool = False) -> None:
+    def select(self, pod: str, container: str | None = None, previous: bool = False) -> None:
         self.pod, self.container, self.previous = pod, container, previous
         self._losses.clear()
         self._explain()
         self.follow_log()
 
-    def _pod(self) -> Optional[dict]:
+    def _pod(self) -> dict | None:
         return (self.store.value("k8s_pods") or {}).get(self.pod) if self.pod else None
 
     def kube_changed(self) -> None:
@@ -296,8 +355,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         if kube is None or self.pod is None:
             return
 
-        follower = log_follower(kube, self.pod, self.container, pane, self._losses, self._chart,
-                                previous=self.previous)
+        follower = log_follower(kube, self.pod, self.container, pane, self._losses, self._chart, previous=self.previous)
         self.follower = follower
         await follower.run()
 
@@ -308,7 +366,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         chart.set_data(loss_chart(self._losses))
 
     @staticmethod
-    def _serves(pod: Optional[dict]) -> bool:
+    def _serves(pod: dict | None) -> bool:
         """A pod of a Deployment (a serve recipe's engine or router), not of a Job."""
         refs = ((pod or {}).get("metadata") or {}).get("ownerReferences") or []
         return any(r.get("kind") in ("ReplicaSet", "Deployment") for r in refs)
@@ -352,7 +410,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
 
     # ---- serve: a prompt ----------------------------------------------------------------------
 
-    def _service(self) -> Optional[str]:
+    def _service(self) -> str | None:
         """The serve recipe's service once the deployments behind it are READY (1/1)."""
         deps = self.store.value("k8s_deployments") or {}
 
@@ -372,7 +430,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
             return
         from .modals import PromptModal
 
-        def done(text: Optional[str]) -> None:
+        def done(text: str | None) -> None:
             if text:
                 self.send_prompt(svc, text)
 
@@ -394,7 +452,7 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         except (KubeError, NCError) as e:
             self.notify(f"The endpoint did not answer: {e}", severity="error", timeout=8)
             return
-        msg = ((answer.get("choices") or [{}])[0].get("message") or {})
+        msg = (answer.get("choices") or [{}])[0].get("message") or {}
         out = Text()
         reasoning = msg.get("reasoning_content") or msg.get("reasoning")
         if reasoning:
@@ -428,15 +486,21 @@ The active cluster's pods (READY and STATUS as kubectl prints them), jobs, deplo
         kind, name = target
         what = "job" if kind == "jobs" else "deployment"
 
-        def done(yes: Optional[bool]) -> None:
+        def done(yes: bool | None) -> None:
             if yes:
                 self.stop_it(kind, name)
 
-        self.app.push_screen(ConfirmModal(f"Stop {what}/{name}?",
-                                          f"Delete {what}/{name} and its pods. Its node stays held a few "
-                                          f"minutes for a next job, then goes back to the market.\n"
-                                          f"The standing limit price is not changed: withdraw it on Lease (5).",
-                                          yes="Stop it", no="Keep"), done)
+        self.app.push_screen(
+            ConfirmModal(
+                f"Stop {what}/{name}?",
+                f"Delete {what}/{name} and its pods. Its node stays held a few "
+                f"minutes for a next job, then goes back to the market.\n"
+                f"The standing limit price is not changed: withdraw it on Lease (5).",
+                yes="Stop it",
+                no="Keep",
+            ),
+            done,
+        )
 
     @work(group="wl-stop", exclusive=True, exit_on_error=False)
     async def stop_it(self, kind: str, name: str) -> None:

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 from fastapi import Depends, FastAPI, Query, Request, Security
@@ -48,12 +48,13 @@ _bearer = HTTPBearer(auto_error=False, description="The National Compute token")
 
 # ---- faults -------------------------------------------------------------------------------------
 
+
 class FaultRule(BaseModel):
     """A fault for requests whose path starts with ``path_prefix``, for the next ``count`` of them."""
 
     path_prefix: str = "/api/"
     count: int = Field(default=1, ge=1, le=1_000_000)
-    status: Optional[int] = Field(default=None, ge=400, le=599)
+    status: int | None = Field(default=None, ge=400, le=599)
     delay: float = Field(default=0.0, ge=0, le=60)
     truncate: bool = False  # send half of the body: malformed JSON
     drop: bool = False  # cut the connection mid-body
@@ -72,7 +73,7 @@ class Faults:
         with self._lock:
             self._rules.clear()
 
-    def take(self, path: str) -> Optional[FaultRule]:
+    def take(self, path: str) -> FaultRule | None:
         with self._lock:
             for i, r in enumerate(self._rules):
                 if path.startswith(r.path_prefix):
@@ -102,11 +103,19 @@ class FaultMiddleware:
         if rule.delay:
             await asyncio.sleep(rule.delay)
         if rule.status:
-            body = json.dumps({"error": "server-error" if rule.status >= 500 else "fault",
-                               "detail": f"Injected fault: HTTP {rule.status}."}).encode()
-            await send({"type": "http.response.start", "status": rule.status,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(body)).encode())]})
+            body = json.dumps(
+                {
+                    "error": "server-error" if rule.status >= 500 else "fault",
+                    "detail": f"Injected fault: HTTP {rule.status}.",
+                }
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": rule.status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
         if not (rule.truncate or rule.drop):
@@ -146,23 +155,22 @@ class DemandBody(BaseModel):
 
 # ---- the app ------------------------------------------------------------------------------------
 
+
 @dataclass
 class SimConfig:
     access_prefix: str = "/access"
 
 
-def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
+def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     config = config or SimConfig()
-    app = FastAPI(title="National Compute in a box", version="0.1.0", openapi_url=None, docs_url=None,
-                  redoc_url=None)
+    app = FastAPI(title="National Compute in a box", version="0.1.0", openapi_url=None, docs_url=None, redoc_url=None)
     app.state.world = world
     app.state.faults = Faults()
     app.state.config = config
     app.add_middleware(FaultMiddleware, faults=app.state.faults)
     _install_error_handlers(app)
 
-    def org_dep(request: Request,
-                creds: Optional[HTTPAuthorizationCredentials] = Security(_bearer)) -> OrgState:
+    def org_dep(request: Request, creds: HTTPAuthorizationCredentials | None = Security(_bearer)) -> OrgState:
         if creds is None or not creds.credentials:
             raise SimError(401, "unauthorized", "A token is required: send Authorization: Bearer <token>.")
         org = world.org_for_token(creds.credentials)
@@ -175,18 +183,32 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
 
     # ---- account and billing ----------------------------------------------------------------
 
-    whoami_links = {200: {"description": "Who the token belongs to", "links": {
-        "ListSshKeys": {"operationId": "list_ssh_keys", "parameters": {"org_id": "$response.body#/org_id"}},
-        "AddSshKey": {"operationId": "add_ssh_key", "parameters": {"org_id": "$response.body#/org_id"}},
-    }}}
+    whoami_links = {
+        200: {
+            "description": "Who the token belongs to",
+            "links": {
+                "ListSshKeys": {"operationId": "list_ssh_keys", "parameters": {"org_id": "$response.body#/org_id"}},
+                "AddSshKey": {"operationId": "add_ssh_key", "parameters": {"org_id": "$response.body#/org_id"}},
+            },
+        }
+    }
 
-    @app.get("/api/whoami", response_model=m.Whoami, responses={**AUTH_ERRORS, **whoami_links}, tags=["account"],
-             operation_id="whoami")
+    @app.get(
+        "/api/whoami",
+        response_model=m.Whoami,
+        responses={**AUTH_ERRORS, **whoami_links},
+        tags=["account"],
+        operation_id="whoami",
+    )
     def whoami(org: OrgState = Org) -> m.Whoami:
         s = org.spec
-        return m.Whoami(user=m.User(id=f"user_{s.key}", email=s.email), org_id=s.org_id, org_name=s.org_name,
-                        org_kind=s.org_kind,
-                        clusters=[m.ClusterRef(name=c.name, kind=c.kind) for c in s.clusters])
+        return m.Whoami(
+            user=m.User(id=f"user_{s.key}", email=s.email),
+            org_id=s.org_id,
+            org_name=s.org_name,
+            org_kind=s.org_kind,
+            clusters=[m.ClusterRef(name=c.name, kind=c.kind) for c in s.clusters],
+        )
 
     @app.get("/api/billing/summary", response_model=m.BillingSummary, responses=AUTH_ERRORS, tags=["billing"])
     def billing_summary(org: OrgState = Org) -> m.BillingSummary:
@@ -196,97 +218,145 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
     @app.get("/api/billing/balance", response_model=m.Balance, responses=AUTH_ERRORS, tags=["billing"])
     def billing_balance(org: OrgState = Org) -> m.Balance:
         with world.lock:
-            return m.Balance(balance_ucredits=org.balance, burn_ucredits_hr=org.burn_hr,
-                             assessed_at=org.assessed_at)
+            return m.Balance(balance_ucredits=org.balance, burn_ucredits_hr=org.burn_hr, assessed_at=org.assessed_at)
 
-    @app.get("/api/billing/transactions", response_model=m.Transactions, responses=AUTH_ERRORS,
-             tags=["billing"])
-    def billing_transactions(org: OrgState = Org, since: Optional[str] = SINCE,
-                             limit: int = Query(100, ge=1, le=1000)) -> m.Transactions:
+    @app.get("/api/billing/transactions", response_model=m.Transactions, responses=AUTH_ERRORS, tags=["billing"])
+    def billing_transactions(
+        org: OrgState = Org, since: str | None = SINCE, limit: int = Query(100, ge=1, le=1000)
+    ) -> m.Transactions:
         after = _since(since)
         with world.lock:
             txs = [t for t in org.transactions if after is None or t.at > after]
             txs = sorted(txs, key=lambda t: (t.at, t.id), reverse=True)[:limit]
-            return m.Transactions(transactions=[
-                m.Transaction(id=t.id, at=t.at, kind=t.kind, amount_ucredits=t.amount, description=t.description,
-                              gpu_hours=t.gpu_hours,
-                              price_per_gpu_hour=usd(t.price) if t.price is not None else None)
-                for t in txs])
+            return m.Transactions(
+                transactions=[
+                    m.Transaction(
+                        id=t.id,
+                        at=t.at,
+                        kind=t.kind,
+                        amount_ucredits=t.amount,
+                        description=t.description,
+                        gpu_hours=t.gpu_hours,
+                        price_per_gpu_hour=usd(t.price) if t.price is not None else None,
+                    )
+                    for t in txs
+                ]
+            )
 
     # ---- kubernetes -------------------------------------------------------------------------
 
     k8s_errors = {**AUTH_ERRORS, **NOT_FOUND}
 
     @app.get("/api/k8s/cluster", response_model=m.K8sCluster, responses=k8s_errors, tags=["k8s"])
-    def k8s_cluster(org: OrgState = Org, cluster: Optional[str] = None) -> m.K8sCluster:
+    def k8s_cluster(org: OrgState = Org, cluster: str | None = None) -> m.K8sCluster:
         with world.lock:
             st = world.k8s_cluster(org, cluster)
             c = st.spec
-            return m.K8sCluster(name=c.name, market=c.market, gpus_per_node=c.gpus_per_node,
-                                cpu_worker=c.cpu_worker, shared_volume=c.shared_volume, gpu_vendor=c.gpu_vendor,
-                                gpu_model=c.gpu_model, reservation_packing=c.reservation_packing,
-                                reserved_nodes=c.reserved_nodes if c.market else len(st.gpu_nodes()))
+            return m.K8sCluster(
+                name=c.name,
+                market=c.market,
+                gpus_per_node=c.gpus_per_node,
+                cpu_worker=c.cpu_worker,
+                shared_volume=c.shared_volume,
+                gpu_vendor=c.gpu_vendor,
+                gpu_model=c.gpu_model,
+                reservation_packing=c.reservation_packing,
+                reserved_nodes=c.reserved_nodes if c.market else len(st.gpu_nodes()),
+            )
 
-    @app.get("/api/k8s/cluster/kubeconfig", tags=["k8s"], response_model=None,
-             responses={**k8s_errors, 200: {"description": "A kubeconfig (YAML)", "content": {
-                 "application/yaml": {"schema": {
-                     "type": "object", "required": ["apiVersion", "kind", "clusters", "users", "contexts"]}}}}})
+    @app.get(
+        "/api/k8s/cluster/kubeconfig",
+        tags=["k8s"],
+        response_model=None,
+        responses={
+            **k8s_errors,
+            200: {
+                "description": "A kubeconfig (YAML)",
+                "content": {
+                    "application/yaml": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["apiVersion", "kind", "clusters", "users", "contexts"],
+                        }
+                    }
+                },
+            },
+        },
+    )
     def k8s_kubeconfig(request: Request, cluster: str, org: OrgState = Org) -> PlainTextResponse:
         with world.lock:
             st = world.k8s_cluster(org, cluster)
         base = str(request.base_url).rstrip("/")
         tls = getattr(request.app.state, "kube_tls", None)  # SimServer's HTTPS listener for kubectl
-        return PlainTextResponse(kubeconfig_yaml(st.spec.name, base, tls.url if tls else None,
-                                                 tls.ca_pem if tls else None), media_type="application/yaml")
+        return PlainTextResponse(
+            kubeconfig_yaml(st.spec.name, base, tls.url if tls else None, tls.ca_pem if tls else None),
+            media_type="application/yaml",
+        )
 
     def _bid(st) -> m.Bid:
         return m.Bid(cluster=st.spec.name, max_price_per_gpu_hour=usd(st.bid), updated_at=st.bid_updated_at)
 
     @app.get("/api/k8s/bid", response_model=m.Bid, responses=k8s_errors, tags=["k8s"])
-    def get_bid(org: OrgState = Org, cluster: Optional[str] = None) -> m.Bid:
+    def get_bid(org: OrgState = Org, cluster: str | None = None) -> m.Bid:
         with world.lock:
             st = world.k8s_cluster(org, cluster)
             world.market_of(st)
             return _bid(st)
 
     @app.put("/api/k8s/bid", response_model=m.Bid, responses=k8s_errors, tags=["k8s"])
-    def put_bid(body: m.BidRequest, org: OrgState = Org, cluster: Optional[str] = None) -> m.Bid:
+    def put_bid(body: m.BidRequest, org: OrgState = Org, cluster: str | None = None) -> m.Bid:
         with world.lock:
             st = world.k8s_cluster(org, cluster)
             world.set_bid(st, body.max_price_per_gpu_hour)
             return _bid(st)
 
     @app.get("/api/k8s/market/ladder", response_model=m.Ladder, responses=k8s_errors, tags=["k8s"])
-    def ladder(org: OrgState = Org, cluster: Optional[str] = None) -> m.Ladder:
+    def ladder(org: OrgState = Org, cluster: str | None = None) -> m.Ladder:
         with world.lock:
             st = world.k8s_cluster(org, cluster)
             market = world.market_of(st)
-            return m.Ladder(gpu_model=market.gpu_model, gpus_per_node=market.gpus_per_node,
-                            as_of=world.at_step(world.step_index),
-                            rungs=[m.LadderRung(nodes=n, price_per_gpu_hour=usd(p)) for n, p in market.ladder(8)],
-                            floor_price_per_gpu_hour=usd(market.floor))
+            return m.Ladder(
+                gpu_model=market.gpu_model,
+                gpus_per_node=market.gpus_per_node,
+                as_of=world.at_step(world.step_index),
+                rungs=[m.LadderRung(nodes=n, price_per_gpu_hour=usd(p)) for n, p in market.ladder(8)],
+                floor_price_per_gpu_hour=usd(market.floor),
+            )
 
     @app.get("/api/k8s/market/spend", response_model=m.Spend, responses=k8s_errors, tags=["k8s"])
-    def spend(org: OrgState = Org, cluster: Optional[str] = None) -> m.Spend:
+    def spend(org: OrgState = Org, cluster: str | None = None) -> m.Spend:
         with world.lock:
             st = world.k8s_cluster(org, cluster)
             now = world.now()
             if not st.spec.market:
                 nodes = st.gpu_nodes()
-                return m.Spend(nodes_held=len(nodes), gpus_held=sum(n.gpus for n in nodes),
-                               price_per_gpu_hour=None, spend_ucredits_hr=0, as_of=now)
+                return m.Spend(
+                    nodes_held=len(nodes),
+                    gpus_held=sum(n.gpus for n in nodes),
+                    price_per_gpu_hour=None,
+                    spend_ucredits_hr=0,
+                    as_of=now,
+                )
             held = [n for n in st.market_nodes() if n.ready(now)]
             gpus = sum(n.gpus for n in held)
             price = world.markets[st.spec.gpu_model].last.price
-            return m.Spend(nodes_held=len(held), gpus_held=gpus,
-                           price_per_gpu_hour=usd(price) if held else None,
-                           spend_ucredits_hr=price * gpus if held else 0, as_of=now)
+            return m.Spend(
+                nodes_held=len(held),
+                gpus_held=gpus,
+                price_per_gpu_hour=usd(price) if held else None,
+                spend_ucredits_hr=price * gpus if held else 0,
+                as_of=now,
+            )
 
     # ---- market feed ------------------------------------------------------------------------
 
     @app.get("/api/market/ticks", response_model=m.Ticks, responses=AUTH_ERRORS, tags=["market"])
-    def ticks(org: OrgState = Org, since: Optional[str] = SINCE, gpu_model: Optional[str] = None,
-              limit: int = Query(360, ge=1, le=10_000)) -> m.Ticks:
+    def ticks(
+        org: OrgState = Org,
+        since: str | None = SINCE,
+        gpu_model: str | None = None,
+        limit: int = Query(360, ge=1, le=10_000),
+    ) -> m.Ticks:
         with world.lock:
             rows = world.tick_list(gpu_model, _since(since), limit)
         return m.Ticks(ticks=[m.Tick(at=t, gpu_model=g, price_per_gpu_hour=usd(p), gpus=n) for t, g, p, n in rows])
@@ -299,19 +369,36 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
         allocs = []
         for a in vm.allocations:
             state = a.state_at(now)
-            allocs.append(m.Allocation(id=a.id, state=state, gpus=a.gpus, gpu_model=a.gpu_model,
-                                       public_ip=a.public_ip if state == "active" else None,
-                                       granted_at=a.granted_at, ssh_port=a.ssh_port))
-        return m.VmCapacity(version=vm.version, max_gpus=vm.max_gpus, max_price_per_gpu_hour=usd(vm.price),
-                            allocations=allocs, environment=m.VmEnvironment(ssh_user=vm.ssh_user))
+            allocs.append(
+                m.Allocation(
+                    id=a.id,
+                    state=state,
+                    gpus=a.gpus,
+                    gpu_model=a.gpu_model,
+                    public_ip=a.public_ip if state == "active" else None,
+                    granted_at=a.granted_at,
+                    ssh_port=a.ssh_port,
+                )
+            )
+        return m.VmCapacity(
+            version=vm.version,
+            max_gpus=vm.max_gpus,
+            max_price_per_gpu_hour=usd(vm.price),
+            allocations=allocs,
+            environment=m.VmEnvironment(ssh_user=vm.ssh_user),
+        )
 
     @app.get("/api/vm/capacity", response_model=m.VmCapacity, responses=vm_errors, tags=["vm"])
     def vm_capacity(org: OrgState = Org) -> m.VmCapacity:
         with world.lock:
             return _capacity(world.vm_cluster(org), world.now())
 
-    @app.put("/api/vm/capacity", response_model=m.VmCapacity,
-             responses={**vm_errors, 409: {**ERR, "description": "expected_version is stale"}}, tags=["vm"])
+    @app.put(
+        "/api/vm/capacity",
+        response_model=m.VmCapacity,
+        responses={**vm_errors, 409: {**ERR, "description": "expected_version is stale"}},
+        tags=["vm"],
+    )
     def put_vm_capacity(body: m.VmCapacityRequest, org: OrgState = Org) -> m.VmCapacity:
         with world.lock:
             vm = world.set_vm_capacity(org, body.max_gpus, body.max_price_per_gpu_hour, body.expected_version)
@@ -322,18 +409,30 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
             raise SimError(404, "not-found", f"No organization {org_id[:60]} for this token.")
 
     def _key(k) -> m.SshKey:
-        return m.SshKey(id=k.id, name=k.name, fingerprint=k.fingerprint, public_key=k.public_key,
-                        created_at=k.created_at)
+        return m.SshKey(
+            id=k.id, name=k.name, fingerprint=k.fingerprint, public_key=k.public_key, created_at=k.created_at
+        )
 
-    @app.get("/api/vm/orgs/{org_id}/ssh-keys", response_model=m.SshKeys, responses=vm_errors, tags=["vm"],
-             operation_id="list_ssh_keys")
+    @app.get(
+        "/api/vm/orgs/{org_id}/ssh-keys",
+        response_model=m.SshKeys,
+        responses=vm_errors,
+        tags=["vm"],
+        operation_id="list_ssh_keys",
+    )
     def list_keys(org_id: str, org: OrgState = Org) -> m.SshKeys:
         _org_path(org, org_id)
         with world.lock:
             return m.SshKeys(keys=[_key(k) for k in org.ssh_keys])
 
-    @app.post("/api/vm/orgs/{org_id}/ssh-keys", response_model=m.SshKey, responses=vm_errors, tags=["vm"],
-              status_code=201, operation_id="add_ssh_key")
+    @app.post(
+        "/api/vm/orgs/{org_id}/ssh-keys",
+        response_model=m.SshKey,
+        responses=vm_errors,
+        tags=["vm"],
+        status_code=201,
+        operation_id="add_ssh_key",
+    )
     def add_key(org_id: str, body: m.SshKeyRequest, org: OrgState = Org) -> m.SshKey:
         _org_path(org, org_id)
         with world.lock:
@@ -343,27 +442,40 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
 
     docs: dict[str, dict] = {}
 
-    def openapi_for(area: Optional[str]) -> dict:
+    def openapi_for(area: str | None) -> dict:
         key = area or "all"
         if key not in docs:
             if area:
                 title, prefixes = AREAS[area]
                 routes = [r for r in app.routes if getattr(r, "path", "").startswith(prefixes)]
             else:
-                title, routes = "National Compute", [r for r in app.routes
-                                                     if getattr(r, "path", "").startswith("/api/")
-                                                     and not getattr(r, "path", "").endswith("openapi.json")]
-            doc = get_openapi(title=f"National Compute — {title}", version="0.1.0", routes=routes,
-                              description="Served by ncui's National Compute in a box.")
+                title, routes = (
+                    "National Compute",
+                    [
+                        r
+                        for r in app.routes
+                        if getattr(r, "path", "").startswith("/api/")
+                        and not getattr(r, "path", "").endswith("openapi.json")
+                    ],
+                )
+            doc = get_openapi(
+                title=f"National Compute — {title}",
+                version="0.1.0",
+                routes=routes,
+                description="Served by ncui's National Compute in a box.",
+            )
             docs[key] = _prune_links(doc)
         return docs[key]
 
     for area in AREAS:
+
         def serve(area=area) -> JSONResponse:
             return JSONResponse(openapi_for(area))
+
         app.add_api_route(f"/api/{area}/openapi.json", serve, include_in_schema=False, methods=["GET"])
-    app.add_api_route("/api/openapi.json", lambda: JSONResponse(openapi_for(None)), include_in_schema=False,
-                      methods=["GET"])
+    app.add_api_route(
+        "/api/openapi.json", lambda: JSONResponse(openapi_for(None)), include_in_schema=False, methods=["GET"]
+    )
 
     # ---- the recipe catalog -----------------------------------------------------------------
 
@@ -405,23 +517,26 @@ def create_app(world: World, config: Optional[SimConfig] = None) -> FastAPI:
         return {"ok": True}
 
     @app.post("/_sim/k8s/demand", include_in_schema=False)
-    def sim_demand(body: DemandBody, org: OrgState = Org, cluster: Optional[str] = None) -> dict:
+    def sim_demand(body: DemandBody, org: OrgState = Org, cluster: str | None = None) -> dict:
         with world.lock:
             st = world.k8s_cluster(org, cluster)
             st.requested_nodes = body.nodes
         return {"ok": True}
 
     from .kube import mount_kube  # the Kubernetes API at /k8s/<cluster>, sign-in, /_sim/k8s controls
+
     mount_kube(app, world)
     return app
 
 
 # ---- helpers ------------------------------------------------------------------------------------
 
+
 def _prune_links(doc: dict) -> dict:
     """Drop response links to operations that this document does not contain."""
-    ops = {op.get("operationId") for item in doc.get("paths", {}).values() for op in item.values()
-           if isinstance(op, dict)}
+    ops = {
+        op.get("operationId") for item in doc.get("paths", {}).values() for op in item.values() if isinstance(op, dict)
+    }
     for item in doc.get("paths", {}).values():
         for op in item.values():
             for resp in (op.get("responses") or {}).values() if isinstance(op, dict) else ():
@@ -464,19 +579,19 @@ def _install_error_handlers(app: FastAPI) -> None:
         elif status == 405:  # list every method of the path, not just the first route's
             methods: set[str] = set()
             for route in app.router.routes:
-                if getattr(route, "path", None) == request.url.path or (
-                        route.matches(request.scope)[0] != Match.NONE):
+                if getattr(route, "path", None) == request.url.path or (route.matches(request.scope)[0] != Match.NONE):
                     methods |= set(getattr(route, "methods", None) or ())
             headers["Allow"] = ", ".join(sorted(methods))
             detail = f"{request.method} is not supported here; use {headers['Allow']}."
         return JSONResponse({"error": slug, "detail": detail}, status_code=status, headers=headers or None)
 
 
-SINCE = Query(None, description="Only what is newer than this instant (RFC 3339)",
-              json_schema_extra={"format": "date-time"})
+SINCE = Query(
+    None, description="Only what is newer than this instant (RFC 3339)", json_schema_extra={"format": "date-time"}
+)
 
 
-def _since(text: Optional[str]) -> Optional[datetime]:
+def _since(text: str | None) -> datetime | None:
     """An RFC 3339 instant (``2026-11-29T18:00:00Z``); 422 for anything else."""
     if text is None:
         return None
@@ -505,7 +620,7 @@ def _catalog_json() -> bytes:
     return _CATALOG_CACHE["index"]
 
 
-def _catalog_file(filename: str) -> Optional[bytes]:
+def _catalog_file(filename: str) -> bytes | None:
     if "/" in filename or "\\" in filename or filename.startswith("."):
         return None
     f = _catalog_root() / "files" / filename
@@ -515,8 +630,7 @@ def _catalog_file(filename: str) -> Optional[bytes]:
         return None
 
 
-def kubeconfig_yaml(cluster: str, api_base: str, kube_base: Optional[str] = None,
-                    ca_pem: Optional[bytes] = None) -> str:
+def kubeconfig_yaml(cluster: str, api_base: str, kube_base: str | None = None, ca_pem: bytes | None = None) -> str:
     """A kubeconfig whose user signs in through ncui's exec credential plugin (a device-code flow).
 
     ``kube_base`` is the Kubernetes API's https origin (kubectl sends credentials only over TLS) and
@@ -532,15 +646,23 @@ def kubeconfig_yaml(cluster: str, api_base: str, kube_base: Optional[str] = None
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": cluster, "cluster": server}],
-        "users": [{"name": f"{cluster}-user", "user": {"exec": {
-            "apiVersion": "client.authentication.k8s.io/v1",
-            "command": sys.executable,
-            "args": ["-m", "ncui.kube.signin", "--api", api_base, "--cluster", cluster],
-            "interactiveMode": "IfAvailable",
-            "provideClusterInfo": False,
-        }}}],
-        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": f"{cluster}-user",
-                                                   "namespace": "default"}}],
+        "users": [
+            {
+                "name": f"{cluster}-user",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1",
+                        "command": sys.executable,
+                        "args": ["-m", "ncui.kube.signin", "--api", api_base, "--cluster", cluster],
+                        "interactiveMode": "IfAvailable",
+                        "provideClusterInfo": False,
+                    }
+                },
+            }
+        ],
+        "contexts": [
+            {"name": cluster, "context": {"cluster": cluster, "user": f"{cluster}-user", "namespace": "default"}}
+        ],
         "current-context": cluster,
     }
     return yaml.safe_dump(doc, sort_keys=False)

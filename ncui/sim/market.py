@@ -59,8 +59,18 @@ class Market:
     last: Clearing | None = None
 
     @classmethod
-    def generate(cls, gpu_model: str, gpus_per_node: int, *, capacity: int, floor: int, typical: int,
-                 seed: int, n_bidders: int = 7, volatility: float = 1.0) -> "Market":
+    def generate(
+        cls,
+        gpu_model: str,
+        gpus_per_node: int,
+        *,
+        capacity: int,
+        floor: int,
+        typical: int,
+        seed: int,
+        n_bidders: int = 7,
+        volatility: float = 1.0,
+    ) -> Market:
         """A market whose other bidders want a little more than ``capacity`` around price ``typical``."""
         rng = random.Random(f"market:{gpu_model}:{seed}")
         bidders = []
@@ -78,8 +88,12 @@ class Market:
         """One step (a virtual minute) of the others' demand: mean-reverting random walks."""
         for b in self.bidders:
             # Always draw the same numbers in the same order, so pinned bidders don't shift the rest.
-            r_price, r_jump, r_nodes, r_dir = (self.rng.gauss(0, 1), self.rng.random(),
-                                               self.rng.random(), self.rng.random())
+            r_price, r_jump, r_nodes, r_dir = (
+                self.rng.gauss(0, 1),
+                self.rng.random(),
+                self.rng.random(),
+                self.rng.random(),
+            )
             if b.pinned:
                 continue
             drift = (b.base_price - b.price) * 0.08
@@ -112,7 +126,7 @@ class Market:
                 order += 1
         units.sort()
         won = units[: self.capacity]
-        lost = units[self.capacity:]
+        lost = units[self.capacity :]
         price = max(self.floor, -lost[0][0]) if lost else self.floor
         winners: dict[str, int] = {}
         for u in won:

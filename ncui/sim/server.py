@@ -10,7 +10,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Optional
 
 import uvicorn
 
@@ -27,9 +26,17 @@ class SimServer:
     one's ``port``, ``tls_port`` and ``tls_pair``.
     """
 
-    def __init__(self, world: World, host: str = "127.0.0.1", port: int = 0,
-                 config: Optional[SimConfig] = None, log_level: str = "warning", *, tls_port: int = 0,
-                 tls_pair: Optional[tuple[bytes, bytes]] = None) -> None:
+    def __init__(
+        self,
+        world: World,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        config: SimConfig | None = None,
+        log_level: str = "warning",
+        *,
+        tls_port: int = 0,
+        tls_pair: tuple[bytes, bytes] | None = None,
+    ) -> None:
         self.world = world
         self.config = config or SimConfig()
         self.app = create_app(world, self.config)
@@ -37,9 +44,16 @@ class SimServer:
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
         self.host, self.port = host, self.sock.getsockname()[1]
-        self._server = uvicorn.Server(uvicorn.Config(
-            self.app, log_level=log_level, access_log=False, lifespan="off",
-            timeout_graceful_shutdown=2, timeout_keep_alive=5))
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                self.app,
+                log_level=log_level,
+                access_log=False,
+                lifespan="off",
+                timeout_graceful_shutdown=2,
+                timeout_keep_alive=5,
+            )
+        )
         # The same app over HTTPS for kubectl: client-go sends credentials (the sign-in plugin's token)
         # only to https servers. The kubeconfig points there and pins this self-signed certificate.
         self.tls_sock = socket.socket(self.sock.family, socket.SOCK_STREAM)
@@ -53,11 +67,19 @@ class SimServer:
         (self._tls_dir / "key.pem").chmod(0o600)
         h = f"[{host}]" if ":" in host else host
         self.app.state.kube_tls = KubeTLS(f"https://{h}:{self.tls_port}", cert)
-        self._tls_server = uvicorn.Server(uvicorn.Config(
-            self.app, log_level=log_level, access_log=False, lifespan="off", timeout_graceful_shutdown=2,
-            timeout_keep_alive=5, ssl_certfile=str(self._tls_dir / "cert.pem"),
-            ssl_keyfile=str(self._tls_dir / "key.pem")))
-        self._thread: Optional[threading.Thread] = None
+        self._tls_server = uvicorn.Server(
+            uvicorn.Config(
+                self.app,
+                log_level=log_level,
+                access_log=False,
+                lifespan="off",
+                timeout_graceful_shutdown=2,
+                timeout_keep_alive=5,
+                ssl_certfile=str(self._tls_dir / "cert.pem"),
+                ssl_keyfile=str(self._tls_dir / "key.pem"),
+            )
+        )
+        self._thread: threading.Thread | None = None
 
     # ---- where it listens ---------------------------------------------------------------------
 
@@ -86,12 +108,15 @@ class SimServer:
 
     def serve_forever(self) -> None:
         """Serve in this thread until interrupted."""
+
         async def both() -> None:
-            await asyncio.gather(self._server.serve(sockets=[self.sock]),
-                                 self._tls_server.serve(sockets=[self.tls_sock]))
+            await asyncio.gather(
+                self._server.serve(sockets=[self.sock]), self._tls_server.serve(sockets=[self.tls_sock])
+            )
+
         asyncio.run(both())
 
-    def start(self, timeout: float = 10.0) -> "SimServer":
+    def start(self, timeout: float = 10.0) -> SimServer:
         self._thread = threading.Thread(target=self.serve_forever, name="ncui-sim", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + timeout
@@ -120,7 +145,7 @@ class SimServer:
                 pass
         shutil.rmtree(self._tls_dir, ignore_errors=True)
 
-    def __enter__(self) -> "SimServer":
+    def __enter__(self) -> SimServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -128,4 +153,5 @@ class SimServer:
 
 
 logging.getLogger("uvicorn.error").addFilter(
-    lambda rec: "fault injection" not in rec.getMessage() and "_Dropped" not in str(rec.exc_info))
+    lambda rec: "fault injection" not in rec.getMessage() and "_Dropped" not in str(rec.exc_info)
+)

@@ -15,10 +15,10 @@ import itertools
 import random
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from fractions import Fraction
-from typing import Callable, Optional
 
 from .clock import VirtualClock
 from .market import Demand, Market
@@ -31,8 +31,14 @@ SETTLE_STEPS = 120  # unrecorded market steps before the history starts
 IDLE_GRACE_STEPS = 10  # an idle market node is kept this long in case another job comes
 JOIN_MIN, JOIN_MAX = 10 * 60, 15 * 60  # a granted node takes 10–15 minutes to build and join
 TICKS_KEPT = 7 * 24 * 60
-SSH_KEY_TYPES = {"ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
-                 "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com"}
+SSH_KEY_TYPES = {
+    "ssh-ed25519",
+    "ssh-rsa",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "sk-ssh-ed25519@openssh.com",
+}
 
 
 class SimError(Exception):
@@ -66,12 +72,12 @@ class K8sState:
     org: str
     bid: int = 0  # µcredits per GPU hour; 0 = no standing limit price
     last_ceiling: int = 0  # what held nodes keep bidding after a withdrawal
-    bid_updated_at: Optional[datetime] = None
+    bid_updated_at: datetime | None = None
     nodes: list[Node] = field(default_factory=list)
     requested_nodes: int = 0  # GPU nodes the workloads need (the Kubernetes layer sets demand_fn)
-    demand_fn: Optional[Callable[[], int]] = None
-    busy_fn: Optional[Callable[["Node"], bool]] = None  # the Kubernetes layer: does a pod run on this node
-    idle_since_step: Optional[int] = None
+    demand_fn: Callable[[], int] | None = None
+    busy_fn: Callable[[Node], bool] | None = None  # the Kubernetes layer: does a pod run on this node
+    idle_since_step: int | None = None
 
     def gpu_nodes(self) -> list[Node]:
         return [n for n in self.nodes if n.role == "gpu"]
@@ -131,8 +137,8 @@ class TxState:
     kind: str
     amount: int
     description: str
-    gpu_hours: Optional[float] = None
-    price: Optional[int] = None
+    gpu_hours: float | None = None
+    price: int | None = None
 
 
 @dataclass
@@ -146,7 +152,7 @@ class OrgState:
     interval_owed: Fraction = Fraction(0)
     interval_gpu_hours: Fraction = Fraction(0)
     burn_hr: int = 0
-    assessed_at: Optional[datetime] = None
+    assessed_at: datetime | None = None
     k8s: dict[str, K8sState] = field(default_factory=dict)
     vm: dict[str, VmState] = field(default_factory=dict)
     ssh_keys: list[SshKeyState] = field(default_factory=list)
@@ -158,8 +164,15 @@ def token_for(seed: int, scenario: str, org: str) -> str:
 
 
 class World:
-    def __init__(self, scenario: str | Scenario = "k8s-market", *, seed: int = 1, speed: float = 1.0,
-                 start: Optional[datetime] = None, volatility: float = 1.0) -> None:
+    def __init__(
+        self,
+        scenario: str | Scenario = "k8s-market",
+        *,
+        seed: int = 1,
+        speed: float = 1.0,
+        start: datetime | None = None,
+        volatility: float = 1.0,
+    ) -> None:
         self.scenario = SCENARIOS[scenario] if isinstance(scenario, str) else scenario
         self.seed = seed
         if start is None:
@@ -173,9 +186,15 @@ class World:
         self._ids = itertools.count(1)
         self.listeners: list[Callable[[str, object], None]] = []
         self.markets: dict[str, Market] = {
-            ms.gpu_model: Market.generate(ms.gpu_model, ms.gpus_per_node, capacity=ms.capacity,
-                                          floor=ms.floor, typical=ms.typical, seed=seed,
-                                          volatility=volatility)
+            ms.gpu_model: Market.generate(
+                ms.gpu_model,
+                ms.gpus_per_node,
+                capacity=ms.capacity,
+                floor=ms.floor,
+                typical=ms.typical,
+                seed=seed,
+                volatility=volatility,
+            )
             for ms in self.scenario.markets
         }
         self.ticks: dict[str, deque] = {k: deque(maxlen=TICKS_KEPT) for k in self.markets}
@@ -194,17 +213,28 @@ class World:
 
     def _add_org(self, spec: OrgSpec) -> None:
         org = OrgState(spec, token_for(self.seed, self.scenario.name, spec.key), spec.balance)
-        org.transactions.append(TxState(self._id("tx"), self.epoch, "topup", spec.balance,
-                                        "Credits purchased"))
+        org.transactions.append(TxState(self._id("tx"), self.epoch, "topup", spec.balance, "Credits purchased"))
         for c in spec.clusters:
             if c.kind == "kubernetes":
                 st = K8sState(c, spec.key)
                 if c.cpu_worker:
-                    st.nodes.append(Node(f"{c.name}-cpu-worker-0", c.name, "cpu", "cpu", 0, "", "",
-                                         self.epoch, self.epoch))
+                    st.nodes.append(
+                        Node(f"{c.name}-cpu-worker-0", c.name, "cpu", "cpu", 0, "", "", self.epoch, self.epoch)
+                    )
                 for i in range(c.reserved_nodes if c.market else max(1, c.reserved_nodes)):
-                    st.nodes.append(Node(f"{c.name}-{_short(c.gpu_model)}-r{i}", c.name, "gpu", "reserved",
-                                         c.gpus_per_node, c.gpu_model, c.gpu_vendor, self.epoch, self.epoch))
+                    st.nodes.append(
+                        Node(
+                            f"{c.name}-{_short(c.gpu_model)}-r{i}",
+                            c.name,
+                            "gpu",
+                            "reserved",
+                            c.gpus_per_node,
+                            c.gpu_model,
+                            c.gpu_vendor,
+                            self.epoch,
+                            self.epoch,
+                        )
+                    )
                 org.k8s[c.name] = st
             elif c.kind == "vm":
                 org.vm[c.name] = VmState(c)
@@ -299,9 +329,18 @@ class World:
                 for _ in range(won - len(held)):
                     delay = self._grant_rng.uniform(JOIN_MIN, JOIN_MAX)
                     spec = owner.spec
-                    node = Node(f"{spec.name}-{_short(spec.gpu_model)}-{next(self._ids):04d}", spec.name,
-                                "gpu", "market", spec.gpus_per_node, spec.gpu_model, spec.gpu_vendor,
-                                t, t + timedelta(seconds=round(delay)), d.key)
+                    node = Node(
+                        f"{spec.name}-{_short(spec.gpu_model)}-{next(self._ids):04d}",
+                        spec.name,
+                        "gpu",
+                        "market",
+                        spec.gpus_per_node,
+                        spec.gpu_model,
+                        spec.gpu_vendor,
+                        t,
+                        t + timedelta(seconds=round(delay)),
+                        d.key,
+                    )
                     owner.nodes.append(node)
                     self._emit("node-granted", node)
             elif won < len(held):
@@ -319,10 +358,16 @@ class World:
                 for _ in range(won - len(live)):
                     delay = self._grant_rng.uniform(JOIN_MIN, JOIN_MAX)
                     n = next(self._ids)
-                    a = AllocationState(f"alloc-{n:06d}", owner.spec.gpus_per_node, owner.spec.gpu_model,
-                                        t, t + timedelta(seconds=round(delay)),
-                                        f"127.10.{(n >> 8) & 255}.{n & 255 or 1}", 22,
-                                        tuple(k.fingerprint for k in org.ssh_keys))
+                    a = AllocationState(
+                        f"alloc-{n:06d}",
+                        owner.spec.gpus_per_node,
+                        owner.spec.gpu_model,
+                        t,
+                        t + timedelta(seconds=round(delay)),
+                        f"127.10.{(n >> 8) & 255}.{n & 255 or 1}",
+                        22,
+                        tuple(k.fingerprint for k in org.ssh_keys),
+                    )
                     owner.allocations.append(a)
                     self._emit("vm-granted", a)
             elif won < len(live):
@@ -364,8 +409,11 @@ class World:
                 avg = round(org.interval_owed / gh) if gh else None
                 org.debited += charge
                 org.balance -= charge
-                org.transactions.append(TxState(self._id("tx"), t, "charge", -charge,
-                                                f"GPU market: {float(gh):.2f} GPU-hours", float(gh), avg))
+                org.transactions.append(
+                    TxState(
+                        self._id("tx"), t, "charge", -charge, f"GPU market: {float(gh):.2f} GPU-hours", float(gh), avg
+                    )
+                )
             org.burn_hr = round(org.interval_owed * (60 // ASSESS_EVERY))
             org.assessed_at = t
             org.interval_owed = Fraction(0)
@@ -377,13 +425,13 @@ class World:
 
     # ---- lookups ------------------------------------------------------------------------------
 
-    def org_for_token(self, token: str) -> Optional[OrgState]:
+    def org_for_token(self, token: str) -> OrgState | None:
         for org in self.orgs.values():
             if hashlib.sha256(token.encode()).digest() == hashlib.sha256(org.token.encode()).digest():
                 return org
         return None
 
-    def k8s_cluster(self, org: OrgState, name: Optional[str]) -> K8sState:
+    def k8s_cluster(self, org: OrgState, name: str | None) -> K8sState:
         if not name:
             if not org.k8s:
                 raise SimError(404, "not-found", f"{org.spec.org_name} has no Kubernetes cluster.")
@@ -401,8 +449,9 @@ class World:
 
     def market_of(self, st: K8sState) -> Market:
         if not st.spec.market:
-            raise SimError(422, "not-a-market",
-                           f"{st.spec.name} is a fixed cluster: it has no market and no limit price.")
+            raise SimError(
+                422, "not-a-market", f"{st.spec.name} is a fixed cluster: it has no market and no limit price."
+            )
         return self.markets[st.spec.gpu_model]
 
     # ---- actions ------------------------------------------------------------------------------
@@ -410,10 +459,13 @@ class World:
     def set_bid(self, st: K8sState, price: int) -> None:
         market = self.market_of(st)
         if 0 < price < market.floor:
-            raise SimError(422, "bid-too-low",
-                           f"${price / 1e6:.2f} per GPU hour is under the market's floor of "
-                           f"${market.floor / 1e6:.2f}: it would never clear.",
-                           min_price_per_gpu_hour=market.floor)
+            raise SimError(
+                422,
+                "bid-too-low",
+                f"${price / 1e6:.2f} per GPU hour is under the market's floor of "
+                f"${market.floor / 1e6:.2f}: it would never clear.",
+                min_price_per_gpu_hour=market.floor,
+            )
         st.bid = price
         if price > 0:
             st.last_ceiling = price
@@ -422,18 +474,24 @@ class World:
     def set_vm_capacity(self, org: OrgState, max_gpus: int, price: int, expected_version: int) -> VmState:
         vm = self.vm_cluster(org)
         if expected_version != vm.version:
-            raise SimError(409, "version-conflict",
-                           f"expected_version {expected_version} is stale: the capacity is at version "
-                           f"{vm.version}.", version=vm.version)
+            raise SimError(
+                409,
+                "version-conflict",
+                f"expected_version {expected_version} is stale: the capacity is at version {vm.version}.",
+                version=vm.version,
+            )
         gpn = vm.spec.gpus_per_node
         if max_gpus % gpn:
             raise SimError(422, "invalid", f"max_gpus must be a multiple of {gpn} (whole nodes).")
         market = self.markets[vm.spec.gpu_model]
         if max_gpus > 0 and price < market.floor:
-            raise SimError(422, "bid-too-low",
-                           f"${price / 1e6:.2f} per GPU hour is under the market's floor of "
-                           f"${market.floor / 1e6:.2f}: it would never clear.",
-                           min_price_per_gpu_hour=market.floor)
+            raise SimError(
+                422,
+                "bid-too-low",
+                f"${price / 1e6:.2f} per GPU hour is under the market's floor of "
+                f"${market.floor / 1e6:.2f}: it would never clear.",
+                min_price_per_gpu_hour=market.floor,
+            )
         vm.max_gpus, vm.price = max_gpus, price
         vm.version += 1
         if max_gpus == 0:
@@ -452,7 +510,7 @@ class World:
         org.ssh_keys.append(key)
         return key
 
-    def tick_list(self, model: Optional[str], since: Optional[datetime], limit: int) -> list[tuple]:
+    def tick_list(self, model: str | None, since: datetime | None, limit: int) -> list[tuple]:
         out = []
         for m, ticks in self.ticks.items():
             if model and m != model:
@@ -467,14 +525,15 @@ def fingerprint(public_key: str) -> str:
     """OpenSSH's SHA256 fingerprint of a public key line; SimError(422) when it is not one."""
     parts = public_key.strip().split()
     if len(parts) < 2 or parts[0] not in SSH_KEY_TYPES:
-        raise SimError(422, "invalid", "public_key must be an OpenSSH public key line, "
-                                       "like 'ssh-ed25519 AAAA… you@host'.")
+        raise SimError(
+            422, "invalid", "public_key must be an OpenSSH public key line, like 'ssh-ed25519 AAAA… you@host'."
+        )
     try:
         blob = base64.b64decode(parts[1], validate=True)
     except (binascii.Error, ValueError):
         raise SimError(422, "invalid", "public_key's base64 part is not valid.") from None
     n = int.from_bytes(blob[:4], "big") if len(blob) >= 4 else -1
-    if n <= 0 or blob[4:4 + n].decode("ascii", "replace") != parts[0]:
+    if n <= 0 or blob[4 : 4 + n].decode("ascii", "replace") != parts[0]:
         raise SimError(422, "invalid", "public_key's key data does not match its type.")
     return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
 

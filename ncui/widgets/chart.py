@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from rich.text import Text
 from textual.widgets import Static
@@ -38,7 +37,7 @@ class ChartData:
 class Chart(Static):
     DEFAULT_CSS = "Chart { height: 10; }"
 
-    def __init__(self, *, id: Optional[str] = None, classes: str = "", min_interval: float = 0.0) -> None:
+    def __init__(self, *, id: str | None = None, classes: str = "", min_interval: float = 0.0) -> None:
         super().__init__("", id=id, classes=classes)
         self._data = ChartData()
         # a live log's chart plots at most every min_interval on new data

@@ -34,7 +34,11 @@ class Field(Input):
             event.stop()
             event.prevent_default()  # not Input's handler, which would keep the first line
             self.app.bell()
-            self.notify(f"Paste refused: it has {len(lines)} lines, and this field takes one line. Nothing was "
-                        "pasted; paste a single line.", severity="warning", timeout=10)
+            self.notify(
+                f"Paste refused: it has {len(lines)} lines, and this field takes one line. Nothing was "
+                "pasted; paste a single line.",
+                severity="warning",
+                timeout=10,
+            )
             return
         # else Input's own handler pastes it: the one line, without the trailing line break

@@ -5,15 +5,21 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from ..money import fmt_price, fmt_usd
 from ..formatting import fmt_age, fmt_rate, fmt_runway
+from ..money import fmt_price, fmt_usd
 from ..store import Store
 
 WATCH = ("whoami", "summary", "balance", "bid", "cluster", "spend")
 STALE_AFTER = 45.0  # seconds without a fresh balance before the header says stale
 # What the light names when a slice the header shows could not be read ("● stale 12s: limit").
-LABELS = {"balance": "balance", "summary": "balance", "whoami": "account", "cluster": "cluster", "spend": "spend",
-          "bid": "limit"}
+LABELS = {
+    "balance": "balance",
+    "summary": "balance",
+    "whoami": "account",
+    "cluster": "cluster",
+    "spend": "spend",
+    "bid": "limit",
+}
 
 
 class StatusHeader(Static):

@@ -13,15 +13,15 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional, Sequence, Union
+from collections.abc import Callable, Iterable, Sequence
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.events import Resize
 from textual.geometry import Size
-from textual.cache import LRUCache
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
@@ -30,7 +30,7 @@ from textual.widgets import Input, Log
 from .field import Field
 from .throttle import Throttle
 
-Entry = Union[str, tuple[str, str]]  # a line, or (timestamp, text)
+Entry = str | tuple[str, str]  # a line, or (timestamp, text)
 
 
 class FastLog(Log):
@@ -40,7 +40,7 @@ class FastLog(Log):
     line each (no newline), cleaned of control sequences, mostly ASCII (where the width is the length);
     and of a batch longer than ``max_lines`` only the newest ``max_lines`` can ever be shown."""
 
-    def write_lines(self, lines: Iterable[str], scroll_end: bool | None = None) -> "FastLog":  # type: ignore[override]
+    def write_lines(self, lines: Iterable[str], scroll_end: bool | None = None) -> FastLog:  # type: ignore[override]
         new = lines if isinstance(lines, list) else list(lines)
         if not new:
             return self
@@ -89,7 +89,7 @@ class FastLog(Log):
     # ---- drawing: Textual 8.2.8 builds a rich Text per visible line on every repaint (and its line cache
     # is only ever filled while a selection is active), and works out the widget's style once per line.
 
-    _frame_style: Optional[Style] = None
+    _frame_style: Style | None = None
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -131,6 +131,7 @@ class FastLog(Log):
                 widest = max(len(line) if line.isascii() else cell_len(line.expandtabs()) for line in lines)
             self._width = max(widest, self._width)
 
+
 __all__ = ["LogPane", "Entry"]
 
 
@@ -162,8 +163,15 @@ class LogPane(Widget, can_focus=False):
     timestamps: reactive[bool] = reactive(False)
     filter_text: reactive[str] = reactive("")
 
-    def __init__(self, source: Optional[Callable[[], Sequence[Entry]]] = None, *, max_lines: int = 20_000,
-                 name: Optional[str] = None, id: Optional[str] = None, classes: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        source: Callable[[], Sequence[Entry]] | None = None,
+        *,
+        max_lines: int = 20_000,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.source = source
         self.max_lines = max_lines
@@ -220,7 +228,7 @@ class LogPane(Widget, can_focus=False):
                 if len(line) <= w:
                     wrapped.append(line)
                 else:
-                    wrapped.extend(line[i:i + w] for i in range(0, len(line), w))
+                    wrapped.extend(line[i : i + w] for i in range(0, len(line), w))
             out = wrapped[-cap:]
         return out
 
@@ -234,7 +242,7 @@ class LogPane(Widget, can_focus=False):
         if self.filter_text or self.timestamps or self.wrap:
             self.write_batch(list(map(split_entry, entries)))
             return
-        self._show(_nonempty(entry_texts(entries[-self.max_lines:], getattr(entries, "usual", False))))
+        self._show(_nonempty(entry_texts(entries[-self.max_lines :], getattr(entries, "usual", False))))
 
     def write_batch(self, lines: Sequence[Entry]) -> None:
         """Append a batch (from the follower's ``on_lines`` / ``on_entries``)."""
@@ -264,7 +272,7 @@ class LogPane(Widget, can_focus=False):
         entries = list(self.source())
         out = self._format(entries)
         if len(out) > self.max_lines:
-            out = out[-self.max_lines:]
+            out = out[-self.max_lines :]
         if out:
             log.write_lines(out, scroll_end=self.follow)
         self.written = len(out)

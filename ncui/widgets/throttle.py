@@ -4,7 +4,7 @@ its time comes it shows the newest state (the log pane's repaints, the loss char
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from textual.timer import Timer
 from textual.widget import Widget
@@ -14,7 +14,7 @@ class Throttle:
     def __init__(self, widget: Widget, action: Callable[[], object], interval: float) -> None:
         self.widget, self.action, self.interval = widget, action, interval
         self.last = float("-inf")  # when the action last did its costly part
-        self._timer: Optional[Timer] = None
+        self._timer: Timer | None = None
 
     @property
     def pending(self) -> bool:

@@ -11,9 +11,9 @@ import hmac
 import itertools
 import random
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Callable, Optional
 
 CODE_TTL = timedelta(minutes=15)
 IDLE = timedelta(days=1)
@@ -55,12 +55,19 @@ class Auth:
 
     def new_code(self, org: str, cluster: str, now: datetime) -> DeviceCode:
         uc = "".join(self._rng.choice(USER_CODE_CHARS) for _ in range(8))
-        dc = DeviceCode(secrets.token_urlsafe(24), f"{uc[:4]}-{uc[4:]}", org, cluster, now, now + CODE_TTL,
-                        human_expires=self.human() + CODE_TTL.total_seconds())
+        dc = DeviceCode(
+            secrets.token_urlsafe(24),
+            f"{uc[:4]}-{uc[4:]}",
+            org,
+            cluster,
+            now,
+            now + CODE_TTL,
+            human_expires=self.human() + CODE_TTL.total_seconds(),
+        )
         self.codes[dc.device_code] = dc
         return dc
 
-    def by_user_code(self, user_code: str) -> Optional[DeviceCode]:
+    def by_user_code(self, user_code: str) -> DeviceCode | None:
         uc = user_code.strip().upper().replace(" ", "")
         if len(uc) == 8 and "-" not in uc:
             uc = f"{uc[:4]}-{uc[4:]}"
@@ -80,7 +87,7 @@ class Auth:
         dc.approved = True
         return "approved"
 
-    def poll(self, device_code: str, now: datetime) -> tuple[str, Optional[str]]:
+    def poll(self, device_code: str, now: datetime) -> tuple[str, str | None]:
         """("ok", token) | ("authorization_pending" | "expired_token" | "invalid_grant", None)."""
         dc = self.codes.get(device_code)
         if dc is None:
@@ -103,11 +110,11 @@ class Auth:
             del self.sessions[h]
         return len(gone)
 
-    def cluster_of(self, token: str) -> Optional[str]:
+    def cluster_of(self, token: str) -> str | None:
         s = self.sessions.get(_h(token))
         return s.cluster if s else None
 
-    def check(self, token: str, cluster: str, now: datetime) -> Optional[Session]:
+    def check(self, token: str, cluster: str, now: datetime) -> Session | None:
         """The session for a valid, not idle token of ``cluster`` (and mark it used)."""
         h = _h(token)
         s = None

@@ -17,13 +17,13 @@ import json
 import math
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable, Optional
 
 from ..world import K8sState, Node, OrgState, World
 from . import profiles
-from .objects import (K8S_VERSION, KubeError, gpu_requests, iso, normalize_pod_spec, selector_to_text)
+from .objects import K8S_VERSION, KubeError, gpu_requests, iso, normalize_pod_spec, selector_to_text
 from .store import Store
 
 NS_DEFAULT = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -45,14 +45,14 @@ class PodRun:
     created: datetime
     attempt: int
     obj: dict
-    node: Optional[str] = None
-    bound: Optional[datetime] = None
-    start: Optional[datetime] = None  # R: the node is ready, images start to pull
-    plan: Optional[profiles.Plan] = None
+    node: str | None = None
+    bound: datetime | None = None
+    start: datetime | None = None  # R: the node is ready, images start to pull
+    plan: profiles.Plan | None = None
     state: str = "pending"  # gated | pending | creating | init:K | running | ready | succeeded | failed
     times: dict = field(default_factory=dict)
-    ended: Optional[datetime] = None
-    exit_code: Optional[int] = None
+    ended: datetime | None = None
+    exit_code: int | None = None
     disrupted: bool = False
     accounted: bool = False
     alive: bool = True
@@ -79,7 +79,7 @@ class JobCtl:
     name: str
     uid: str
     gpus: int
-    waiting_since: Optional[datetime] = None
+    waiting_since: datetime | None = None
     suspended_by_us: bool = False
     failed: int = 0
     attempts: int = 0
@@ -111,19 +111,57 @@ class Cluster:
         self.dirty = True
         created = world.epoch
         for ns in NS_DEFAULT:
-            self.store.put("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
-                "name": ns, "uid": self.uid(), "creationTimestamp": iso(created),
-                "labels": {"kubernetes.io/metadata.name": ns}}, "spec": {"finalizers": ["kubernetes"]},
-                "status": {"phase": "Active"}})
-        self.store.put("services", {"apiVersion": "v1", "kind": "Service", "metadata": {
-            "name": "kubernetes", "namespace": "default", "uid": self.uid(), "creationTimestamp": iso(created),
-            "labels": {"component": "apiserver", "provider": "kubernetes"}},
-            "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
-                     "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
-                     "sessionAffinity": "None"}, "status": {"loadBalancer": {}}})
+            self.store.put(
+                "namespaces",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {
+                        "name": ns,
+                        "uid": self.uid(),
+                        "creationTimestamp": iso(created),
+                        "labels": {"kubernetes.io/metadata.name": ns},
+                    },
+                    "spec": {"finalizers": ["kubernetes"]},
+                    "status": {"phase": "Active"},
+                },
+            )
+        self.store.put(
+            "services",
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {
+                    "name": "kubernetes",
+                    "namespace": "default",
+                    "uid": self.uid(),
+                    "creationTimestamp": iso(created),
+                    "labels": {"component": "apiserver", "provider": "kubernetes"},
+                },
+                "spec": {
+                    "type": "ClusterIP",
+                    "clusterIP": "10.96.0.1",
+                    "clusterIPs": ["10.96.0.1"],
+                    "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
+                    "sessionAffinity": "None",
+                },
+                "status": {"loadBalancer": {}},
+            },
+        )
         for ns in ("default",):
-            self.store.put("serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
-                "name": "default", "namespace": ns, "uid": self.uid(), "creationTimestamp": iso(created)}})
+            self.store.put(
+                "serviceaccounts",
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {
+                        "name": "default",
+                        "namespace": ns,
+                        "uid": self.uid(),
+                        "creationTimestamp": iso(created),
+                    },
+                },
+            )
         st.demand_fn = self.demand
         self._sync_nodes(self.t)
 
@@ -162,7 +200,7 @@ class Cluster:
         for r in self.runs.values():
             if r.active and r.gpus >= gpn:
                 need += r.gpus // gpn
-        for key, since in self.claims.items():
+        for key, _since in self.claims.items():
             ctl = self.jobs.get(key)
             if ctl and ctl.gpus >= gpn:
                 need += ctl.gpus // gpn
@@ -210,7 +248,7 @@ class Cluster:
         self.node_local.pop(n.name, None)
         self.store.delete("nodes", "", n.name)
 
-    def reclaim(self, node_name: Optional[str] = None) -> list[str]:
+    def reclaim(self, node_name: str | None = None) -> list[str]:
         """Take market nodes back now (a sim control): the named one, or every market node."""
         t = self.world.now()
         out = []
@@ -225,57 +263,116 @@ class Cluster:
 
     def _node_obj(self, n: Node, ready: bool) -> dict:
         ip = f"10.0.{self.node_ips[n.name] // 250}.{self.node_ips[n.name] % 250}"
-        labels = {"kubernetes.io/hostname": n.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                  "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
-                  "nationalcompute.com/cluster": n.cluster}
+        labels = {
+            "kubernetes.io/hostname": n.name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/os": "linux",
+            "beta.kubernetes.io/arch": "amd64",
+            "nationalcompute.com/cluster": n.cluster,
+        }
         taints = []
         if n.role == "cpu":
-            labels.update({"nationalcompute.com/role": "cpu-worker", "node-role.kubernetes.io/cpu-worker": "",
-                           "node.kubernetes.io/instance-type": "cpu-64"})
+            labels.update(
+                {
+                    "nationalcompute.com/role": "cpu-worker",
+                    "node-role.kubernetes.io/cpu-worker": "",
+                    "node.kubernetes.io/instance-type": "cpu-64",
+                }
+            )
             capacity = {"cpu": "64", "memory": "528263440Ki", "pods": "110", "ephemeral-storage": "1967834676Ki"}
         else:
             vendor = n.gpu_vendor
-            labels.update({"nationalcompute.com/role": "gpu-worker", "node-role.kubernetes.io/gpu": "",
-                           "nationalcompute.com/gpu-model": n.gpu_model, "nationalcompute.com/gpu-vendor": vendor,
-                           "nationalcompute.com/gpu-count": str(n.gpus),
-                           "nationalcompute.com/node-source": n.source,
-                           "node.kubernetes.io/instance-type": f"{n.gpu_model.lower()}-x{n.gpus}"})
+            labels.update(
+                {
+                    "nationalcompute.com/role": "gpu-worker",
+                    "node-role.kubernetes.io/gpu": "",
+                    "nationalcompute.com/gpu-model": n.gpu_model,
+                    "nationalcompute.com/gpu-vendor": vendor,
+                    "nationalcompute.com/gpu-count": str(n.gpus),
+                    "nationalcompute.com/node-source": n.source,
+                    "node.kubernetes.io/instance-type": f"{n.gpu_model.lower()}-x{n.gpus}",
+                }
+            )
             if vendor == "nvidia":
-                labels.update({"nvidia.com/gpu.product": PRODUCT.get(n.gpu_model, n.gpu_model),
-                               "nvidia.com/gpu.count": str(n.gpus), "nvidia.com/gpu.present": "true"})
+                labels.update(
+                    {
+                        "nvidia.com/gpu.product": PRODUCT.get(n.gpu_model, n.gpu_model),
+                        "nvidia.com/gpu.count": str(n.gpus),
+                        "nvidia.com/gpu.present": "true",
+                    }
+                )
             else:
-                labels.update({f"{vendor}.com/gpu.product-name": PRODUCT.get(n.gpu_model, n.gpu_model),
-                               f"{vendor}.com/gpu.count": str(n.gpus)})
+                labels.update(
+                    {
+                        f"{vendor}.com/gpu.product-name": PRODUCT.get(n.gpu_model, n.gpu_model),
+                        f"{vendor}.com/gpu.count": str(n.gpus),
+                    }
+                )
             taints.append({"key": f"{vendor}.com/gpu", "value": "present", "effect": "NoSchedule"})
-            capacity = {"cpu": "224", "memory": "2113516188Ki", "pods": "110",
-                        "ephemeral-storage": "27341987796Ki", f"{vendor}.com/gpu": str(n.gpus)}
+            capacity = {
+                "cpu": "224",
+                "memory": "2113516188Ki",
+                "pods": "110",
+                "ephemeral-storage": "27341987796Ki",
+                f"{vendor}.com/gpu": str(n.gpus),
+            }
         if not ready:
             taints.append({"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"})
         hb = iso(max(self.t, n.granted_at))
-        cond = {"type": "Ready", "status": "True" if ready else "False",
-                "reason": "KubeletReady" if ready else "KubeletNotReady",
-                "message": "kubelet is posting ready status" if ready else
-                "the node is joining the cluster (building: 10 to 15 minutes)",
-                "lastHeartbeatTime": hb, "lastTransitionTime": iso(n.ready_at if ready else n.granted_at)}
-        pressure = [{"type": k, "status": "False", "reason": f"KubeletHasSufficient{k[:-8]}",
-                     "message": "kubelet has sufficient resources", "lastHeartbeatTime": hb,
-                     "lastTransitionTime": iso(n.granted_at)}
-                    for k in ("MemoryPressure", "DiskPressure", "PIDPressure")]
+        cond = {
+            "type": "Ready",
+            "status": "True" if ready else "False",
+            "reason": "KubeletReady" if ready else "KubeletNotReady",
+            "message": "kubelet is posting ready status"
+            if ready
+            else "the node is joining the cluster (building: 10 to 15 minutes)",
+            "lastHeartbeatTime": hb,
+            "lastTransitionTime": iso(n.ready_at if ready else n.granted_at),
+        }
+        pressure = [
+            {
+                "type": k,
+                "status": "False",
+                "reason": f"KubeletHasSufficient{k[:-8]}",
+                "message": "kubelet has sufficient resources",
+                "lastHeartbeatTime": hb,
+                "lastTransitionTime": iso(n.granted_at),
+            }
+            for k in ("MemoryPressure", "DiskPressure", "PIDPressure")
+        ]
         h = hashlib.sha256(n.name.encode()).hexdigest()
-        return {"apiVersion": "v1", "kind": "Node", "metadata": {
-            "name": n.name, "uid": str(uuid.UUID(h[:32])), "creationTimestamp": iso(n.granted_at), "labels": labels,
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+        return {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": n.name,
+                "uid": str(uuid.UUID(h[:32])),
+                "creationTimestamp": iso(n.granted_at),
+                "labels": labels,
+                "annotations": {"node.alpha.kubernetes.io/ttl": "0"},
+            },
             "spec": {"taints": taints, "providerID": f"nationalcompute://{n.cluster}/{n.name}"},
-            "status": {"capacity": capacity, "allocatable": dict(capacity),
-                       "conditions": pressure + [cond],
-                       "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": n.name}],
-                       "nodeInfo": {"machineID": h[:32], "systemUUID": str(uuid.UUID(h[32:64])),
-                                    "bootID": str(uuid.UUID(h[:32][::-1])),
-                                    "kernelVersion": "6.8.0-1021-nvidia" if n.gpu_vendor == "nvidia" else "6.8.0-49-generic",
-                                    "osImage": "Ubuntu 22.04.5 LTS", "containerRuntimeVersion": "containerd://1.7.24",
-                                    "kubeletVersion": K8S_VERSION, "kubeProxyVersion": K8S_VERSION,
-                                    "operatingSystem": "linux", "architecture": "amd64"},
-                       "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}}}
+            "status": {
+                "capacity": capacity,
+                "allocatable": dict(capacity),
+                "conditions": pressure + [cond],
+                "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": n.name}],
+                "nodeInfo": {
+                    "machineID": h[:32],
+                    "systemUUID": str(uuid.UUID(h[32:64])),
+                    "bootID": str(uuid.UUID(h[:32][::-1])),
+                    "kernelVersion": "6.8.0-1021-nvidia" if n.gpu_vendor == "nvidia" else "6.8.0-49-generic",
+                    "osImage": "Ubuntu 22.04.5 LTS",
+                    "containerRuntimeVersion": "containerd://1.7.24",
+                    "kubeletVersion": K8S_VERSION,
+                    "kubeProxyVersion": K8S_VERSION,
+                    "operatingSystem": "linux",
+                    "architecture": "amd64",
+                },
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            },
+        }
 
     # ---- shared volume, node disks, compile caches ------------------------------------------
 
@@ -286,7 +383,7 @@ class Cluster:
                 state = present
         return state
 
-    def _shared_from(self, flag: str, t: datetime) -> Optional[datetime]:
+    def _shared_from(self, flag: str, t: datetime) -> datetime | None:
         if self._shared_present(flag, t):
             return t
         for at, present, _ in sorted(self.shared.get(flag, []), key=lambda x: x[0]):
@@ -300,7 +397,9 @@ class Cluster:
         if self.spec.market:
             if self.st.bid > 0:
                 return self.st.bid, "your limit price"
-            return self.world.markets[self.spec.gpu_model].last.price, "the market's current price (no limit price is set)"
+            return self.world.markets[
+                self.spec.gpu_model
+            ].last.price, "the market's current price (no limit price is set)"
         typical = next((m.typical for m in self.world.scenario.markets if m.gpu_model == self.spec.gpu_model), 0)
         return typical, "the market's typical price (a fixed cluster has no limit price)"
 
@@ -310,34 +409,47 @@ class Cluster:
         res = f"{vendor}.com/gpu"
 
         def deny(msg: str) -> KubeError:
-            return KubeError(403, "Forbidden", f'admission webhook "gpu.nationalcompute.com" denied the request: '
-                                               f'{kind} "{name}": {msg}')
+            return KubeError(
+                403,
+                "Forbidden",
+                f'admission webhook "gpu.nationalcompute.com" denied the request: {kind} "{name}": {msg}',
+            )
 
         gpus = gpu_requests(pod_spec)
         for k, n in gpus.items():
             if k != res and n > 0:
-                raise deny(f"{k} is not offered on cluster {self.name}: its GPUs are {vendor} "
-                           f"({self.spec.gpu_model}); ask for {res}")
+                raise deny(
+                    f"{k} is not offered on cluster {self.name}: its GPUs are {vendor} "
+                    f"({self.spec.gpu_model}); ask for {res}"
+                )
         g = gpus.get(res, 0)
         if g <= 0:
             return
         if g > gpn:
-            raise deny(f"a pod asks for {g} {res} but a node has {gpn}: a pod runs on one node, so ask for {gpn} "
-                       f"per pod and run more pods")
+            raise deny(
+                f"a pod asks for {g} {res} but a node has {gpn}: a pod runs on one node, so ask for {gpn} "
+                f"per pod and run more pods"
+            )
         if g % gpn:
             if not self.spec.reservation_packing:
-                raise deny(f"a pod asks for {g} {res}, a partial node: every pod must request a multiple of "
-                           f"gpus_per_node ({gpn}) on this cluster")
+                raise deny(
+                    f"a pod asks for {g} {res}, a partial node: every pod must request a multiple of "
+                    f"gpus_per_node ({gpn}) on this cluster"
+                )
             if not any(n.source == "reserved" for n in self.st.gpu_nodes()):
-                raise deny(f"a pod asks for {g} {res}, fewer than a node ({gpn}); that runs only on a "
-                           f"reservation, and this cluster has none")
+                raise deny(
+                    f"a pod asks for {g} {res}, fewer than a node ({gpn}); that runs only on a "
+                    f"reservation, and this cluster has none"
+                )
         total = g * max(0, copies)
         price, what = self.price_for_admission()
         need = total * price * 2
         if total and need > self.org.balance:
-            raise deny(f"the balance (${self.org.balance / 1e6:,.2f}) does not cover two hours of this job at "
-                       f"{what}: {total} GPUs x ${price / 1e6:,.2f} x 2 h = ${need / 1e6:,.2f}. Top up on the "
-                       f"console's Billing page or lower the limit price")
+            raise deny(
+                f"the balance (${self.org.balance / 1e6:,.2f}) does not cover two hours of this job at "
+                f"{what}: {total} GPUs x ${price / 1e6:,.2f} x 2 h = ${need / 1e6:,.2f}. Top up on the "
+                f"console's Billing page or lower the limit price"
+            )
 
     # ---- object lifecycle hooks (the routes call these) --------------------------------------
 
@@ -346,7 +458,8 @@ class Cluster:
             tmpl = obj["spec"]["template"]["spec"]
             g = gpu_requests(tmpl).get(f"{self.spec.gpu_vendor}.com/gpu", 0)
             self.jobs[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = JobCtl(
-                obj["metadata"]["namespace"], obj["metadata"]["name"], obj["metadata"]["uid"], g)
+                obj["metadata"]["namespace"], obj["metadata"]["name"], obj["metadata"]["uid"], g
+            )
         self.dirty = True
 
     def deleted(self, resource: str, ns: str, name: str, t: datetime) -> None:
@@ -370,8 +483,19 @@ class Cluster:
             if r is not None:
                 self._kill(r, t, delete_obj=False)
         elif resource == "namespaces":
-            for res in ("jobs", "deployments", "replicasets", "pods", "services", "serviceaccounts",
-                        "configmaps", "secrets", "roles", "rolebindings", "events"):
+            for res in (
+                "jobs",
+                "deployments",
+                "replicasets",
+                "pods",
+                "services",
+                "serviceaccounts",
+                "configmaps",
+                "secrets",
+                "roles",
+                "rolebindings",
+                "events",
+            ):
                 for o in list(self.store.iter(res, name)):
                     self.store.delete(res, name, o["metadata"]["name"])
                     self.deleted(res, name, o["metadata"]["name"], t)
@@ -404,8 +528,8 @@ class Cluster:
         before = json.dumps(job.get("status", {}), sort_keys=True) + json.dumps(spec.get("suspend"))
         status = copy.deepcopy(job.get("status") or {})
         conds = list(status.get("conditions") or [])
-        finished_at: Optional[datetime] = None
-        verdict: Optional[tuple[str, str, str]] = None
+        finished_at: datetime | None = None
+        verdict: tuple[str, str, str] | None = None
         for r in sorted(runs, key=lambda r: (r.ended or t, r.name)):
             if r.ended is None or r.accounted:
                 continue
@@ -419,8 +543,11 @@ class Cluster:
                 continue
             if action == "FailJob":
                 finished_at = r.ended
-                verdict = ("Failed", "PodFailurePolicy", f"Container main for pod {ns}/{r.name} failed with exit "
-                                                         f"code {r.exit_code} matching FailJob rule")
+                verdict = (
+                    "Failed",
+                    "PodFailurePolicy",
+                    f"Container main for pod {ns}/{r.name} failed with exit code {r.exit_code} matching FailJob rule",
+                )
                 continue
             ctl.failed += 1
             if ctl.failed > int(spec.get("backoffLimit", 6)):
@@ -443,8 +570,16 @@ class Cluster:
             target = "SuccessCriteriaMet" if kind == "Complete" else "FailureTarget"
             conds = [c for c in conds if c["type"] not in (target, kind)]
             for ctype in (target, kind):
-                conds.append({"type": ctype, "status": "True", "reason": reason, "message": msg,
-                              "lastProbeTime": iso(finished_at or t), "lastTransitionTime": iso(finished_at or t)})
+                conds.append(
+                    {
+                        "type": ctype,
+                        "status": "True",
+                        "reason": reason,
+                        "message": msg,
+                        "lastProbeTime": iso(finished_at or t),
+                        "lastTransitionTime": iso(finished_at or t),
+                    }
+                )
             if kind == "Complete":
                 status["completionTime"] = iso(finished_at or t)
             status["active"] = 0
@@ -477,10 +612,17 @@ class Cluster:
         if ctl.attempts == 0 and not job["spec"].get("suspend"):
             job["spec"]["suspend"] = True
             ctl.suspended_by_us = True
-            conds.append({"type": "Suspended", "status": "True", "reason": "JobSuspended",
-                          "message": "Job suspended: waiting for a GPU node "
-                                     + ("from the market" if self.spec.market else "to free up"),
-                          "lastProbeTime": iso(t), "lastTransitionTime": iso(t)})
+            conds.append(
+                {
+                    "type": "Suspended",
+                    "status": "True",
+                    "reason": "JobSuspended",
+                    "message": "Job suspended: waiting for a GPU node "
+                    + ("from the market" if self.spec.market else "to free up"),
+                    "lastProbeTime": iso(t),
+                    "lastTransitionTime": iso(t),
+                }
+            )
         self.dirty = True
 
     def _resume_job(self, key: tuple[str, str], node: Node, t: datetime) -> None:
@@ -494,8 +636,15 @@ class Cluster:
             job["spec"]["suspend"] = False
             st = job.setdefault("status", {})
             st["conditions"] = [c for c in st.get("conditions", []) if c["type"] != "Suspended"] + [
-                {"type": "Suspended", "status": "False", "reason": "JobResumed", "message": "Job resumed: its node "
-                 f"{node.name} was granted", "lastProbeTime": iso(t), "lastTransitionTime": iso(t)}]
+                {
+                    "type": "Suspended",
+                    "status": "False",
+                    "reason": "JobResumed",
+                    "message": f"Job resumed: its node {node.name} was granted",
+                    "lastProbeTime": iso(t),
+                    "lastTransitionTime": iso(t),
+                }
+            ]
             st["startTime"] = iso(t)
         self._new_pod(job, "Job", t, node)
         self.store.put("jobs", job)
@@ -507,13 +656,16 @@ class Cluster:
         spec = d["spec"]
         tmpl = spec["template"]
         h = hashlib.sha256(json.dumps(tmpl, sort_keys=True).encode()).hexdigest()
-        phash = "".join(NAME_CHARS[int(h[i:i + 2], 16) % len(NAME_CHARS)] for i in range(0, 20, 2))
+        phash = "".join(NAME_CHARS[int(h[i : i + 2], 16) % len(NAME_CHARS)] for i in range(0, 20, 2))
         rs_name = f"{name}-{phash}"
         replicas = int(spec.get("replicas", 1))
         cur = self.store.peek("replicasets", ns, rs_name)
         for rs in list(self.store.iter("replicasets", ns)):
-            if _owned_by(rs, "Deployment", name) and rs["metadata"]["name"] != rs_name \
-                    and rs["spec"].get("replicas", 0) != 0:
+            if (
+                _owned_by(rs, "Deployment", name)
+                and rs["metadata"]["name"] != rs_name
+                and rs["spec"].get("replicas", 0) != 0
+            ):
                 rs["spec"]["replicas"] = 0
                 rs["metadata"]["generation"] = rs["metadata"].get("generation", 1) + 1
                 self.store.put("replicasets", rs)
@@ -525,15 +677,31 @@ class Cluster:
             rtmpl.setdefault("metadata", {})["labels"] = labels
             sel = copy.deepcopy(spec["selector"])
             sel.setdefault("matchLabels", {})["pod-template-hash"] = phash
-            revs = [int(r["metadata"].get("annotations", {}).get("deployment.kubernetes.io/revision", "0"))
-                    for r in self.store.iter("replicasets", ns) if _owned_by(r, "Deployment", name)]
-            cur = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
-                "name": rs_name, "namespace": ns, "uid": self.uid(), "creationTimestamp": iso(t), "generation": 1,
-                "labels": labels, "annotations": {"deployment.kubernetes.io/desired-replicas": str(replicas),
-                                                  "deployment.kubernetes.io/max-replicas": str(replicas),
-                                                  "deployment.kubernetes.io/revision": str(max(revs, default=0) + 1)},
-                "ownerReferences": [_owner_ref(d)]},
-                "spec": {"replicas": replicas, "selector": sel, "template": rtmpl}, "status": {"replicas": 0}}
+            revs = [
+                int(r["metadata"].get("annotations", {}).get("deployment.kubernetes.io/revision", "0"))
+                for r in self.store.iter("replicasets", ns)
+                if _owned_by(r, "Deployment", name)
+            ]
+            cur = {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {
+                    "name": rs_name,
+                    "namespace": ns,
+                    "uid": self.uid(),
+                    "creationTimestamp": iso(t),
+                    "generation": 1,
+                    "labels": labels,
+                    "annotations": {
+                        "deployment.kubernetes.io/desired-replicas": str(replicas),
+                        "deployment.kubernetes.io/max-replicas": str(replicas),
+                        "deployment.kubernetes.io/revision": str(max(revs, default=0) + 1),
+                    },
+                    "ownerReferences": [_owner_ref(d)],
+                },
+                "spec": {"replicas": replicas, "selector": sel, "template": rtmpl},
+                "status": {"replicas": 0},
+            }
             self.store.put("replicasets", cur)
             self.dirty = True
         elif cur["spec"].get("replicas") != replicas:
@@ -542,13 +710,26 @@ class Cluster:
             cur["metadata"]["generation"] = cur["metadata"].get("generation", 1) + 1
             self.store.put("replicasets", cur)
             self.dirty = True
-        pods = [r for r in self.runs.values() if r.owner_kind == "ReplicaSet" and r.ns == ns and r.active
-                and any(_owned_by(rs, "Deployment", name) and rs["metadata"]["name"] == r.owner
-                        for rs in self.store.iter("replicasets", ns))]
+        pods = [
+            r
+            for r in self.runs.values()
+            if r.owner_kind == "ReplicaSet"
+            and r.ns == ns
+            and r.active
+            and any(
+                _owned_by(rs, "Deployment", name) and rs["metadata"]["name"] == r.owner
+                for rs in self.store.iter("replicasets", ns)
+            )
+        ]
         updated = [r for r in pods if r.owner == rs_name]
         ready = [r for r in pods if _ready(r)]
-        status = {"observedGeneration": d["metadata"].get("generation", 1), "replicas": len(pods),
-                  "updatedReplicas": len(updated), "readyReplicas": len(ready), "availableReplicas": len(ready)}
+        status = {
+            "observedGeneration": d["metadata"].get("generation", 1),
+            "replicas": len(pods),
+            "updatedReplicas": len(updated),
+            "readyReplicas": len(ready),
+            "availableReplicas": len(ready),
+        }
         if len(pods) - len(ready):
             status["unavailableReplicas"] = len(pods) - len(ready)
         status = {k: v for k, v in status.items() if v or k in ("observedGeneration", "replicas")}
@@ -557,20 +738,39 @@ class Cluster:
         conds = []
         for c in old.get("conditions", []):
             conds.append(c)
+
         def cond(ctype, ok, reason, msg):
             for c in conds:
                 if c["type"] == ctype:
                     if c["status"] != ("True" if ok else "False"):
-                        c.update(status="True" if ok else "False", reason=reason, message=msg,
-                                 lastTransitionTime=iso(t))
+                        c.update(
+                            status="True" if ok else "False", reason=reason, message=msg, lastTransitionTime=iso(t)
+                        )
                     c["lastUpdateTime"] = c.get("lastUpdateTime", iso(t))
                     return
-            conds.append({"type": ctype, "status": "True" if ok else "False", "reason": reason, "message": msg,
-                          "lastUpdateTime": iso(t), "lastTransitionTime": iso(t)})
-        cond("Available", avail, "MinimumReplicasAvailable" if avail else "MinimumReplicasUnavailable",
-             "Deployment has minimum availability." if avail else "Deployment does not have minimum availability.")
-        cond("Progressing", True, "NewReplicaSetAvailable" if avail else "ReplicaSetUpdated",
-             f'ReplicaSet "{rs_name}" ' + ("has successfully progressed." if avail else "is progressing."))
+            conds.append(
+                {
+                    "type": ctype,
+                    "status": "True" if ok else "False",
+                    "reason": reason,
+                    "message": msg,
+                    "lastUpdateTime": iso(t),
+                    "lastTransitionTime": iso(t),
+                }
+            )
+
+        cond(
+            "Available",
+            avail,
+            "MinimumReplicasAvailable" if avail else "MinimumReplicasUnavailable",
+            "Deployment has minimum availability." if avail else "Deployment does not have minimum availability.",
+        )
+        cond(
+            "Progressing",
+            True,
+            "NewReplicaSetAvailable" if avail else "ReplicaSetUpdated",
+            f'ReplicaSet "{rs_name}" ' + ("has successfully progressed." if avail else "is progressing."),
+        )
         status["conditions"] = conds
         if json.dumps(status, sort_keys=True) != json.dumps(old, sort_keys=True):
             d["status"] = status
@@ -579,19 +779,33 @@ class Cluster:
     def _sync_rs(self, rs: dict, t: datetime) -> None:
         ns, name = rs["metadata"]["namespace"], rs["metadata"]["name"]
         want = int(rs["spec"].get("replicas", 1))
-        pods = sorted([r for r in self.runs.values() if r.owner_kind == "ReplicaSet" and r.owner == name
-                       and r.ns == ns and r.active], key=lambda r: (r.created, r.name))
+        pods = sorted(
+            [
+                r
+                for r in self.runs.values()
+                if r.owner_kind == "ReplicaSet" and r.owner == name and r.ns == ns and r.active
+            ],
+            key=lambda r: (r.created, r.name),
+        )
         for r in pods[want:][::-1]:
             self._kill(r, t)
             self.dirty = True
         for _ in range(want - len(pods)):
             self._new_pod(rs, "ReplicaSet", t, None)
             self.dirty = True
-        pods = [r for r in self.runs.values() if r.owner_kind == "ReplicaSet" and r.owner == name
-                and r.ns == ns and r.active]
+        pods = [
+            r
+            for r in self.runs.values()
+            if r.owner_kind == "ReplicaSet" and r.owner == name and r.ns == ns and r.active
+        ]
         ready = sum(1 for r in pods if _ready(r))
-        status = {"replicas": len(pods), "fullyLabeledReplicas": len(pods), "readyReplicas": ready,
-                  "availableReplicas": ready, "observedGeneration": rs["metadata"].get("generation", 1)}
+        status = {
+            "replicas": len(pods),
+            "fullyLabeledReplicas": len(pods),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "observedGeneration": rs["metadata"].get("generation", 1),
+        }
         status = {k: v for k, v in status.items() if v or k in ("replicas", "observedGeneration")}
         if status != rs.get("status"):
             rs["status"] = status
@@ -599,7 +813,7 @@ class Cluster:
 
     # pods
 
-    def _new_pod(self, owner: dict, owner_kind: str, t: datetime, node: Optional[Node]) -> PodRun:
+    def _new_pod(self, owner: dict, owner_kind: str, t: datetime, node: Node | None) -> PodRun:
         ns = owner["metadata"]["namespace"]
         oname = owner["metadata"]["name"]
         tmpl = copy.deepcopy(owner["spec"]["template"])
@@ -615,8 +829,15 @@ class Cluster:
         spec.setdefault("priority", 0)
         g = gpu_requests(spec).get(f"{self.spec.gpu_vendor}.com/gpu", 0)
         labels = dict(tmpl.get("metadata", {}).get("labels") or {})
-        meta = {"name": name, "generateName": f"{oname}-", "namespace": ns, "uid": self.uid(),
-                "creationTimestamp": iso(t), "labels": labels, "ownerReferences": [_owner_ref(owner)]}
+        meta = {
+            "name": name,
+            "generateName": f"{oname}-",
+            "namespace": ns,
+            "uid": self.uid(),
+            "creationTimestamp": iso(t),
+            "labels": labels,
+            "ownerReferences": [_owner_ref(owner)],
+        }
         ann = tmpl.get("metadata", {}).get("annotations")
         if ann:
             meta["annotations"] = dict(ann)
@@ -630,8 +851,19 @@ class Cluster:
         if ctl is not None:
             attempt = ctl.attempts
             ctl.attempts += 1
-        r = PodRun(ns, name, meta["uid"], owner_kind, oname, profiles.profile_of(labels), g, t, attempt, obj,
-                   state="gated" if g > 0 and node is None else "pending")
+        r = PodRun(
+            ns,
+            name,
+            meta["uid"],
+            owner_kind,
+            oname,
+            profiles.profile_of(labels),
+            g,
+            t,
+            attempt,
+            obj,
+            state="gated" if g > 0 and node is None else "pending",
+        )
         self.runs[r.key] = r
         if g <= 0:
             cpu = self._cpu_node(spec)
@@ -643,7 +875,7 @@ class Cluster:
         self.dirty = True
         return r
 
-    def _cpu_node(self, spec: dict) -> Optional[Node]:
+    def _cpu_node(self, spec: dict) -> Node | None:
         sel = spec.get("nodeSelector") or {}
         cands = [n for n in self.st.nodes if all(_node_labels(n).get(k) == v for k, v in sel.items())]
         cands.sort(key=lambda n: (n.role != "cpu", n.ready_at, n.name))
@@ -652,7 +884,7 @@ class Cluster:
                 return n
         return None
 
-    def _free_node(self, gpus: int, t: datetime) -> Optional[Node]:
+    def _free_node(self, gpus: int, t: datetime) -> Node | None:
         gpn = self.spec.gpus_per_node
         used: dict[str, int] = {}
         for r in self.runs.values():
@@ -677,7 +909,7 @@ class Cluster:
         for r in self.runs.values():
             if r.active and r.gpus > 0 and r.node is None:
                 waiting.append((r.created, f"pod/{r.name}", r))
-        for since, _, w in sorted(waiting, key=lambda x: (x[0], x[1])):
+        for _since, _, w in sorted(waiting, key=lambda x: (x[0], x[1])):
             gpus = self.jobs[w].gpus if isinstance(w, tuple) and w in self.jobs else getattr(w, "gpus", 0)
             if isinstance(w, tuple) and w not in self.jobs:
                 self.claims.pop(w, None)
@@ -717,12 +949,22 @@ class Cluster:
                     env.setdefault(e["name"], str(e["value"]))
         local = {k for k, at in self.node_local.get(r.node, {}).items() if at <= R}
         ctx = profiles.Context(
-            seed=self.world.seed, pod=f"{r.owner}:{r.attempt}" if r.owner_kind == "Job" else r.name, node=r.node,
-            gpus=r.gpus, vendor=self.spec.gpu_vendor, gpu_model=self.spec.gpu_model, attempt=r.attempt,
-            shared_at=lambda flag: _offset(self._shared_from(flag, R), R), local=local,
-            warm=lambda e: e in self.warm and self.warm[e] <= R, env=env, image=str(main.get("image", "")),
+            seed=self.world.seed,
+            pod=f"{r.owner}:{r.attempt}" if r.owner_kind == "Job" else r.name,
+            node=r.node,
+            gpus=r.gpus,
+            vendor=self.spec.gpu_vendor,
+            gpu_model=self.spec.gpu_model,
+            attempt=r.attempt,
+            shared_at=lambda flag: _offset(self._shared_from(flag, R), R),
+            local=local,
+            warm=lambda e: e in self.warm and self.warm[e] <= R,
+            env=env,
+            image=str(main.get("image", "")),
             command=[str(x) for x in (main.get("command") or []) + (main.get("args") or [])],
-            defective=self.defaults.get("tune_defective"), backend_ready_at=self._backend_ready(R))
+            defective=self.defaults.get("tune_defective"),
+            backend_ready_at=self._backend_ready(R),
+        )
         plan = profiles.make_plan(r.profile, ctx, r.containers())
         r.plan = plan
         for flag, off, present in plan.shared:
@@ -755,7 +997,7 @@ class Cluster:
         self._render_put(r, t)
         self.dirty = True
 
-    def _terminate(self, r: PodRun, t: datetime, code: int, reason: str, disruption: Optional[str] = None) -> None:
+    def _terminate(self, r: PodRun, t: datetime, code: int, reason: str, disruption: str | None = None) -> None:
         r.state = "failed"
         r.ended = t
         r.exit_code = code
@@ -795,7 +1037,7 @@ class Cluster:
                 kept.append((at, present, owner))
             self.shared[flag] = kept
         if r.node and r.plan:
-            for flag, off in r.plan.node_local:
+            for flag, _off in r.plan.node_local:
                 at = self.node_local.get(r.node, {}).get(flag)
                 if at is not None and at > t:
                     self.node_local[r.node].pop(flag, None)
@@ -830,12 +1072,13 @@ class Cluster:
         d["spec"]["replicas"] = 1
         d["metadata"]["generation"] = d["metadata"].get("generation", 1) + 1
         self.store.put("deployments", d)
-        launcher.extra_logs.append((t, "launcher", f"{iso(t)} the tuned model is ready: scaling "
-                                                   f"deploy/finance-analyst to 1"))
+        launcher.extra_logs.append(
+            (t, "launcher", f"{iso(t)} the tuned model is ready: scaling deploy/finance-analyst to 1")
+        )
         launcher.extra_logs.append((t, "launcher", "deployment.apps/finance-analyst scaled"))
         self.dirty = True
 
-    def _backend_ready(self, R: datetime) -> Optional[float]:
+    def _backend_ready(self, R: datetime) -> float | None:
         best = None
         for r in self.runs.values():
             if r.profile == "kimi-worker" and r.active and r.plan and r.start:
@@ -865,22 +1108,42 @@ class Cluster:
         spec = r.obj["spec"]
         inits = spec.get("initContainers") or []
         mains = spec.get("containers") or []
-        phase = {"succeeded": "Succeeded", "failed": "Failed", "running": "Running", "ready": "Running"}.get(st,
-                                                                                                          "Pending")
+        phase = {"succeeded": "Succeeded", "failed": "Failed", "running": "Running", "ready": "Running"}.get(
+            st, "Pending"
+        )
         status: dict = {"phase": phase, "qosClass": _qos(spec)}
         conds = []
         if st == "gated":
-            conds.append({"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
-                          "message": "Scheduling is blocked due to non-empty scheduling gates: waiting for the market "
-                                     "to grant a GPU node", "lastProbeTime": None, "lastTransitionTime": created})
+            conds.append(
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates: waiting for the market "
+                    "to grant a GPU node",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": created,
+                }
+            )
             status["conditions"] = conds
             return status
         if st == "pending":
             node = r.node  # bound to a node that is still joining (not yet in self.nodes)
-            msg = (f"0/{len(self.nodes)} nodes are available: waiting for node {node} to join the cluster"
-                   if node else f"0/{len(self.nodes)} nodes are available: no free GPU node; waiting for one")
-            conds.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": msg,
-                          "lastProbeTime": None, "lastTransitionTime": T.get("bound", created)})
+            msg = (
+                f"0/{len(self.nodes)} nodes are available: waiting for node {node} to join the cluster"
+                if node
+                else f"0/{len(self.nodes)} nodes are available: no free GPU node; waiting for one"
+            )
+            conds.append(
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": msg,
+                    "lastProbeTime": None,
+                    "lastTransitionTime": T.get("bound", created),
+                }
+            )
             status["conditions"] = conds
             return status
         start = iso(r.start) if r.start else created
@@ -892,30 +1155,67 @@ class Cluster:
         ready = st == "ready" or (st == "running" and not any(c.get("readinessProbe") for c in mains))
         running_at = T.get("running")
         end = T.get("succeeded") or T.get("failed")
-        conds.append({"type": "PodReadyToStartContainers", "status": "True", "lastProbeTime": None,
-                      "lastTransitionTime": start})
-        conds.append({"type": "Initialized", "status": "True" if init_done else "False", "lastProbeTime": None,
-                      "lastTransitionTime": running_at if (init_done and n_init and running_at) else start,
-                      **({} if init_done else {"reason": "ContainersNotInitialized",
-                                               "message": f"containers with incomplete status: "
-                                                          f"[{' '.join(c['name'] for c in inits)}]"})})
+        conds.append(
+            {"type": "PodReadyToStartContainers", "status": "True", "lastProbeTime": None, "lastTransitionTime": start}
+        )
+        conds.append(
+            {
+                "type": "Initialized",
+                "status": "True" if init_done else "False",
+                "lastProbeTime": None,
+                "lastTransitionTime": running_at if (init_done and n_init and running_at) else start,
+                **(
+                    {}
+                    if init_done
+                    else {
+                        "reason": "ContainersNotInitialized",
+                        "message": f"containers with incomplete status: [{' '.join(c['name'] for c in inits)}]",
+                    }
+                ),
+            }
+        )
         if st in TERMINAL:
-            rc = {"type": "Ready", "status": "False", "reason": "PodCompleted" if st == "succeeded" else "PodFailed",
-                  "lastProbeTime": None, "lastTransitionTime": end}
+            rc = {
+                "type": "Ready",
+                "status": "False",
+                "reason": "PodCompleted" if st == "succeeded" else "PodFailed",
+                "lastProbeTime": None,
+                "lastTransitionTime": end,
+            }
         else:
-            rc = {"type": "Ready", "status": "True" if ready else "False", "lastProbeTime": None,
-                  "lastTransitionTime": T.get("ready", running_at) if ready else start}
+            rc = {
+                "type": "Ready",
+                "status": "True" if ready else "False",
+                "lastProbeTime": None,
+                "lastTransitionTime": T.get("ready", running_at) if ready else start,
+            }
             if not ready:
-                rc.update(reason="ContainersNotReady",
-                          message=f"containers with unready status: [{' '.join(c['name'] for c in mains)}]")
+                rc.update(
+                    reason="ContainersNotReady",
+                    message=f"containers with unready status: [{' '.join(c['name'] for c in mains)}]",
+                )
         conds.append(rc)
         conds.append({**rc, "type": "ContainersReady"})
-        conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-                      "lastTransitionTime": T.get("bound", created)})
+        conds.append(
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": T.get("bound", created),
+            }
+        )
         if r.disrupted:
-            conds.insert(0, {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
-                             "message": getattr(r, "disruption", "The node was reclaimed"), "lastProbeTime": None,
-                             "lastTransitionTime": T.get("disrupted", end)})
+            conds.insert(
+                0,
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "DeletionByTaintManager",
+                    "message": getattr(r, "disruption", "The node was reclaimed"),
+                    "lastProbeTime": None,
+                    "lastTransitionTime": T.get("disrupted", end),
+                },
+            )
         status["conditions"] = conds
         cur_init = int(st.split(":")[1]) if st.startswith("init:") else (-1 if st == "creating" else n_init)
         istat = []
@@ -923,8 +1223,15 @@ class Cluster:
             s = self._cstatus(r, c, ip)
             if i < cur_init:
                 fin = _init_end(r, i)
-                s["state"] = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": T.get(f"init:{i}", start),
-                                             "finishedAt": fin, "containerID": s["containerID"]}}
+                s["state"] = {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": T.get(f"init:{i}", start),
+                        "finishedAt": fin,
+                        "containerID": s["containerID"],
+                    }
+                }
                 s["ready"], s["started"] = True, False
             elif i == cur_init:
                 s["state"] = {"running": {"startedAt": T.get(f"init:{i}", start)}}
@@ -949,10 +1256,15 @@ class Cluster:
                 s["ready"], s["started"] = ready, True
             else:
                 code = r.exit_code if r.exit_code is not None else 0
-                s["state"] = {"terminated": {"exitCode": code,
-                                             "reason": "Completed" if code == 0 else getattr(r, "term_reason", "Error"),
-                                             "startedAt": running_at or start, "finishedAt": end,
-                                             "containerID": s["containerID"]}}
+                s["state"] = {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": "Completed" if code == 0 else getattr(r, "term_reason", "Error"),
+                        "startedAt": running_at or start,
+                        "finishedAt": end,
+                        "containerID": s["containerID"],
+                    }
+                }
                 s["ready"], s["started"] = False, False
             cstat.append(s)
         status["containerStatuses"] = cstat
@@ -964,8 +1276,15 @@ class Cluster:
         repo = img if "/" in img.split(":")[0] else f"docker.io/library/{img}"
         if repo.count("/") == 1 and not repo.split("/")[0].count("."):
             repo = "docker.io/" + repo
-        return {"name": c["name"], "image": repo, "imageID": f"{repo.split(':')[0]}@sha256:{h[::-1]}",
-                "containerID": f"containerd://{h}", "ready": False, "restartCount": 0, "started": False}
+        return {
+            "name": c["name"],
+            "image": repo,
+            "imageID": f"{repo.split(':')[0]}@sha256:{h[::-1]}",
+            "containerID": f"containerd://{h}",
+            "ready": False,
+            "restartCount": 0,
+            "started": False,
+        }
 
     def _pod_ip(self, r: PodRun) -> str:
         if not hasattr(r, "ip"):
@@ -1015,18 +1334,26 @@ class Cluster:
 
 # ---- helpers ----------------------------------------------------------------------------------
 
-def _offset(at: Optional[datetime], R: datetime) -> Optional[float]:
+
+def _offset(at: datetime | None, R: datetime) -> float | None:
     return None if at is None else (at - R).total_seconds()
 
 
 def _owner_ref(o: dict) -> dict:
-    return {"apiVersion": o["apiVersion"], "kind": o["kind"], "name": o["metadata"]["name"],
-            "uid": o["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": o["apiVersion"],
+        "kind": o["kind"],
+        "name": o["metadata"]["name"],
+        "uid": o["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def _owned_by(o: dict, kind: str, name: str) -> bool:
-    return any(ref.get("kind") == kind and ref.get("name") == name
-               for ref in o["metadata"].get("ownerReferences") or [])
+    return any(
+        ref.get("kind") == kind and ref.get("name") == name for ref in o["metadata"].get("ownerReferences") or []
+    )
 
 
 def _has_probe(r: PodRun) -> bool:
@@ -1047,16 +1374,21 @@ def _init_end(r: PodRun, i: int) -> str:
 def _node_labels(n: Node) -> dict:
     if n.role == "cpu":
         return {"nationalcompute.com/role": "cpu-worker", "kubernetes.io/hostname": n.name}
-    return {"nationalcompute.com/role": "gpu-worker", "kubernetes.io/hostname": n.name,
-            "nationalcompute.com/gpu-model": n.gpu_model}
+    return {
+        "nationalcompute.com/role": "gpu-worker",
+        "kubernetes.io/hostname": n.name,
+        "nationalcompute.com/gpu-model": n.gpu_model,
+    }
 
 
 def _tolerates(spec: dict, n: Node) -> bool:
     if n.role == "cpu":
         return True
     key = f"{n.gpu_vendor}.com/gpu"
-    return any(t.get("key") == key or (t.get("operator") == "Exists" and not t.get("key"))
-               for t in spec.get("tolerations") or [])
+    return any(
+        t.get("key") == key or (t.get("operator") == "Exists" and not t.get("key"))
+        for t in spec.get("tolerations") or []
+    )
 
 
 def _qos(spec: dict) -> str:
@@ -1079,8 +1411,9 @@ def _failure_action(spec: dict, r: PodRun) -> str:
         if ec and r.exit_code is not None:
             vals = [int(v) for v in ec.get("values") or []]
             hit = r.exit_code in vals
-            if (ec.get("operator", "In") == "In" and hit) or (ec.get("operator") == "NotIn" and not hit
-                                                                and r.exit_code != 0):
+            if (ec.get("operator", "In") == "In" and hit) or (
+                ec.get("operator") == "NotIn" and not hit and r.exit_code != 0
+            ):
                 return rule.get("action", "Count")
     if r.disrupted and not pfp:
         return "Count"

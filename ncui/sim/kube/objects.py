@@ -6,7 +6,7 @@ import copy
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any
 
 from ...kube.kinds import KINDS, Kind, quantity
 
@@ -32,8 +32,9 @@ _SERVED: dict[str, dict] = {  # plural → discovery extras; the order is discov
     "pods": dict(short=("po",), categories=("all",)),
     "nodes": dict(short=("no",), verbs=RO),
     "namespaces": dict(short=("ns",), verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
-    "services": dict(short=("svc",), verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
-                     categories=("all",)),
+    "services": dict(
+        short=("svc",), verbs=("create", "delete", "get", "list", "patch", "update", "watch"), categories=("all",)
+    ),
     "serviceaccounts": dict(short=("sa",)),
     "configmaps": dict(short=("cm",)),
     "secrets": {},
@@ -48,19 +49,25 @@ RESOURCES: list[Resource] = [Resource(**vars(KINDS[p]), **extra) for p, extra in
 BY_GV: dict[tuple[str, str], list[Resource]] = {}
 for _r in RESOURCES:
     BY_GV.setdefault((_r.group, _r.version), []).append(_r)
-SUBRESOURCES = {"pods": ["log", "status"], "jobs": ["status"], "deployments": ["scale", "status"],
-                "replicasets": ["scale", "status"], "nodes": ["status"], "services": ["proxy", "status"]}
+SUBRESOURCES = {
+    "pods": ["log", "status"],
+    "jobs": ["status"],
+    "deployments": ["scale", "status"],
+    "replicasets": ["scale", "status"],
+    "nodes": ["status"],
+    "services": ["proxy", "status"],
+}
 GROUP_ORDER = ["apps", "batch", "rbac.authorization.k8s.io"]
 
 
-def find(group: str, version: str, plural: str) -> Optional[Resource]:
+def find(group: str, version: str, plural: str) -> Resource | None:
     for r in BY_GV.get((group, version), []):
         if r.plural == plural:
             return r
     return None
 
 
-def by_kind(api_version: str, kind: str) -> Optional[Resource]:
+def by_kind(api_version: str, kind: str) -> Resource | None:
     for r in RESOURCES:
         if r.api_version == api_version and r.kind == kind:
             return r
@@ -70,13 +77,20 @@ def by_kind(api_version: str, kind: str) -> Optional[Resource]:
 class KubeError(Exception):
     """Becomes a ``Status`` with ``code``; kubectl prints its ``message``."""
 
-    def __init__(self, code: int, reason: str, message: str, details: Optional[dict] = None) -> None:
+    def __init__(self, code: int, reason: str, message: str, details: dict | None = None) -> None:
         super().__init__(message)
         self.code, self.reason, self.message, self.details = code, reason, message, details
 
     def status(self) -> dict:
-        s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": self.message,
-             "reason": self.reason, "code": self.code}
+        s = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
         if self.details:
             s["details"] = self.details
         return s
@@ -84,8 +98,7 @@ class KubeError(Exception):
 
 def not_found(r: Resource, name: str) -> KubeError:
     gr = f"{r.plural}.{r.group}" if r.group else r.plural
-    return KubeError(404, "NotFound", f'{gr} "{name}" not found',
-                     {"name": name, "group": r.group, "kind": r.plural})
+    return KubeError(404, "NotFound", f'{gr} "{name}" not found', {"name": name, "group": r.group, "kind": r.plural})
 
 
 def iso(t: datetime) -> str:
@@ -103,6 +116,7 @@ def parse_time(text: str) -> datetime:
 
 # ---- pod specs as the API server completes them ------------------------------------------------
 
+
 def normalize_pod_spec(spec: dict) -> None:
     for key in ("containers", "initContainers"):
         for c in spec.get(key) or []:
@@ -117,8 +131,10 @@ def normalize_pod_spec(spec: dict) -> None:
             c.setdefault("terminationMessagePath", "/dev/termination-log")
             c.setdefault("terminationMessagePolicy", "File")
             img = str(c.get("image", ""))
-            c.setdefault("imagePullPolicy", "Always" if img.endswith(":latest") or ":" not in img.split("/")[-1]
-                         else "IfNotPresent")
+            c.setdefault(
+                "imagePullPolicy",
+                "Always" if img.endswith(":latest") or ":" not in img.split("/")[-1] else "IfNotPresent",
+            )
             if not isinstance(c.get("resources"), dict):
                 c["resources"] = {}
             for p in c.get("ports") or []:
@@ -153,7 +169,8 @@ def gpu_requests(pod_spec: dict) -> dict[str, int]:
 
 # ---- selectors --------------------------------------------------------------------------------
 
-def parse_label_selector(text: Optional[str]) -> list[tuple[str, str, list[str]]]:
+
+def parse_label_selector(text: str | None) -> list[tuple[str, str, list[str]]]:
     """``a=b,c!=d,e in (x,y),f,!g`` → requirements."""
     if not text:
         return []
@@ -229,7 +246,7 @@ def selector_to_text(sel: dict) -> str:
     return ",".join(parts)
 
 
-def field_value(obj: dict, path: str) -> Optional[str]:
+def field_value(obj: dict, path: str) -> str | None:
     cur: Any = obj
     for p in path.split("."):
         if not isinstance(cur, dict):
@@ -238,7 +255,7 @@ def field_value(obj: dict, path: str) -> Optional[str]:
     return None if cur is None else str(cur)
 
 
-def parse_field_selector(text: Optional[str]) -> list[tuple[str, bool, str]]:
+def parse_field_selector(text: str | None) -> list[tuple[str, bool, str]]:
     out = []
     for p in (text or "").split(","):
         p = p.strip()
@@ -263,6 +280,7 @@ def fields_match(obj: dict, reqs: list[tuple[str, bool, str]]) -> bool:
 
 # ---- patches ----------------------------------------------------------------------------------
 
+
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, dict):
@@ -276,8 +294,16 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name", "volumes": "name",
-              "volumeMounts": "mountPath", "ports": "containerPort", "tolerations": None, "imagePullSecrets": "name"}
+MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "env": "name",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "ports": "containerPort",
+    "tolerations": None,
+    "imagePullSecrets": "name",
+}
 
 
 def strategic_merge(target: Any, patch: Any, key: str = "") -> Any:
@@ -289,7 +315,11 @@ def strategic_merge(target: Any, patch: Any, key: str = "") -> Any:
             return None
         out = copy.deepcopy(target) if isinstance(target, dict) else {}
         for k, v in patch.items():
-            if k.startswith("$setElementOrder/") or k.startswith("$retainKeys") or k.startswith("$deleteFromPrimitiveList/"):
+            if (
+                k.startswith("$setElementOrder/")
+                or k.startswith("$retainKeys")
+                or k.startswith("$deleteFromPrimitiveList/")
+            ):
                 continue
             if v is None:
                 out.pop(k, None)

@@ -27,43 +27,75 @@ def gv_doc(group: str, version: str) -> dict:
         base = f"/{gv_key(group, version)}/" + ("namespaces/{namespace}/" if r.namespaced else "")
         ref = {"$ref": f"#/components/schemas/{_schema_name(group, version, r.kind)}"}
         ok = {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}}
-        item = {"get": {"operationId": f"read{r.kind}", "x-kubernetes-action": "get",
-                        "x-kubernetes-group-version-kind": gvk, "responses": ok},
-                "patch": {"operationId": f"patch{r.kind}", "x-kubernetes-action": "patch",
-                          "x-kubernetes-group-version-kind": gvk,
-                          "parameters": [Q("dryRun"), Q("fieldManager"), Q("fieldValidation"), Q("force")],
-                          "requestBody": {"content": {
-                              "application/json-patch+json": {"schema": {"type": "object"}},
-                              "application/merge-patch+json": {"schema": {"type": "object"}},
-                              "application/apply-patch+yaml": {"schema": {"type": "object"}}}},
-                          "responses": ok},
-                "delete": {"operationId": f"delete{r.kind}", "x-kubernetes-action": "delete",
-                           "x-kubernetes-group-version-kind": gvk, "responses": ok},
-                "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]}
+        item = {
+            "get": {
+                "operationId": f"read{r.kind}",
+                "x-kubernetes-action": "get",
+                "x-kubernetes-group-version-kind": gvk,
+                "responses": ok,
+            },
+            "patch": {
+                "operationId": f"patch{r.kind}",
+                "x-kubernetes-action": "patch",
+                "x-kubernetes-group-version-kind": gvk,
+                "parameters": [Q("dryRun"), Q("fieldManager"), Q("fieldValidation"), Q("force")],
+                "requestBody": {
+                    "content": {
+                        "application/json-patch+json": {"schema": {"type": "object"}},
+                        "application/merge-patch+json": {"schema": {"type": "object"}},
+                        "application/apply-patch+yaml": {"schema": {"type": "object"}},
+                    }
+                },
+                "responses": ok,
+            },
+            "delete": {
+                "operationId": f"delete{r.kind}",
+                "x-kubernetes-action": "delete",
+                "x-kubernetes-group-version-kind": gvk,
+                "responses": ok,
+            },
+            "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+        }
         if r.namespaced:
-            item["parameters"].append({"name": "namespace", "in": "path", "required": True,
-                                       "schema": {"type": "string"}})
+            item["parameters"].append(
+                {"name": "namespace", "in": "path", "required": True, "schema": {"type": "string"}}
+            )
         paths[base + r.plural + "/{name}"] = item
-        paths[base + r.plural] = {"post": {"operationId": f"create{r.kind}", "x-kubernetes-action": "post",
-                                           "x-kubernetes-group-version-kind": gvk,
-                                           "parameters": [Q("dryRun"), Q("fieldManager"), Q("fieldValidation")],
-                                           "responses": ok}}
+        paths[base + r.plural] = {
+            "post": {
+                "operationId": f"create{r.kind}",
+                "x-kubernetes-action": "post",
+                "x-kubernetes-group-version-kind": gvk,
+                "parameters": [Q("dryRun"), Q("fieldManager"), Q("fieldValidation")],
+                "responses": ok,
+            }
+        }
         schemas[_schema_name(group, version, r.kind)] = {
-            "type": "object", "description": f"{r.kind} (ncui's simulated Kubernetes)",
-            "x-kubernetes-group-version-kind": [gvk]}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": K8S_VERSION}, "paths": paths,
-            "components": {"schemas": schemas}}
+            "type": "object",
+            "description": f"{r.kind} (ncui's simulated Kubernetes)",
+            "x-kubernetes-group-version-kind": [gvk],
+        }
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": K8S_VERSION},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }
 
 
 def _schema_name(group: str, version: str, kind: str) -> str:
-    g = {"": "io.k8s.api.core", "apps": "io.k8s.api.apps", "batch": "io.k8s.api.batch",
-         "rbac.authorization.k8s.io": "io.k8s.api.rbac"}.get(group, group)
+    g = {
+        "": "io.k8s.api.core",
+        "apps": "io.k8s.api.apps",
+        "batch": "io.k8s.api.batch",
+        "rbac.authorization.k8s.io": "io.k8s.api.rbac",
+    }.get(group, group)
     return f"{g}.{version}.{kind}"
 
 
 def index(prefix: str) -> dict:
     out = {}
-    for (group, version) in BY_GV:
+    for group, version in BY_GV:
         key = gv_key(group, version)
         h = hashlib.sha256(json.dumps(gv_doc(group, version), sort_keys=True).encode()).hexdigest()[:32].upper()
         out[key] = {"serverRelativeURL": f"{prefix}/openapi/v3/{key}?hash={h}"}

@@ -14,8 +14,9 @@ import html
 import json
 import math
 import time
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
-from typing import Any, AsyncIterator, Optional
+from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
@@ -26,8 +27,27 @@ from ..world import World
 from . import inference, openapi, tables
 from .auth import POLL_INTERVAL, Auth
 from .cluster import Cluster
-from .objects import (BY_GV, GROUP_ORDER, K8S_VERSION, SUBRESOURCES, KubeError, Resource, fields_match, find, iso, json_patch, labels_match, merge_patch, normalize_pod_spec,
-                      not_found, parse_field_selector, parse_label_selector, parse_time, strategic_merge, to_json)
+from .objects import (
+    BY_GV,
+    GROUP_ORDER,
+    K8S_VERSION,
+    SUBRESOURCES,
+    KubeError,
+    Resource,
+    fields_match,
+    find,
+    iso,
+    json_patch,
+    labels_match,
+    merge_patch,
+    normalize_pod_spec,
+    not_found,
+    parse_field_selector,
+    parse_label_selector,
+    parse_time,
+    strategic_merge,
+    to_json,
+)
 
 POLL = 0.05  # real seconds between a stream's looks at the store
 TICK_EVERY = 0.1  # real seconds between a stream's syncs of the clock
@@ -73,7 +93,7 @@ class Kube:
         if time.monotonic() - self._last_tick >= TICK_EVERY:
             await run_in_threadpool(self.tick)
 
-    def cluster_for(self, name: str) -> Optional[Cluster]:
+    def cluster_for(self, name: str) -> Cluster | None:
         """Only the simulated human's own organization's clusters resolve."""
         c = self.clusters.get(name)
         if c is None or c.org is not self.world.main_org:
@@ -85,6 +105,7 @@ class Kube:
 
 
 # ---- responses ----------------------------------------------------------------------------------
+
 
 def jresp(obj: Any, status: int = 200) -> Response:
     return Response(to_json(obj), status_code=status, media_type="application/json")
@@ -144,11 +165,17 @@ class Stream(Response):
 
 # ---- discovery --------------------------------------------------------------------------------
 
+
 def _resource_list(group: str, version: str) -> dict:
     out = []
     for r in BY_GV[(group, version)]:
-        item = {"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced, "kind": r.kind,
-                "verbs": list(r.verbs)}
+        item = {
+            "name": r.plural,
+            "singularName": r.kind.lower(),
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": list(r.verbs),
+        }
         if r.short:
             item["shortNames"] = list(r.short)
         if r.categories:
@@ -156,16 +183,27 @@ def _resource_list(group: str, version: str) -> dict:
         out.append(item)
         for sub in SUBRESOURCES.get(r.plural, []):
             kind = {"log": "Pod", "scale": "Scale", "proxy": "ServiceProxyOptions"}.get(sub, r.kind)
-            verbs = {"log": ["get"], "scale": ["get", "patch", "update"], "proxy": ["create", "delete", "get",
-                                                                                   "patch", "update"]}.get(
-                sub, ["get", "patch", "update"])
-            s = {"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced, "kind": kind,
-                 "verbs": verbs}
+            verbs = {
+                "log": ["get"],
+                "scale": ["get", "patch", "update"],
+                "proxy": ["create", "delete", "get", "patch", "update"],
+            }.get(sub, ["get", "patch", "update"])
+            s = {
+                "name": f"{r.plural}/{sub}",
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": kind,
+                "verbs": verbs,
+            }
             if sub == "scale":
                 s.update(group="autoscaling", version="v1")
             out.append(s)
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version,
-            "resources": out}
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": out,
+    }
 
 
 def _group(g: str) -> dict:
@@ -174,19 +212,30 @@ def _group(g: str) -> dict:
 
 
 def _version(cluster: str) -> dict:
-    return {"major": "1", "minor": "32", "gitVersion": K8S_VERSION, "gitCommit": "ncui-sim", "gitTreeState": "clean",
-            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.23.6", "compiler": "gc",
-            "platform": "linux/amd64", "emulationMajor": "1", "emulationMinor": "32"}
+    return {
+        "major": "1",
+        "minor": "32",
+        "gitVersion": K8S_VERSION,
+        "gitCommit": "ncui-sim",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.23.6",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+        "emulationMajor": "1",
+        "emulationMinor": "32",
+    }
 
 
 # ---- the request ------------------------------------------------------------------------------
 
+
 class Target:
-    def __init__(self, r: Resource, ns: Optional[str], name: Optional[str], sub: Optional[str], rest: str) -> None:
+    def __init__(self, r: Resource, ns: str | None, name: str | None, sub: str | None, rest: str) -> None:
         self.r, self.ns, self.name, self.sub, self.rest = r, ns, name, sub, rest
 
 
-def parse_target(parts: list[str]) -> Optional[Target]:
+def parse_target(parts: list[str]) -> Target | None:
     if parts[0] == "api" and len(parts) >= 2:
         group, version, rest = "", parts[1], parts[2:]
     elif parts[0] == "apis" and len(parts) >= 3:
@@ -197,13 +246,13 @@ def parse_target(parts: list[str]) -> Optional[Target]:
         return None
     if rest[0] == "namespaces" and len(rest) >= 3 and find(group, version, rest[2]):
         r = find(group, version, rest[2])
-        return Target(r, rest[1], rest[3] if len(rest) > 3 else None, rest[4] if len(rest) > 4 else None,
-                      "/".join(rest[5:]))
+        return Target(
+            r, rest[1], rest[3] if len(rest) > 3 else None, rest[4] if len(rest) > 4 else None, "/".join(rest[5:])
+        )
     r = find(group, version, rest[0])
     if r is None:
         return None
-    return Target(r, None, rest[1] if len(rest) > 1 else None, rest[2] if len(rest) > 2 else None,
-                  "/".join(rest[3:]))
+    return Target(r, None, rest[1] if len(rest) > 1 else None, rest[2] if len(rest) > 2 else None, "/".join(rest[3:]))
 
 
 def mount_kube(app: FastAPI, world: World) -> Kube:
@@ -234,14 +283,31 @@ def mount_kube(app: FastAPI, world: World) -> Kube:
         if cname is None:
             if rest == "version":
                 return jresp(_version(""))
-            return jresp({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                          "message": "Unauthorized", "reason": "Unauthorized", "code": 401}, 401)
+            return jresp(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Failure",
+                    "message": "Unauthorized",
+                    "reason": "Unauthorized",
+                    "code": 401,
+                },
+                401,
+            )
         return await k8s(request, cname, rest)
 
-    for path in ("/api", "/api/v1", "/api/v1/{rest:path}", "/apis", "/apis/{rest:path}", "/openapi/v3",
-                 "/openapi/v3/{rest:path}", "/version"):
-        app.add_api_route(path, k8s_root, methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-                          include_in_schema=False)
+    for path in (
+        "/api",
+        "/api/v1",
+        "/api/v1/{rest:path}",
+        "/apis",
+        "/apis/{rest:path}",
+        "/openapi/v3",
+        "/openapi/v3/{rest:path}",
+        "/version",
+    ):
+        app.add_api_route(path, k8s_root, methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
 
     _device_routes(app, kube)
     _sim_routes(app, kube)
@@ -251,8 +317,11 @@ def mount_kube(app: FastAPI, world: World) -> Kube:
 async def _handle(kube: Kube, request: Request, cname: str, rest: str) -> Response:
     c = kube.cluster_for(cname)
     if c is None:
-        raise KubeError(404, "NotFound", f"the server could not find the requested resource (no cluster named "
-                                         f"{cname[:60]} in this organization)")
+        raise KubeError(
+            404,
+            "NotFound",
+            f"the server could not find the requested resource (no cluster named {cname[:60]} in this organization)",
+        )
     parts = [p for p in rest.split("/") if p]
     method = request.method
     q = request.query_params
@@ -266,15 +335,31 @@ async def _handle(kube: Kube, request: Request, cname: str, rest: str) -> Respon
         return bool(token) and kube.auth.check(token, cname, now) is not None
 
     if not await run_in_threadpool(check):
-        return jresp({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                      "message": "Unauthorized", "reason": "Unauthorized", "code": 401}, 401)
+        return jresp(
+            {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": "Unauthorized",
+                "reason": "Unauthorized",
+                "code": 401,
+            },
+            401,
+        )
     prefix = f"/k8s/{cname}"
     if not parts:
-        return jresp({"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"] +
-                      [f"/apis/{g}/v1" for g in GROUP_ORDER]})
+        return jresp(
+            {"paths": ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"] + [f"/apis/{g}/v1" for g in GROUP_ORDER]}
+        )
     if parts == ["api"]:
-        return jresp({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
-            {"clientCIDR": "0.0.0.0/0", "serverAddress": request.url.netloc}]})
+        return jresp(
+            {
+                "kind": "APIVersions",
+                "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": request.url.netloc}],
+            }
+        )
     if parts == ["apis"]:
         return jresp({"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g) for g in GROUP_ORDER]})
     if parts == ["api", "v1"]:
@@ -287,7 +372,7 @@ async def _handle(kube: Kube, request: Request, cname: str, rest: str) -> Respon
         if len(parts) == 2:
             return jresp(openapi.index(prefix))
         key = "/".join(parts[2:])
-        for (g, v) in BY_GV:
+        for g, v in BY_GV:
             if openapi.gv_key(g, v) == key:
                 return jresp(openapi.gv_doc(g, v))
         raise KubeError(404, "NotFound", "the server could not find the requested resource")
@@ -308,6 +393,7 @@ async def _handle(kube: Kube, request: Request, cname: str, rest: str) -> Respon
         ctype = request.headers.get("content-type", "application/json").split(";")[0].strip()
         if ctype == "application/apply-patch+yaml":
             import yaml
+
             body = yaml.safe_load(raw)
         elif "protobuf" in ctype:
             raise KubeError(415, "UnsupportedMediaType", "the simulator speaks JSON only")
@@ -321,15 +407,14 @@ async def _handle(kube: Kube, request: Request, cname: str, rest: str) -> Respon
 
 # ---- synchronous operations (thread pool, under the World lock) -------------------------------
 
-def _sync_op(kube: Kube, c: Cluster, t: Target, method: str, q: dict, body: Any, ctype: str,
-             accept: str) -> Response:
+
+def _sync_op(kube: Kube, c: Cluster, t: Target, method: str, q: dict, body: Any, ctype: str, accept: str) -> Response:
     with kube.world.lock:
         now = kube.tick()
         r = t.r
         if t.ns is not None and r.plural != "namespaces" and c.store.peek("namespaces", "", t.ns) is None:
             if method == "POST" or t.name is not None:
-                raise KubeError(404, "NotFound", f'namespaces "{t.ns}" not found',
-                                {"name": t.ns, "kind": "namespaces"})
+                raise KubeError(404, "NotFound", f'namespaces "{t.ns}" not found', {"name": t.ns, "kind": "namespaces"})
         if t.sub == "scale":
             return _scale(c, t, method, body, ctype, now)
         if t.sub not in (None, "status"):
@@ -342,8 +427,11 @@ def _sync_op(kube: Kube, c: Cluster, t: Target, method: str, q: dict, body: Any,
                 raise not_found(r, t.name)
             _typed(obj, r)
             if tables.wants_table(accept):
-                return jresp(tables.table(r.plural, [obj], now, obj["metadata"]["resourceVersion"],
-                                          q.get("includeObject", "Metadata")))
+                return jresp(
+                    tables.table(
+                        r.plural, [obj], now, obj["metadata"]["resourceVersion"], q.get("includeObject", "Metadata")
+                    )
+                )
             return jresp(obj)
         if method == "POST" and t.name is None:
             return _create(kube, c, r, t.ns, body, q, now)
@@ -373,51 +461,72 @@ def _typed(obj: dict, r: Resource) -> dict:
     return obj
 
 
-def _list(c: Cluster, r: Resource, ns: Optional[str], q: dict, accept: str, now: datetime) -> Response:
+def _list(c: Cluster, r: Resource, ns: str | None, q: dict, accept: str, now: datetime) -> Response:
     items, rv = c.store.list(r.plural, ns if r.namespaced else None)
     lsel = parse_label_selector(q.get("labelSelector"))
     fsel = parse_field_selector(q.get("fieldSelector"))
-    items = [_typed(o, r) for o in items if labels_match(o["metadata"].get("labels") or {}, lsel)
-             and fields_match(o, fsel)]
+    items = [
+        _typed(o, r) for o in items if labels_match(o["metadata"].get("labels") or {}, lsel) and fields_match(o, fsel)
+    ]
     if tables.wants_table(accept):
         return jresp(tables.table(r.plural, items, now, str(rv), q.get("includeObject", "Metadata")))
-    return jresp({"kind": f"{r.kind}List", "apiVersion": r.api_version, "metadata": {"resourceVersion": str(rv)},
-                  "items": items})
+    return jresp(
+        {"kind": f"{r.kind}List", "apiVersion": r.api_version, "metadata": {"resourceVersion": str(rv)}, "items": items}
+    )
 
 
-def _create(kube: Kube, c: Cluster, r: Resource, ns: Optional[str], body: Any, q: dict, now: datetime) -> Response:
+def _create(kube: Kube, c: Cluster, r: Resource, ns: str | None, body: Any, q: dict, now: datetime) -> Response:
     if not isinstance(body, dict):
         raise KubeError(400, "BadRequest", "the body must be a JSON object")
     if r.plural == "nodes":
         raise KubeError(403, "Forbidden", "nodes are managed by National Compute's market: they cannot be created")
     kind, api = body.get("kind"), body.get("apiVersion")
     if kind != r.kind or api != r.api_version:
-        raise KubeError(400, "BadRequest", f"the API version in the data ({api}) does not match the expected API "
-                                           f"version ({r.api_version})" if api != r.api_version else
-                        f"kind {kind} does not match {r.kind}")
+        raise KubeError(
+            400,
+            "BadRequest",
+            f"the API version in the data ({api}) does not match the expected API version ({r.api_version})"
+            if api != r.api_version
+            else f"kind {kind} does not match {r.kind}",
+        )
     obj = copy.deepcopy(body)
     meta = obj.setdefault("metadata", {})
     if not meta.get("name"):
         if meta.get("generateName"):
             meta["name"] = meta["generateName"] + c.suffix()
         else:
-            raise KubeError(422, "Invalid", f"{r.kind}.{r.group or 'core'} \"\" is invalid: metadata.name: "
-                                            f"Required value: name or generateName is required",
-                            {"kind": r.plural, "causes": [{"reason": "FieldValueRequired",
-                                                           "message": "Required value: name or generateName is required",
-                                                           "field": "metadata.name"}]})
+            raise KubeError(
+                422,
+                "Invalid",
+                f'{r.kind}.{r.group or "core"} "" is invalid: metadata.name: '
+                f"Required value: name or generateName is required",
+                {
+                    "kind": r.plural,
+                    "causes": [
+                        {
+                            "reason": "FieldValueRequired",
+                            "message": "Required value: name or generateName is required",
+                            "field": "metadata.name",
+                        }
+                    ],
+                },
+            )
     name = meta["name"]
     if r.namespaced:
         if meta.get("namespace") and ns and meta["namespace"] != ns:
-            raise KubeError(400, "BadRequest", "the namespace of the provided object does not match the namespace "
-                                               "sent on the request")
+            raise KubeError(
+                400,
+                "BadRequest",
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )
         meta["namespace"] = ns or meta.get("namespace") or "default"
     else:
         meta.pop("namespace", None)
     if c.store.peek(r.plural, meta.get("namespace", ""), name) is not None:
         gr = f"{r.plural}.{r.group}" if r.group else r.plural
-        raise KubeError(409, "AlreadyExists", f'{gr} "{name}" already exists',
-                        {"name": name, "group": r.group, "kind": r.plural})
+        raise KubeError(
+            409, "AlreadyExists", f'{gr} "{name}" already exists', {"name": name, "group": r.group, "kind": r.plural}
+        )
     meta.update(uid=c.uid(), creationTimestamp=iso(now), generation=1)
     _defaults(c, r, obj, now)
     _admit(c, r, obj)
@@ -432,8 +541,11 @@ def _create(kube: Kube, c: Cluster, r: Resource, ns: Optional[str], body: Any, q
 
 
 def _defaults(c: Cluster, r: Resource, obj: dict, now: datetime) -> None:
-    spec = obj.setdefault("spec", {}) if r.plural not in ("serviceaccounts", "configmaps", "secrets", "roles",
-                                                          "rolebindings", "events") else None
+    spec = (
+        obj.setdefault("spec", {})
+        if r.plural not in ("serviceaccounts", "configmaps", "secrets", "roles", "rolebindings", "events")
+        else None
+    )
     if r.plural == "jobs":
         uid_probe = obj["metadata"]["uid"]
         spec.setdefault("parallelism", 1)
@@ -446,13 +558,21 @@ def _defaults(c: Cluster, r: Resource, obj: dict, now: datetime) -> None:
         tmpl = spec.setdefault("template", {})
         labels = tmpl.setdefault("metadata", {}).setdefault("labels", {})
         if not spec.get("selector"):
-            extra = {"batch.kubernetes.io/controller-uid": uid_probe, "batch.kubernetes.io/job-name":
-                     obj["metadata"]["name"], "controller-uid": uid_probe, "job-name": obj["metadata"]["name"]}
+            extra = {
+                "batch.kubernetes.io/controller-uid": uid_probe,
+                "batch.kubernetes.io/job-name": obj["metadata"]["name"],
+                "controller-uid": uid_probe,
+                "job-name": obj["metadata"]["name"],
+            }
             labels.update(extra)
             spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid_probe}}
             jl = obj["metadata"].setdefault("labels", {})
-            for k in ("batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name", "controller-uid",
-                      "job-name"):
+            for k in (
+                "batch.kubernetes.io/controller-uid",
+                "batch.kubernetes.io/job-name",
+                "controller-uid",
+                "job-name",
+            ):
                 jl.setdefault(k, extra[k])
         normalize_pod_spec(tmpl.setdefault("spec", {}))
         obj["status"] = {}
@@ -466,8 +586,9 @@ def _defaults(c: Cluster, r: Resource, obj: dict, now: datetime) -> None:
                 st.setdefault("rollingUpdate", {"maxSurge": "25%", "maxUnavailable": "25%"})
         normalize_pod_spec(spec.setdefault("template", {}).setdefault("spec", {}))
         if not spec.get("selector"):
-            raise KubeError(422, "Invalid", f'{r.kind}.apps "{obj["metadata"]["name"]}" is invalid: spec.selector: '
-                                            f'Required value')
+            raise KubeError(
+                422, "Invalid", f'{r.kind}.apps "{obj["metadata"]["name"]}" is invalid: spec.selector: Required value'
+            )
         obj["status"] = {}
     elif r.plural == "services":
         spec.setdefault("type", "ClusterIP")
@@ -504,8 +625,17 @@ def _admit(c: Cluster, r: Resource, obj: dict) -> None:
         c.admit("Pod", name, obj["spec"], 1)
 
 
-def _update(c: Cluster, r: Resource, ns: Optional[str], name: str, body: Any, q: dict, now: datetime,
-            status_only: bool, patched: bool = False) -> Response:
+def _update(
+    c: Cluster,
+    r: Resource,
+    ns: str | None,
+    name: str,
+    body: Any,
+    q: dict,
+    now: datetime,
+    status_only: bool,
+    patched: bool = False,
+) -> Response:
     cur = c.store.peek(r.plural, ns or "", name)
     if cur is None:
         raise not_found(r, name)
@@ -515,8 +645,12 @@ def _update(c: Cluster, r: Resource, ns: Optional[str], name: str, body: Any, q:
     meta = new.setdefault("metadata", {})
     rv = meta.get("resourceVersion")
     if rv and not patched and rv != cur["metadata"]["resourceVersion"]:
-        raise KubeError(409, "Conflict", f'Operation cannot be fulfilled on {r.plural} "{name}": the object has been '
-                                         f'modified; please apply your changes to the latest version and try again')
+        raise KubeError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on {r.plural} "{name}": the object has been '
+            f"modified; please apply your changes to the latest version and try again",
+        )
     for k in ("uid", "creationTimestamp", "namespace", "name", "generation", "ownerReferences", "finalizers"):
         if k in cur["metadata"]:
             meta[k] = cur["metadata"][k]
@@ -573,10 +707,14 @@ def _immutable_spec(r: Resource, cur: dict, new: dict) -> dict:
     return out
 
 
-def _delete(c: Cluster, r: Resource, ns: Optional[str], name: str, q: dict, now: datetime) -> Response:
+def _delete(c: Cluster, r: Resource, ns: str | None, name: str, q: dict, now: datetime) -> Response:
     if r.plural == "nodes":
-        raise KubeError(403, "Forbidden", "nodes are managed by National Compute's market: withdraw the limit "
-                                          "price (PUT /api/k8s/bid 0) to let them go")
+        raise KubeError(
+            403,
+            "Forbidden",
+            "nodes are managed by National Compute's market: withdraw the limit "
+            "price (PUT /api/k8s/bid 0) to let them go",
+        )
     if r.plural == "namespaces" and name in ("default", "kube-system", "kube-public", "kube-node-lease"):
         raise KubeError(403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be deleted')
     if q.get("dryRun"):
@@ -602,12 +740,19 @@ def _scale(c: Cluster, t: Target, method: str, body: Any, ctype: str, now: datet
 
     def scale_obj(o: dict) -> dict:
         sel = tables.selector_to_text(o["spec"].get("selector") or {})
-        return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": {
-            "name": t.name, "namespace": t.ns, "uid": o["metadata"]["uid"],
-            "resourceVersion": o["metadata"]["resourceVersion"],
-            "creationTimestamp": o["metadata"]["creationTimestamp"]},
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {
+                "name": t.name,
+                "namespace": t.ns,
+                "uid": o["metadata"]["uid"],
+                "resourceVersion": o["metadata"]["resourceVersion"],
+                "creationTimestamp": o["metadata"]["creationTimestamp"],
+            },
             "spec": {"replicas": int(o["spec"].get("replicas", 1))},
-            "status": {"replicas": int(o.get("status", {}).get("replicas", 0)), "selector": sel}}
+            "status": {"replicas": int(o.get("status", {}).get("replicas", 0)), "selector": sel},
+        }
 
     if method == "GET":
         return jresp(scale_obj(obj))
@@ -633,6 +778,7 @@ def _scale(c: Cluster, t: Target, method: str, body: Any, ctype: str, now: datet
 
 # ---- watch ------------------------------------------------------------------------------------
 
+
 async def _watch(kube: Kube, c: Cluster, t: Target, request: Request) -> Response:
     q = request.query_params
     r = t.r
@@ -649,7 +795,7 @@ async def _watch(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
     try:
         rv = int(rv_text) if rv_text else 0
     except ValueError:
-        raise KubeError(400, "BadRequest", f"invalid resource version: {rv_text}")
+        raise KubeError(400, "BadRequest", f"invalid resource version: {rv_text}") from None
     await run_in_threadpool(kube.tick)
 
     def matches(obj: dict, namespace: str) -> bool:
@@ -664,8 +810,9 @@ async def _watch(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
         obj = _typed(copy.deepcopy(obj), r)
         if want_table:
             now = kube.world.clock.now()
-            tbl = tables.table(r.plural, [obj], now, obj["metadata"]["resourceVersion"], include,
-                               columns=not sent_columns)
+            tbl = tables.table(
+                r.plural, [obj], now, obj["metadata"]["resourceVersion"], include, columns=not sent_columns
+            )
             sent_columns = True
             obj = tbl
         return to_json({"type": type_, "object": obj}) + b"\n"
@@ -680,19 +827,50 @@ async def _watch(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
                 if matches(o, o["metadata"].get("namespace", "")):
                     yield encode("ADDED", o)
         elif rv > c.store.rv:  # a version this cluster never reached (a watcher from a cluster before a restart)
-            yield to_json({"type": "ERROR", "object": {
-                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": f"Too large resource version: {rv}, current: {c.store.rv}", "reason": "Timeout",
-                "details": {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-                            "retryAfterSeconds": 1}, "code": 504}}) + b"\n"
+            yield (
+                to_json(
+                    {
+                        "type": "ERROR",
+                        "object": {
+                            "kind": "Status",
+                            "apiVersion": "v1",
+                            "metadata": {},
+                            "status": "Failure",
+                            "message": f"Too large resource version: {rv}, current: {c.store.rv}",
+                            "reason": "Timeout",
+                            "details": {
+                                "causes": [
+                                    {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+                                ],
+                                "retryAfterSeconds": 1,
+                            },
+                            "code": 504,
+                        },
+                    }
+                )
+                + b"\n"
+            )
             return
         while not kube.closed and time.monotonic() < deadline and kube.revocations == revocations:
             events = c.store.events_after(rv)
             if events is None:
-                yield to_json({"type": "ERROR", "object": {
-                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                    "message": f"too old resource version: {rv} ({c.store.oldest_rv})", "reason": "Expired",
-                    "code": 410}}) + b"\n"
+                yield (
+                    to_json(
+                        {
+                            "type": "ERROR",
+                            "object": {
+                                "kind": "Status",
+                                "apiVersion": "v1",
+                                "metadata": {},
+                                "status": "Failure",
+                                "message": f"too old resource version: {rv} ({c.store.oldest_rv})",
+                                "reason": "Expired",
+                                "code": 410,
+                            },
+                        }
+                    )
+                    + b"\n"
+                )
                 return
             for e in events:
                 rv = e.rv
@@ -706,6 +884,7 @@ async def _watch(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
 
 
 # ---- logs -------------------------------------------------------------------------------------
+
 
 async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
     follow = q.get("follow") in ("true", "1")
@@ -728,8 +907,7 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
             cname = container
             if not cname:
                 if len(names) != 1:
-                    msg = (f"a container name must be specified for pod {run.name}, choose one of: "
-                           f"[{' '.join(names)}]")
+                    msg = f"a container name must be specified for pod {run.name}, choose one of: [{' '.join(names)}]"
                     if inits:
                         msg += f" or one of the init containers: [{' '.join(inits)}]"
                     raise KubeError(400, "BadRequest", msg)
@@ -737,12 +915,14 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
             if cname not in names and cname not in inits:
                 raise KubeError(400, "BadRequest", f"container {cname} is not valid for pod {run.name}")
             if previous:
-                raise KubeError(400, "BadRequest", f'previous terminated container "{cname}" in pod "{run.name}" '
-                                                   f'not found')
+                raise KubeError(
+                    400, "BadRequest", f'previous terminated container "{cname}" in pod "{run.name}" not found'
+                )
             if not c.container_started(run, cname):
                 reason = "PodInitializing" if (run.init_containers() and cname in names) else "ContainerCreating"
-                raise KubeError(400, "BadRequest", f'container "{cname}" in pod "{run.name}" is waiting to start: '
-                                                   f'{reason}')
+                raise KubeError(
+                    400, "BadRequest", f'container "{cname}" in pod "{run.name}" is waiting to start: {reason}'
+                )
             lines = c.log_lines(run, cname, now)
             lo = since_time or (now - timedelta(seconds=since_s) if since_s is not None else None)
             if lo is not None:
@@ -753,6 +933,7 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
     run, cname, lines, done = await run_in_threadpool(first)
     flood = _flood_of(run, cname)
     if flood is not None:
+
         def ended() -> bool:
             with kube.world.lock:
                 return c.container_done(run, cname, kube.tick()) or not run.alive
@@ -828,7 +1009,7 @@ class _Dropped(Exception):
 FLOOD_ENV = "NCUI_SIM_LOG_FLOOD"  # a pod container's env: "LINES" or "LINES@RATE" (lines per real second)
 
 
-def _flood_of(run, container: str) -> Optional[tuple[int, float]]:
+def _flood_of(run, container: str) -> tuple[int, float] | None:
     """A benchmark hook: a container whose env sets ``NCUI_SIM_LOG_FLOOD`` logs LINES synthetic loss lines
     at RATE lines per real second (0 or absent: as fast as the server can), instead of its plan's log."""
     for c in run.obj["spec"].get("containers") or []:
@@ -867,11 +1048,19 @@ class _FloodLog:
         self.offsets = offsets
 
     def lines(self, i: int, j: int) -> bytes:
-        return bytes(self.data[self.offsets[i]:self.offsets[j]])
+        return bytes(self.data[self.offsets[i] : self.offsets[j]])
 
 
-def _flood(kube: Kube, run, container: str, flood: tuple[int, float], follow: bool,
-           since_time: Optional[datetime], stamps: bool, ended) -> Response:
+def _flood(
+    kube: Kube,
+    run,
+    container: str,
+    flood: tuple[int, float],
+    follow: bool,
+    since_time: datetime | None,
+    stamps: bool,
+    ended,
+) -> Response:
     """Serve a flood (``_flood_of``): as fast as the connection takes it, or at its rate; a follow stream
     then stays open, as the kubelet's does, until the container ends (``ended()``)."""
     total, rate = flood
@@ -915,6 +1104,7 @@ def _flood(kube: Kube, run, container: str, flood: tuple[int, float], follow: bo
 
 # ---- the service proxy ------------------------------------------------------------------------
 
+
 async def _proxy(kube: Kube, c: Cluster, t: Target, request: Request) -> Response:
     raw = await request.body()
     spec = t.name or ""
@@ -927,25 +1117,42 @@ async def _proxy(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
             now = kube.tick()
             svc = c.store.peek("services", t.ns or "", svc_name)
             if svc is None:
-                raise KubeError(404, "NotFound", f'services "{svc_name}" not found',
-                                {"name": svc_name, "kind": "services"})
+                raise KubeError(
+                    404, "NotFound", f'services "{svc_name}" not found', {"name": svc_name, "kind": "services"}
+                )
             sel = svc["spec"].get("selector") or {}
-            backends = [r for r in c.runs.values() if r.active and r.ns == (t.ns or "") and r.state == "ready"
-                        and sel and all(r.obj["metadata"].get("labels", {}).get(k) == v for k, v in sel.items())]
+            backends = [
+                r
+                for r in c.runs.values()
+                if r.active
+                and r.ns == (t.ns or "")
+                and r.state == "ready"
+                and sel
+                and all(r.obj["metadata"].get("labels", {}).get(k) == v for k, v in sel.items())
+            ]
             if not backends:
                 raise KubeError(503, "ServiceUnavailable", f'no endpoints available for service "{svc_name}"')
             be = sorted(backends, key=lambda r: r.name)[0]
             server = inference.server_of(be.profile)
             created = int(now.timestamp())
             if server is None:
-                return Response(f"{be.name}: nothing listens on this port in the simulator\n", status_code=502,
-                                media_type="text/plain")
+                return Response(
+                    f"{be.name}: nothing listens on this port in the simulator\n",
+                    status_code=502,
+                    media_type="text/plain",
+                )
             if be.profile == "router":
-                workers = [r for r in c.runs.values() if r.active and r.profile == "kimi-worker"
-                           and r.state == "ready"]
+                workers = [r for r in c.runs.values() if r.active and r.profile == "kimi-worker" and r.state == "ready"]
                 if not workers and path.startswith("/v1/"):
-                    return jresp({"object": "error", "message": "No available backends for model moonshotai/Kimi-K3",
-                                  "type": "ServiceUnavailable", "code": 503}, 503)
+                    return jresp(
+                        {
+                            "object": "error",
+                            "message": "No available backends for model moonshotai/Kimi-K3",
+                            "type": "ServiceUnavailable",
+                            "code": 503,
+                        },
+                        503,
+                    )
                 if workers:
                     be = workers[0]
             if path in ("/health", "/healthz"):
@@ -956,12 +1163,19 @@ async def _proxy(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
                 try:
                     body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
-                    return jresp({"object": "error", "message": "invalid JSON", "type": "BadRequestError",
-                                  "code": 400}, 400)
+                    return jresp(
+                        {"object": "error", "message": "invalid JSON", "type": "BadRequestError", "code": 400}, 400
+                    )
                 code, out = inference.chat(server, body if isinstance(body, dict) else {}, created)
                 cname = be.containers()[0]
-                be.extra_logs.append((now, cname, f'INFO:     10.244.0.1:{40000 + len(be.extra_logs)} - '
-                                                  f'"POST /v1/chat/completions HTTP/1.1" {code}'))
+                be.extra_logs.append(
+                    (
+                        now,
+                        cname,
+                        f"INFO:     10.244.0.1:{40000 + len(be.extra_logs)} - "
+                        f'"POST /v1/chat/completions HTTP/1.1" {code}',
+                    )
+                )
                 return jresp(out, code)
             return jresp({"detail": "Not Found"}, 404)
 
@@ -969,6 +1183,7 @@ async def _proxy(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
 
 
 # ---- sign-in (device code) --------------------------------------------------------------------
+
 
 def _device_routes(app: FastAPI, kube: Kube) -> None:
     world = kube.world
@@ -985,15 +1200,26 @@ def _device_routes(app: FastAPI, kube: Kube) -> None:
                 now = kube.tick()
                 c = kube.cluster_for(name)
                 if c is None:
-                    return JSONResponse({"error": "not-found", "detail": f"No cluster named {name[:60]} in "
-                                                                         f"{world.main_org.spec.org_name}."}, 404)
+                    return JSONResponse(
+                        {
+                            "error": "not-found",
+                            "detail": f"No cluster named {name[:60]} in {world.main_org.spec.org_name}.",
+                        },
+                        404,
+                    )
                 dc = kube.auth.new_code(c.org.spec.key, name, now)
             base = str(request.base_url).rstrip("/")
-            return JSONResponse({"device_code": dc.device_code, "user_code": dc.user_code,
-                                 "verification_uri": f"{base}/device",
-                                 "verification_uri_complete": f"{base}/device?code={dc.user_code}",
-                                 "expires_in": int((dc.expires - dc.created).total_seconds()),
-                                 "interval": POLL_INTERVAL})
+            return JSONResponse(
+                {
+                    "device_code": dc.device_code,
+                    "user_code": dc.user_code,
+                    "verification_uri": f"{base}/device",
+                    "verification_uri_complete": f"{base}/device?code={dc.user_code}",
+                    "expires_in": int((dc.expires - dc.created).total_seconds()),
+                    "interval": POLL_INTERVAL,
+                }
+            )
+
         return await run_in_threadpool(make)
 
     async def token(request: Request) -> Response:
@@ -1009,6 +1235,7 @@ def _device_routes(app: FastAPI, kube: Kube) -> None:
             if verdict == "ok":
                 return JSONResponse({"access_token": tok, "token_type": "Bearer", "idle_timeout": 86400})
             return JSONResponse({"error": verdict}, 400)
+
         return await run_in_threadpool(poll)
 
     async def session(request: Request, cluster: str = "") -> Response:
@@ -1022,12 +1249,16 @@ def _device_routes(app: FastAPI, kube: Kube) -> None:
             if ok:
                 return JSONResponse({"cluster": cluster, "idle_timeout": 86400})
             return JSONResponse({"error": "unauthorized", "detail": "Sign in again."}, 401)
+
         return await run_in_threadpool(check)
 
     def page(title: str, body: str, status: int = 200) -> HTMLResponse:
-        return HTMLResponse(f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
-                            f"</head><body style='font-family:sans-serif;max-width:40em;margin:3em auto'>"
-                            f"<h1>{html.escape(title)}</h1>{body}</body></html>", status_code=status)
+        return HTMLResponse(
+            f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+            f"</head><body style='font-family:sans-serif;max-width:40em;margin:3em auto'>"
+            f"<h1>{html.escape(title)}</h1>{body}</body></html>",
+            status_code=status,
+        )
 
     async def device_get(request: Request, code: str = "") -> Response:
         def show() -> Response:
@@ -1035,17 +1266,22 @@ def _device_routes(app: FastAPI, kube: Kube) -> None:
                 kube.tick()
                 dc = kube.auth.by_user_code(code) if code else None
                 if dc is None:
-                    return page("Sign in to kubectl", "<form method=post><label>Code <input name=code></label> "
-                                                      "<button>Continue</button></form>",
-                                200 if not code else 404)
+                    return page(
+                        "Sign in to kubectl",
+                        "<form method=post><label>Code <input name=code></label> <button>Continue</button></form>",
+                        200 if not code else 404,
+                    )
                 if kube.auth.expired(dc):
                     return page("This code has expired", "<p>Run kubectl again for a fresh link.</p>", 410)
                 org = world.orgs[dc.org].spec.org_name
-            return page("Approve kubectl sign-in",
-                        f"<p>kubectl asks to sign in to cluster <b>{html.escape(dc.cluster)}</b> of "
-                        f"<b>{html.escape(org)}</b> as you. Code <code>{html.escape(dc.user_code)}</code>.</p>"
-                        f"<form method=post action='/device'><input type=hidden name=code "
-                        f"value='{html.escape(dc.user_code)}'><button>Approve</button></form>")
+            return page(
+                "Approve kubectl sign-in",
+                f"<p>kubectl asks to sign in to cluster <b>{html.escape(dc.cluster)}</b> of "
+                f"<b>{html.escape(org)}</b> as you. Code <code>{html.escape(dc.user_code)}</code>.</p>"
+                f"<form method=post action='/device'><input type=hidden name=code "
+                f"value='{html.escape(dc.user_code)}'><button>Approve</button></form>",
+            )
+
         return await run_in_threadpool(show)
 
     async def device_post(request: Request) -> Response:
@@ -1063,6 +1299,7 @@ def _device_routes(app: FastAPI, kube: Kube) -> None:
             if verdict == "expired":
                 return page("This code has expired", "<p>Run kubectl again for a fresh link.</p>", 410)
             return page("Approved", "<p>kubectl is signed in. You can close this tab.</p>")
+
         return await run_in_threadpool(approve)
 
     app.add_api_route("/api/k8s/device/code", code, methods=["POST"], include_in_schema=False)
@@ -1073,6 +1310,7 @@ def _device_routes(app: FastAPI, kube: Kube) -> None:
 
 
 # ---- sim controls (not part of the contract) --------------------------------------------------
+
 
 def _sim_routes(app: FastAPI, kube: Kube) -> None:
     world = kube.world
@@ -1093,8 +1331,11 @@ def _sim_routes(app: FastAPI, kube: Kube) -> None:
         return b if isinstance(b, dict) else {}
 
     def cluster_of(name: str) -> Cluster:
-        c = kube.cluster_for(name) if name else next(
-            (c for c in kube.clusters.values() if c.org is world.main_org), None)
+        c = (
+            kube.cluster_for(name)
+            if name
+            else next((c for c in kube.clusters.values() if c.org is world.main_org), None)
+        )
         if c is None:
             raise KubeError(404, "NotFound", "no such cluster")
         return c
@@ -1108,6 +1349,7 @@ def _sim_routes(app: FastAPI, kube: Kube) -> None:
             with world.lock:
                 kube.tick()
                 return JSONResponse({"reclaimed": cluster_of(cluster).reclaim(b.get("node"))})
+
         return await run_in_threadpool(go)
 
     async def compact(request: Request, cluster: str = "") -> Response:
@@ -1146,6 +1388,7 @@ def _sim_routes(app: FastAPI, kube: Kube) -> None:
             with world.lock:
                 kube.revocations += 1
                 return kube.auth.revoke(c.name)
+
         return JSONResponse({"revoked": await run_in_threadpool(go)})
 
     app.add_api_route("/_sim/k8s/logcut", logcut, methods=["POST"], include_in_schema=False)

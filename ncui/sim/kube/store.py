@@ -9,8 +9,8 @@ from __future__ import annotations
 import copy
 import threading
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
 
 HISTORY = 2000  # watch events kept; an older resourceVersion gets 410 Gone
 
@@ -34,25 +34,28 @@ class Store:
 
     # ---- reads ------------------------------------------------------------------------------
 
-    def get(self, resource: str, ns: str, name: str) -> Optional[dict]:
+    def get(self, resource: str, ns: str, name: str) -> dict | None:
         with self.lock:
             obj = self.objects.get((resource, ns, name))
             return copy.deepcopy(obj) if obj is not None else None
 
-    def peek(self, resource: str, ns: str, name: str) -> Optional[dict]:
+    def peek(self, resource: str, ns: str, name: str) -> dict | None:
         """The stored object itself (callers must not change it; used by the controller under its lock)."""
         return self.objects.get((resource, ns, name))
 
-    def list(self, resource: str, ns: Optional[str] = None) -> tuple[list[dict], int]:
+    def list(self, resource: str, ns: str | None = None) -> tuple[list[dict], int]:
         with self.lock:
-            items = [copy.deepcopy(o) for (r, n, _), o in sorted(self.objects.items())
-                     if r == resource and (ns is None or n == ns)]
+            items = [
+                copy.deepcopy(o)
+                for (r, n, _), o in sorted(self.objects.items())
+                if r == resource and (ns is None or n == ns)
+            ]
             return items, self.rv
 
-    def iter(self, resource: str, ns: Optional[str] = None) -> Iterable[dict]:
+    def iter(self, resource: str, ns: str | None = None) -> Iterable[dict]:
         return [o for (r, n, _), o in sorted(self.objects.items()) if r == resource and (ns is None or n == ns)]
 
-    def events_after(self, rv: int) -> Optional[list[Event]]:
+    def events_after(self, rv: int) -> list[Event] | None:
         """Events newer than ``rv``; None when ``rv`` is older than the history (410 Gone)."""
         with self.lock:
             if rv < self.oldest_rv:
@@ -81,7 +84,7 @@ class Store:
             self._record(type_, resource, ns, obj)
             return copy.deepcopy(obj)
 
-    def delete(self, resource: str, ns: str, name: str) -> Optional[dict]:
+    def delete(self, resource: str, ns: str, name: str) -> dict | None:
         key = (resource, ns, name)
         with self.lock:
             obj = self.objects.pop(key, None)
