@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test setup clean
+.PHONY: demo test lint setup clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,8 +20,13 @@ demo: $(STAMP)
 	@$(BIN)/python -m compileall -q ncui >/dev/null
 	$(BIN)/ncui --demo
 
-test: $(STAMP)
+# The gate first (lint and format; types once mypy is clean), then the suite.
+lint: $(STAMP)
+	$(BIN)/ruff check ncui tests bench
+	$(BIN)/ruff format --check ncui tests bench
+
+test: lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
