@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import httpx
 from pydantic import SecretStr
 
 from ncui.app import NCApp
@@ -98,3 +99,14 @@ async def type_text(pilot, text: str) -> None:
     names = {".": "full_stop", "-": "minus", " ": "space"}
     for ch in text:
         await pilot.press(names.get(ch, ch))
+
+
+async def put_bid(sim, dollars: float) -> None:
+    """Another client (the console, kubectl, curl) sets the standing limit."""
+    async with httpx.AsyncClient() as h:
+        r = await h.put(
+            sim.api_url + "/api/k8s/bid",
+            json={"max_price_per_gpu_hour": dollars},
+            headers={"Authorization": f"Bearer {sim.token}"},
+        )
+        assert r.status_code == 200

@@ -15,7 +15,7 @@ from textual import events
 
 from ncui.screens.modals import CeilingModal, ConfirmModal, CustomJobModal
 
-from .apphelp import app_for, open_recipes, screen_text, through_sign_in, type_text, until
+from .apphelp import app_for, open_recipes, put_bid, screen_text, through_sign_in, type_text, until
 
 
 def record_bids(app) -> list[Decimal]:
@@ -36,17 +36,6 @@ def figure(pattern: str, text: str) -> Decimal:
     m = re.search(pattern + r" \$([0-9,]+(?:\.[0-9]+)?)/GPU-h", text)
     assert m, f"no {pattern!r} figure in {text!r}"
     return Decimal(m.group(1).replace(",", ""))
-
-
-async def put_bid(sim, dollars: float) -> None:
-    """Another client (the console, kubectl, curl) sets the standing limit."""
-    async with httpx.AsyncClient() as h:
-        r = await h.put(
-            sim.api_url + "/api/k8s/bid",
-            json={"max_price_per_gpu_hour": dollars},
-            headers={"Authorization": f"Bearer {sim.token}"},
-        )
-        assert r.status_code == 200
 
 
 async def confirm_and_check_sent(pilot, app, sent: list[Decimal], pattern: str, expect_sent=None) -> Decimal:

@@ -3,6 +3,7 @@ restarted behind the same address is listed anew, and AGE counts by the clock be
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import DataTable
 
 from ncui.sim.server import SimServer
@@ -12,9 +13,12 @@ from .conftest import make_world
 from .kc_support import busybox_job
 
 
-async def test_workloads_marks_a_lost_cluster_stale_and_lists_the_restarted_one(kube_factory, monkeypatch):
+@pytest.mark.parametrize("moved", [False, True], ids=["same-address", "moved"])
+async def test_workloads_marks_a_lost_cluster_stale_and_lists_the_restarted_one(kube_factory, monkeypatch, moved):
     # The box stops while Workloads shows a job; a new box (a new world: no such job, resourceVersions from
-    # the start, new uids) starts behind the same addresses and certificate, as a restarted service would.
+    # the start, new uids) starts behind the same API address. Either its cluster API is behind the same
+    # address and certificate too (a restarted service), or it moved: a new port and a new certificate, as
+    # `ncui sim --port N` started again; then ncui reads the kubeconfig again and connects anew.
     k = kube_factory("k8s-market")
     monkeypatch.setenv("NCUI_KUBE_CACHE", str(k.auth_cache))
     old = k.sim
@@ -26,7 +30,8 @@ async def test_workloads_marks_a_lost_cluster_stale_and_lists_the_restarted_one(
             await until(pilot, lambda: loaded(app, "whoami", "cluster"))
             await pilot.press("4")
             await until(pilot, lambda: app._kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching")
-            res = await app._kube.apply([busybox_job("before", "echo old")])
+            first = app._kube
+            res = await first.apply([busybox_job("before", "echo old")])
             assert [r.error for r in res] == [None]
             await until(pilot, lambda: any(n.startswith("before") for n in pods()), what="the old pod")
             await until(pilot, lambda: "job/before" in screen_text(app), what="the old job on screen")
@@ -37,9 +42,14 @@ async def test_workloads_marks_a_lost_cluster_stale_and_lists_the_restarted_one(
             assert "cannot reach the cluster" in text
             assert "job/before" in text and any(n.startswith("before") for n in pods())  # the last rows stay
 
-            new = SimServer(make_world("k8s-market"), port=old.port, tls_port=old.tls_port, tls_pair=old.tls_pair)
+            same = {} if moved else {"tls_port": old.tls_port, "tls_pair": old.tls_pair}
+            new = SimServer(make_world("k8s-market"), port=old.port, **same)
+            assert moved == (new.tls_port != old.tls_port)
             new.app.state.kube.auth.sessions.update(old.app.state.kube.auth.sessions)  # it keeps the sign-ins
             new.start()
+            if moved:
+                await until(pilot, lambda: app._kube not in (first, None), timeout=40, what="a client for the move")
+                assert any("moved" in n.message for n in list(app._notifications))
             await until(pilot, lambda: "job/before" not in screen_text(app), timeout=30, what="the new cluster")
             res = await app._kube.apply([busybox_job("after", "echo new")])
             assert [r.error for r in res] == [None]
@@ -78,45 +88,3 @@ async def test_age_counts_by_the_clock_between_watch_events(kube_factory, monkey
         await until(pilot, lambda: row()[4].startswith("3h"), what=f"AGE past {before} by the box's clock")
         assert not before.startswith("3h")
         assert app.store.get("k8s_pods").version == version  # no watch event redrew the row
-
-
-async def test_a_cluster_that_moved_to_a_new_address_and_certificate_is_followed(kube_factory, monkeypatch):
-    # `ncui sim --port N` started again: the same API address, but the cluster's API on a new port with a new
-    # certificate. ncui reads the kubeconfig again while the cluster cannot be reached, and connects anew.
-    k = kube_factory("k8s-market")
-    monkeypatch.setenv("NCUI_KUBE_CACHE", str(k.auth_cache))
-    old = k.sim
-    app = app_for(old)
-    new = None
-    pods = lambda: app.store.value("k8s_pods") or {}  # noqa: E731
-    try:
-        async with app.run_test(size=(120, 40)) as pilot:
-            await until(pilot, lambda: loaded(app, "whoami", "cluster"))
-            await pilot.press("4")
-            await until(pilot, lambda: app._kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching")
-            first = app._kube
-            res = await first.apply([busybox_job("before", "echo old")])
-            assert [r.error for r in res] == [None]
-            await until(pilot, lambda: any(n.startswith("before") for n in pods()), what="the old pod")
-            old.stop()
-            await until(pilot, lambda: "⚠ Stale" in screen_text(app), timeout=30, what="the rows marked stale")
-            new = SimServer(make_world("k8s-market"), port=old.port)
-            assert new.tls_port != old.tls_port or new.tls_pair != old.tls_pair
-            new.app.state.kube.auth.sessions.update(old.app.state.kube.auth.sessions)  # it keeps the sign-ins
-            new.start()
-            await until(
-                pilot,
-                lambda: app._kube is not first and app._kube is not None,
-                timeout=40,
-                what="a client for the moved cluster",
-            )
-            assert any("moved" in n.message for n in list(app._notifications))
-            res = await app._kube.apply([busybox_job("after", "echo new")])
-            assert [r.error for r in res] == [None]
-            await until(pilot, lambda: any(n.startswith("after") for n in pods()), timeout=30, what="the new pod")
-            await until(pilot, lambda: "⚠ Stale" not in screen_text(app), what="fresh again")
-            assert not any(n.startswith("before") for n in pods())
-            await pilot.press("q")
-    finally:
-        if new is not None:
-            new.stop()

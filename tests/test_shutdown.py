@@ -3,10 +3,9 @@ that goes away (SIGHUP over ssh) changes nothing; the next start points out what
 
 from __future__ import annotations
 
+import asyncio
 import gc
-import os
 import shutil
-import subprocess
 import sys
 import time
 
@@ -15,6 +14,7 @@ import pytest
 
 from .apphelp import app_for, loaded, until
 from .simproc import SimProcess
+from .tmuxterm import env_for
 
 
 async def test_quitting_while_a_sign_in_starts_leaves_no_coroutine_unawaited(sim):
@@ -29,38 +29,8 @@ async def test_quitting_while_a_sign_in_starts_leaves_no_coroutine_unawaited(sim
     gc.collect()
 
 
-def _tmux(*args: str, check: bool = True) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=check).stdout
-
-
-def _pane(session: str) -> str:
-    return _tmux("capture-pane", "-p", "-t", session, check=False)
-
-
-def _wait(cond, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}: {cond.__doc__ or ''}")
-        time.sleep(0.05)
-
-
-def _toasts(screen: str) -> str:
-    """The words of the notifications on a captured screen (each line of a toast starts with ▌; what is drawn
-    beside it, such as a chart's frame, is cut off)."""
-    parts = [line.split("▌", 1)[1].rstrip(" │┘┐┤") for line in screen.splitlines() if "▌" in line]
-    return " ".join(" ".join(parts).split())
-
-
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie is gone for our purpose
+    """The process runs (a zombie is gone for our purpose)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().split(") ", 1)[1][0] != "Z"
@@ -68,36 +38,31 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-def test_a_lost_terminal_changes_nothing_and_the_next_start_says_what_stands(tmp_path):
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+async def test_a_lost_terminal_changes_nothing_and_the_next_start_says_what_stands(tmux_factory, tmp_path):
     with SimProcess("--scenario", "k8s-market") as sim:
         api, token = sim.env["NC_API"], sim.env["NC_TOKEN"]
         auth = {"Authorization": f"Bearer {token}"}
-        assert httpx.put(api + "/api/k8s/bid", json={"max_price_per_gpu_hour": 4.5}, headers=auth).status_code == 200
-        env = {
-            "NC_TOKEN": token,
-            "HOME": str(tmp_path),
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "XDG_STATE_HOME": str(tmp_path / "state"),
-            "NCUI_KUBE_CACHE": str(tmp_path / "kube"),
-            "TERM": "xterm-256color",
-            "PATH": os.environ.get("PATH", ""),
-        }
-        cmd = " ".join([sys.executable, "-m", "ncui.cli", "--api", api, "--access", sim.env["NC_ACCESS"]])
-        envs = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
-        session = f"ncui-hup-{os.getpid()}"
-        try:
-            _tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", *envs, cmd)
-            pid = int(_tmux("list-panes", "-t", session, "-F", "#{pane_pid}").split()[0])
-            _wait(lambda: "limit $4.50/GPU-h" in _pane(session), 30, "the header's standing limit")
-            # pointed out at start (a toast: its words wrap)
-            _wait(lambda: "stands on halcyon" in _toasts(_pane(session)), 10, "the notice: " + _pane(session))
-            _tmux("kill-session", "-t", session)  # the terminal goes away: SIGHUP
-            _wait(lambda: not _alive(pid), 20, "ncui to end with its terminal")
-        finally:
-            _tmux("kill-session", "-t", session, check=False)
-        bid = httpx.get(api + "/api/k8s/bid", headers=auth).json()
+        async with httpx.AsyncClient(headers=auth) as h:
+            # set before this session: by a session whose terminal went away, by kubectl, by a teammate
+            assert (await h.put(api + "/api/k8s/bid", json={"max_price_per_gpu_hour": 4.5})).status_code == 200
+            term = tmux_factory(env_for(tmp_path, NC_TOKEN=token, NCUI_KUBE_CACHE=str(tmp_path / "kube")), width=100)
+            term.run(sys.executable, "-m", "ncui.cli", "--api", api, "--access", sim.env["NC_ACCESS"])
+            await term.until(lambda s: "limit $4.50/GPU-h" in s, 30, what="the header's standing limit")
+            await term.until(lambda s: "stands on halcyon" in term.toasts(), 10, what="the notice at start")
+            pid = term.pane_pid()
+            term.close()  # the terminal goes away: SIGHUP
+            await until_true(lambda: not _alive(pid), 20, what="ncui to end with its terminal")
+            bid = (await h.get(api + "/api/k8s/bid")).json()
         assert bid["max_price_per_gpu_hour"] == 4.5  # nothing was changed by the hang-up
+
+
+async def until_true(cond, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.05)  # a polling interval, not a wait for something to be done
 
 
 async def test_a_worker_that_fails_is_said_not_silently_gone(sim):

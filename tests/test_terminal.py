@@ -6,74 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from .kc_support import busybox_job
+from .tmuxterm import env_for as _env
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
 C1 = [chr(c) for c in range(0x80, 0xA0)]
 BIDI = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)]
-
-
-class Tmux:
-    """Our own tmux server (its own socket) with one pane running ``sh``; every byte the pane's program
-    writes is appended to ``raw`` (pipe-pane, set before the program starts)."""
-
-    def __init__(self, tmp: Path, env: dict[str, str], width: int = 120, height: int = 40) -> None:
-        self.sock, self.raw = str(tmp / "tmux.sock"), tmp / "raw.bin"
-        self.raw.touch()
-        flags = [x for k, v in env.items() for x in ("-e", f"{k}={v}")]
-        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), *flags, "sh")
-        self.tmux("pipe-pane", "-o", "-t", "t", f"cat >> {shlex.quote(str(self.raw))}")
-
-    def tmux(self, *args: str) -> str:
-        return subprocess.run(
-            ["tmux", "-S", self.sock, *args], check=True, capture_output=True, text=True, timeout=30
-        ).stdout
-
-    def run(self, *argv: str) -> None:
-        # (without the COLUMNS and LINES a test runner may export: the program reads the pane's own size)
-        self.tmux("send-keys", "-t", "t", "exec env -u COLUMNS -u LINES " + shlex.join(argv), "Enter")
-
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", "t", *keys)
-
-    def screen(self) -> str:
-        return self.tmux("capture-pane", "-p", "-t", "t")
-
-    async def until(self, cond, timeout: float = 60.0, what: str = "") -> str:
-        """The screen once ``cond(screen)`` holds, polled with a deadline."""
-        deadline = time.monotonic() + timeout
-        while True:
-            text = self.screen()
-            if cond(text):
-                return text
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; the screen:\n{text}")
-            await asyncio.sleep(0.1)  # a polling interval, not a wait for something to be done
-
-    def close(self) -> None:
-        subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True, timeout=30)
-
-
-def _env(tmp: Path, **extra: str) -> dict[str, str]:
-    old = os.environ.get("PYTHONPATH")
-    return {
-        "HOME": str(tmp),
-        "XDG_STATE_HOME": str(tmp / "state"),
-        "NC_TOKEN": "",
-        "PYTHONPATH": str(ROOT) + (os.pathsep + old if old else ""),
-        **extra,
-    }
 
 
 def _token_file(home: Path, token: str, mode: int) -> Path:
@@ -87,20 +33,6 @@ def _token_file(home: Path, token: str, mode: int) -> Path:
 def _ncui(sim) -> list[str]:
     """``ncui --api … --access …`` against the box, as a person runs it."""
     return [sys.executable, "-m", "ncui.cli", "--api", sim.api_url, "--access", sim.access_url]
-
-
-@pytest.fixture
-def tmux_factory(tmp_path):
-    made: list[Tmux] = []
-
-    def make(env: dict[str, str], width: int = 120) -> Tmux:
-        t = Tmux(tmp_path, env, width)
-        made.append(t)
-        return t
-
-    yield make
-    for t in made:
-        t.close()
 
 
 async def test_a_pod_log_with_c1_and_bidi_controls_never_reaches_the_terminal(kc_factory, tmux_factory, tmp_path):

@@ -10,7 +10,7 @@ from ncui.screens.flows import idle_gpu_nodes
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal
 from ncui.store import Store
 
-from .apphelp import app_for, loaded, open_recipes, screen_text, through_sign_in, type_text, until
+from .apphelp import app_for, loaded, open_recipes, put_bid, screen_text, through_sign_in, type_text, until
 
 # ---- the two-hour check runs on every apply that uses GPUs ---------------------------------------------
 
@@ -172,16 +172,6 @@ async def test_every_question_says_what_enter_does(sim):
 # ---- the exit guard ---------------------------------------------------------------------------------
 
 
-async def _put_bid(sim, price: float) -> None:
-    async with httpx.AsyncClient() as h:
-        r = await h.put(
-            sim.api_url + "/api/k8s/bid",
-            json={"max_price_per_gpu_hour": price},
-            headers={"Authorization": f"Bearer {sim.token}"},
-        )
-        assert r.status_code == 200, r.text
-
-
 async def test_quit_with_nothing_standing_is_instant(sim):
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -192,7 +182,7 @@ async def test_quit_with_nothing_standing_is_instant(sim):
 
 
 async def test_a_standing_limit_is_pointed_out_at_start_and_quitting_asks(sim):
-    await _put_bid(sim, 4.5)  # set before this session (a session that lost its terminal, kubectl, a teammate)
+    await put_bid(sim, 4.5)  # set before this session (a session that lost its terminal, kubectl, a teammate)
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(
@@ -216,7 +206,7 @@ async def test_a_standing_limit_is_pointed_out_at_start_and_quitting_asks(sim):
 
 
 async def test_keep_and_quit_leaves_the_limit_standing(sim):
-    await _put_bid(sim, 4.5)
+    await put_bid(sim, 4.5)
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "cluster", "bid"))
@@ -232,7 +222,7 @@ async def test_keep_and_quit_leaves_the_limit_standing(sim):
 
 
 async def test_a_limit_that_cannot_be_withdrawn_keeps_ncui_open(sim):
-    await _put_bid(sim, 4.5)
+    await put_bid(sim, 4.5)
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "cluster", "bid"))

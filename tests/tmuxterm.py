@@ -1,0 +1,92 @@
+"""A real terminal for tests: our own tmux server with one pane, the raw bytes its program writes, the screen
+as a person reads it. Used where the terminal itself is what is tested (escape codes, a hang-up)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Tmux:
+    """Our own tmux server (its own socket) with one pane running ``sh``; every byte the pane's program
+    writes is appended to ``raw`` (pipe-pane, set before the program starts)."""
+
+    def __init__(self, tmp: Path, env: dict[str, str], width: int = 120, height: int = 40) -> None:
+        self.sock, self.raw = str(tmp / "tmux.sock"), tmp / "raw.bin"
+        self.raw.touch()
+        flags = [x for k, v in env.items() for x in ("-e", f"{k}={v}")]
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), *flags, "sh")
+        self.tmux("pipe-pane", "-o", "-t", "t", f"cat >> {shlex.quote(str(self.raw))}")
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(
+            ["tmux", "-S", self.sock, *args], check=True, capture_output=True, text=True, timeout=30
+        ).stdout
+
+    def run(self, *argv: str) -> None:
+        # (without the COLUMNS and LINES a test runner may export: the program reads the pane's own size)
+        self.tmux("send-keys", "-t", "t", "exec env -u COLUMNS -u LINES " + shlex.join(argv), "Enter")
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "t")
+
+    async def until(self, cond, timeout: float = 60.0, what: str = "") -> str:
+        """The screen once ``cond(screen)`` holds, polled with a deadline."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.screen()
+            if cond(text):
+                return text
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; the screen:\n{text}")
+            await asyncio.sleep(0.1)  # a polling interval, not a wait for something to be done
+
+    def pane_pid(self) -> int:
+        """The pane's program (``run`` execs it in place of the shell)."""
+        return int(self.tmux("list-panes", "-t", "t", "-F", "#{pane_pid}").split()[0])
+
+    def toasts(self) -> str:
+        """The words of the notifications on screen (each line of a toast starts with ▌; what is drawn beside
+        it, such as a chart's frame, is cut off)."""
+        parts = [line.split("▌", 1)[1].rstrip(" │┘┐┤") for line in self.screen().splitlines() if "▌" in line]
+        return " ".join(" ".join(parts).split())
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True, timeout=30)
+
+
+def env_for(tmp: Path, **extra: str) -> dict[str, str]:
+    """A person's environment in ``tmp`` (no token unless given), running this checkout's ncui."""
+    old = os.environ.get("PYTHONPATH")
+    return {
+        "HOME": str(tmp),
+        "XDG_STATE_HOME": str(tmp / "state"),
+        "NC_TOKEN": "",
+        "PYTHONPATH": str(ROOT) + (os.pathsep + old if old else ""),
+        **extra,
+    }
+
+
+@pytest.fixture
+def tmux_factory(tmp_path):
+    made: list[Tmux] = []
+
+    def make(env: dict[str, str], width: int = 120) -> Tmux:
+        t = Tmux(tmp_path, env, width)
+        made.append(t)
+        return t
+
+    yield make
+    for t in made:
+        t.close()
