@@ -94,6 +94,18 @@ async def open_recipes(pilot, app) -> None:
     )
 
 
+async def open_something_else(pilot, app) -> None:
+    """Recipes → Something else → its form (the fifth recipe)."""
+    from ncui.screens.modals import CustomJobModal
+
+    await open_recipes(pilot, app)
+    for _ in range(4):
+        await pilot.press("down")
+    await until(pilot, lambda: "Press Enter for the form" in screen_text(app))
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, CustomJobModal))
+
+
 async def type_text(pilot, text: str) -> None:
     """Type into the focused input, key by key."""
     names = {".": "full_stop", "-": "minus", " ": "space"}

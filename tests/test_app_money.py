@@ -13,9 +13,9 @@ from decimal import Decimal
 import httpx
 from textual import events
 
-from ncui.screens.modals import CeilingModal, ConfirmModal, CustomJobModal
+from ncui.screens.modals import CeilingModal, ConfirmModal
 
-from .apphelp import app_for, open_recipes, put_bid, screen_text, through_sign_in, type_text, until
+from .apphelp import app_for, open_recipes, open_something_else, put_bid, screen_text, through_sign_in, type_text, until
 
 
 def record_bids(app) -> list[Decimal]:
@@ -156,12 +156,7 @@ async def test_something_else_confirmation_shows_the_image_and_the_whole_command
     command = "python train.py " + " ".join(f"--flag{i}=value{i}" for i in range(60))  # ~1.3 kB, one line
     app = app_for(sim)
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_recipes(pilot, app)
-        for _ in range(4):
-            await pilot.press("down")
-        await until(pilot, lambda: "Press Enter for the form" in screen_text(app))
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, CustomJobModal))
+        await open_something_else(pilot, app)
         form = app.screen
         form.query_one("#image").value = "ghcr.io/me/trainer:1.2"
         cmd = form.query_one("#command")

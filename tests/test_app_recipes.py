@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ncui.screens.modals import CeilingModal, ConfirmModal, CustomJobModal
+from ncui.screens.modals import CeilingModal, ConfirmModal
 
-from .apphelp import app_for, open_recipes, screen_text, through_sign_in, type_text, until
+from .apphelp import app_for, open_recipes, open_something_else, screen_text, through_sign_in, type_text, until
 
 
 async def test_train_is_the_default_and_its_manifest_is_previewed(sim):
@@ -66,12 +66,7 @@ async def test_a_short_balance_is_refused_with_the_exact_top_up(sim):
 async def test_something_else_refuses_bad_input(sim):
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_recipes(pilot, app)
-        for _ in range(4):
-            await pilot.press("down")
-        await until(pilot, lambda: "Press Enter for the form" in screen_text(app))
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, CustomJobModal))
+        await open_something_else(pilot, app)
         app.screen.query_one("#command").value = "python train.py"
         app.screen.query_one("#nodes").value = "abc"
         await pilot.press("enter")
