@@ -26,8 +26,10 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any, TextIO
 
 import httpx
 
@@ -67,7 +69,7 @@ def _ensure_dir() -> Path:
     return d
 
 
-def _write_private(path: Path, data: dict) -> None:
+def _write_private(path: Path, data: dict[str, Any]) -> None:
     _ensure_dir()
     tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -77,15 +79,16 @@ def _write_private(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def _read(path: Path) -> dict | None:
+def _read(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text())
+        doc: dict[str, Any] = json.loads(path.read_text())  # ours: written by _write_private
+        return doc
     except (OSError, ValueError):
         return None
 
 
 @contextlib.contextmanager
-def _locked(api: str, cluster: str):
+def _locked(api: str, cluster: str) -> Iterator[None]:
     _ensure_dir()
     fd = os.open(cache_dir() / f"{_stem(api, cluster)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -103,14 +106,15 @@ def _client() -> httpx.Client:
     return httpx.Client(timeout=TIMEOUT, trust_env=False)
 
 
-def request_code(api: str, cluster: str) -> dict:
+def request_code(api: str, cluster: str) -> dict[str, Any]:
     with _client() as c:
         r = c.post(f"{api.rstrip('/')}/api/k8s/device/code", json={"cluster": cluster})
     if r.status_code == 404:
         raise SigninError(f"no cluster named {cluster} in your organization")
     if r.status_code != 200:
         raise SigninError(f"the sign-in service answered HTTP {r.status_code}")
-    return r.json()
+    code: dict[str, Any] = r.json()
+    return code
 
 
 def poll_once(api: str, device_code: str, client: httpx.Client | None = None) -> tuple[str, str | None]:
@@ -162,21 +166,22 @@ def exec_credential(token: str, api_version: str) -> str:
     )
 
 
-def _exec_info() -> dict:
+def _exec_info() -> dict[str, Any]:
     try:
-        return json.loads(os.environ.get("KUBERNETES_EXEC_INFO", "") or "{}")
+        info: dict[str, Any] = json.loads(os.environ.get("KUBERNETES_EXEC_INFO", "") or "{}")
+        return info
     except ValueError:
         return {}
 
 
-def _interactive(info: dict) -> bool:
+def _interactive(info: dict[str, Any]) -> bool:
     spec = info.get("spec") or {}
     if "interactive" in spec:
         return bool(spec["interactive"]) and sys.stdin is not None and _isatty(sys.stdin)
     return sys.stdin is not None and _isatty(sys.stdin)
 
 
-def _isatty(f) -> bool:
+def _isatty(f: TextIO) -> bool:
     try:
         return f.isatty()
     except (ValueError, OSError):
@@ -223,7 +228,7 @@ def _start_poller(api: str, cluster: str) -> int:
     return p.pid
 
 
-def _pending(api: str, cluster: str) -> tuple[dict, bool]:
+def _pending(api: str, cluster: str) -> tuple[dict[str, Any], bool]:
     """The current device code (a fresh one when there is none or it expired), and whether it is new."""
     pend = _read(pending_path(api, cluster))
     if pend is not None and pend.get("state") == "pending":
