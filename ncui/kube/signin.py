@@ -80,11 +80,12 @@ def _write_private(path: Path, data: dict[str, Any]) -> None:
 
 
 def _read(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing, unreadable or not an object (a damaged file)."""
     try:
-        doc: dict[str, Any] = json.loads(path.read_text())  # ours: written by _write_private
-        return doc
+        doc = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    return doc if isinstance(doc, dict) else None
 
 
 @contextlib.contextmanager
@@ -113,7 +114,9 @@ def request_code(api: str, cluster: str) -> dict[str, Any]:
         raise SigninError(f"no cluster named {cluster} in your organization")
     if r.status_code != 200:
         raise SigninError(f"the sign-in service answered HTTP {r.status_code}")
-    code: dict[str, Any] = r.json()
+    code = _json_object(r)
+    if code is None or not all(k in code for k in ("device_code", "user_code", "verification_uri_complete")):
+        raise SigninError("the sign-in service's answer is not a device code")
     return code
 
 
@@ -124,12 +127,22 @@ def poll_once(api: str, device_code: str, client: httpx.Client | None = None) ->
         with _client() as c:
             return poll_once(api, device_code, c)
     r = client.post(f"{api.rstrip('/')}/api/k8s/device/token", json={"device_code": device_code})
+    body = _json_object(r)
     if r.status_code == 200:
-        return "ok", r.json()["access_token"]
+        token = body.get("access_token") if body is not None else None
+        if not isinstance(token, str) or not token:
+            raise SigninError("the sign-in service approved the code but sent no token")
+        return "ok", token
+    return str((body or {}).get("error", f"http-{r.status_code}")), None
+
+
+def _json_object(r: httpx.Response) -> dict[str, Any] | None:
+    """The response's JSON object; None when the body is not JSON or not an object."""
     try:
-        return str(r.json().get("error", f"http-{r.status_code}")), None
+        doc = r.json()
     except ValueError:
-        return f"http-{r.status_code}", None
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def session_ok(api: str, cluster: str, token: str) -> bool:
@@ -168,10 +181,10 @@ def exec_credential(token: str, api_version: str) -> str:
 
 def _exec_info() -> dict[str, Any]:
     try:
-        info: dict[str, Any] = json.loads(os.environ.get("KUBERNETES_EXEC_INFO", "") or "{}")
-        return info
+        info = json.loads(os.environ.get("KUBERNETES_EXEC_INFO", "") or "{}")
     except ValueError:
         return {}
+    return info if isinstance(info, dict) else {}
 
 
 def _interactive(info: dict[str, Any]) -> bool:
