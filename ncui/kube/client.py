@@ -405,9 +405,12 @@ class KubeClient:
         if r.status_code >= 400:
             raise self._error(r)
         try:
-            return r.json()
+            doc = r.json()
         except ValueError:
             raise KubeError(r.status_code, "BadResponse", "the cluster's answer is not JSON") from None
+        if not isinstance(doc, dict):  # every answer read here is an object (a resource, a list, a Scale)
+            raise KubeError(r.status_code, "BadResponse", "the cluster's answer is not a JSON object")
+        return doc
 
     async def _stream(self, path: str, params: dict, read_timeout: float | None):
         """Open a streaming GET (the caller must ``aclose()`` the response)."""
