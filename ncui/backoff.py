@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from typing import Any
 
 
 async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
@@ -36,7 +37,7 @@ class RetryLoop:
     ``self._rng``.
     """
 
-    _task: object | None
+    _task: asyncio.Task[Any] | None  # from asyncio.current_task() in run(); any result type
     _stopped: bool
     backoff: tuple[float, float]
     _rng: random.Random

@@ -6,6 +6,10 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 
 class SecretStr:
@@ -58,7 +62,7 @@ class TokenSource:
     warning: str = ""
 
 
-def load_token(env: dict | None = None, path: Path | None = None) -> TokenSource:
+def load_token(env: Mapping[str, str] | None = None, path: Path | None = None) -> TokenSource:
     """The token from ``NC_TOKEN``, else ``~/.config/nationalcompute/token``.
 
     Like ssh with a private key, warn when the file can be read by group or others.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -74,7 +74,7 @@ SLICES = (
 
 @dataclass
 class _Sub:
-    names: frozenset
+    names: frozenset[str]
     fn: Callback
     active: bool = True
 
@@ -125,17 +125,17 @@ class Store:
 
     # ---- subscribing --------------------------------------------------------------------------
 
-    def subscribe(self, names, fn: Callback, *, interested: bool = True) -> Callable[[], None]:
+    def subscribe(self, names: str | Iterable[str], fn: Callback, *, interested: bool = True) -> Callable[[], None]:
         """Call ``fn(slice)`` whenever one of ``names`` changes. Returns an unsubscribe function.
 
         ``interested`` subscriptions count as demand: a poller whose slice nobody is interested in
         slows down.
         """
-        names = frozenset([names] if isinstance(names, str) else names)
-        sub = _Sub(names, fn)
+        wanted = frozenset([names] if isinstance(names, str) else names)
+        sub = _Sub(wanted, fn)
         self._subs.append(sub)
         if interested:
-            for n in names:
+            for n in wanted:
                 self._interest[n] = self._interest.get(n, 0) + 1
 
         def unsubscribe() -> None:
@@ -143,7 +143,7 @@ class Store:
                 sub.active = False
                 self._subs.remove(sub)
                 if interested:
-                    for n in names:
+                    for n in wanted:
                         self._interest[n] -= 1
 
         return unsubscribe
@@ -166,7 +166,7 @@ class Interest:
 
     store: Store
     names: tuple[str, ...]
-    _undo: list = field(default_factory=list)
+    _undo: list[Callable[[], None]] = field(default_factory=list)
 
     def on(self) -> None:
         if not self._undo:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
+import httpx
 import pytest
 from pydantic import SecretStr
 
-from ncui.kube.client import ApplyResult, KubeError, NotSignedIn
+from ncui.kube.client import ApplyResult, KubeClient, KubeError, NotSignedIn
 from ncui.kube.status import pod_ready, pod_status
 
 from .kc_support import advance_until, recipe
@@ -154,3 +157,19 @@ async def test_not_signed_in_raises_with_the_link(kc_factory):
     wait_for(lambda: list(k.auth_cache.glob("halcyon-*.json")) and not k.pending(), 15, what="the credential")
     items, _ = await kc.list("nodes")
     assert items
+
+
+async def test_an_answer_that_is_not_a_json_object_is_a_clear_error() -> None:
+    """A cluster (or a proxy in front of it) answering a read with JSON that is not an object: a KubeError
+    that says so, not an AttributeError deep in a caller."""
+    kc = KubeClient("https://cluster.invalid", None)
+    kc._token, kc._expires, kc._generation = SecretStr("t"), time.time() + 3600, 1  # signed in
+    await kc._http.aclose()
+    kc._http = httpx.AsyncClient(transport=httpx.MockTransport(lambda req: httpx.Response(200, json=[1, 2])))
+    try:
+        with pytest.raises(KubeError, match="not a JSON object"):
+            await kc.get("pods", "x")
+        with pytest.raises(KubeError, match="not a JSON object"):
+            await kc.list("pods")
+    finally:
+        await kc.aclose()

@@ -11,6 +11,11 @@ import stat
 import subprocess
 import sys
 
+import httpx
+import pytest
+
+from ncui.kube import signin
+
 from .conftest import wait_for
 
 LINK = re.compile(r"(http://\S+/device\?code=[A-Z]{4}-[A-Z]{4})")
@@ -115,3 +120,25 @@ def test_a_sign_in_link_lasts_a_persons_minutes_whatever_the_demo_speed():
     clock.advance(CODE_TTL.total_seconds() + 1)  # a test (or a person) letting 15 minutes pass
     assert auth.poll(late.device_code, clock.now()) == ("expired_token", None)
     assert auth.approve(late, clock.now()) == "expired"
+
+
+def test_answers_that_are_not_what_the_contract_says_are_clear_failures(tmp_path, monkeypatch):
+    """A device-code answer without its fields, an approval without a token, an error body that is not an
+    object, a damaged cache file: a SigninError (kubectl shows "sign-in failed: ...") or nothing, no traceback."""
+
+    def client(status: int, body: object) -> httpx.Client:
+        return httpx.Client(transport=httpx.MockTransport(lambda req: httpx.Response(status, json=body)))
+
+    with client(200, {}) as c, pytest.raises(signin.SigninError, match="no token"):
+        signin.poll_once("http://api.invalid", "dc", c)
+    with client(400, ["no"]) as c:
+        assert signin.poll_once("http://api.invalid", "dc", c) == ("http-400", None)
+    with client(400, {"error": "expired_token"}) as c:
+        assert signin.poll_once("http://api.invalid", "dc", c) == ("expired_token", None)
+    monkeypatch.setattr(signin, "_client", lambda: client(200, {"device_code": "dc"}))
+    with pytest.raises(signin.SigninError, match="not a device code"):
+        signin.request_code("http://api.invalid", "c")
+    (tmp_path / "cred.json").write_text("[1, 2]")
+    assert signin._read(tmp_path / "cred.json") is None
+    monkeypatch.setenv("KUBERNETES_EXEC_INFO", "[]")
+    assert signin._exec_info() == {}

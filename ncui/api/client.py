@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+from collections.abc import Generator
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -37,7 +38,7 @@ class BearerAuth(httpx.Auth):
     def __init__(self, token: SecretStr) -> None:
         self._token = token
 
-    def auth_flow(self, request: httpx.Request):
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         request.headers["Authorization"] = self.header().get_secret_value()
         yield request
 
@@ -108,7 +109,7 @@ class NCClient:
         url: str,
         *,
         what: str,
-        params: dict | None = None,
+        params: dict[str, Any] | None = None,
         json_body: Any = None,
         accept_404: bool = False,
     ) -> httpx.Response:
@@ -142,12 +143,19 @@ class NCClient:
         """Exponential backoff with full jitter."""
         return self._rng.uniform(0, self._backoff * (2 ** (attempt - 1)))
 
-    async def _get(self, path: str, model: type[T], *, what: str, params: dict | None = None) -> T:
+    async def _get(self, path: str, model: type[T], *, what: str, params: dict[str, Any] | None = None) -> T:
         resp = await self._send("GET", self._api(path), what=what, params=_clean_params(params))
         return _parse(resp, model, what)
 
     async def _write(
-        self, method: str, path: str, body: BaseModel, model: type[T], *, what: str, params: dict | None = None
+        self,
+        method: str,
+        path: str,
+        body: BaseModel,
+        model: type[T],
+        *,
+        what: str,
+        params: dict[str, Any] | None = None,
     ) -> T:
         resp = await self._send(
             method,
@@ -198,7 +206,9 @@ class NCClient:
 
     async def set_bid(self, max_price_per_gpu_hour: int, cluster: str | None = None) -> m.Bid:
         """Set the standing limit price (micro-credits per GPU hour); 0 withdraws it. Never retried."""
-        body = m.BidRequest(max_price_per_gpu_hour=usd(max_price_per_gpu_hour))
+        # A Price field is given dollars (usd) and read as int micro-credits (its BeforeValidator converts);
+        # mypy sees only the int.
+        body = m.BidRequest(max_price_per_gpu_hour=usd(max_price_per_gpu_hour))  # type: ignore[arg-type]  # dollars in
         what = "withdrawing the limit price" if max_price_per_gpu_hour == 0 else "setting the limit price"
         return await self._write("PUT", "/api/k8s/bid", body, m.Bid, what=what, params={"cluster": cluster})
 
@@ -230,7 +240,9 @@ class NCClient:
     async def set_vm_capacity(self, max_gpus: int, max_price_per_gpu_hour: int, expected_version: int) -> m.VmCapacity:
         """Declare (or release, with ``max_gpus=0``) VM capacity. Never retried."""
         body = m.VmCapacityRequest(
-            max_gpus=max_gpus, max_price_per_gpu_hour=usd(max_price_per_gpu_hour), expected_version=expected_version
+            max_gpus=max_gpus,
+            max_price_per_gpu_hour=usd(max_price_per_gpu_hour),  # type: ignore[arg-type]  # dollars in, as in set_bid
+            expected_version=expected_version,
         )
         what = "releasing VM capacity" if max_gpus == 0 else "declaring VM capacity"
         return await self._write("PUT", "/api/vm/capacity", body, m.VmCapacity, what=what)
@@ -329,10 +341,10 @@ def _json_or_none(resp: httpx.Response) -> Any:
         return None
 
 
-def _clean_params(params: dict | None) -> dict | None:
+def _clean_params(params: dict[str, Any] | None) -> dict[str, Any] | None:
     if not params:
         return None
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in params.items():
         if v is None:
             continue

@@ -5,6 +5,8 @@ Nothing here ever holds the token: messages are built from the response's status
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..money import fmt_price
 from ..textsafe import clean
 
@@ -43,16 +45,20 @@ class Invalid(NCError):
 class BidTooLow(Invalid):
     slug = "bid-too-low"
 
-    def __init__(self, message: str, *, min_price_per_gpu_hour: int | None, **kw) -> None:
-        super().__init__(message, **kw)
+    def __init__(
+        self, message: str, *, min_price_per_gpu_hour: int | None, status: int | None = None, detail: str = ""
+    ) -> None:
+        super().__init__(message, status=status, detail=detail)
         self.min_price_per_gpu_hour = min_price_per_gpu_hour
 
 
 class VersionConflict(NCError):
     slug = "version-conflict"
 
-    def __init__(self, message: str, *, current_version: int | None, **kw) -> None:
-        super().__init__(message, **kw)
+    def __init__(
+        self, message: str, *, current_version: int | None, status: int | None = None, detail: str = ""
+    ) -> None:
+        super().__init__(message, status=status, detail=detail)
         self.current_version = current_version
 
 
@@ -80,7 +86,7 @@ def error_from_response(status: int, body: object, *, what: str) -> NCError:
     """
     slug = ""
     detail = ""
-    extra: dict = {}
+    extra: dict[str, Any] = {}  # the parsed JSON body
     if isinstance(body, dict):
         slug = str(body.get("error") or "")
         d = body.get("detail")

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import builtins
 import copy
 import json
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -98,7 +99,7 @@ def kind_of(name: str) -> Kind:
     return k
 
 
-def _kind_of_doc(doc: dict) -> Kind:
+def _kind_of_doc(doc: dict[str, Any]) -> Kind:
     api, kind = doc.get("apiVersion"), doc.get("kind")
     for k in KINDS.values():
         if k.kind == kind and k.api_version == api:
@@ -125,7 +126,7 @@ class ApplyResult:
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-def normalise(doc: dict) -> dict:
+def normalise(doc: dict[str, Any]) -> dict[str, Any]:
     """A copy with every ``resources.limits/requests`` quantity as a string (``8`` → ``"8"``), as the API
     server stores them and the official clients require."""
     doc = copy.deepcopy(doc)
@@ -159,12 +160,12 @@ def _subset(want: Any, have: Any) -> bool:
         )
     if isinstance(want, (int, float)) and not isinstance(want, bool) and isinstance(have, str):
         return quantity(want) == have
-    return want == have
+    return bool(want == have)  # JSON values: a bool already (Any to mypy)
 
 
-def _deletions(old: Any, new: Any) -> dict:
+def _deletions(old: Any, new: Any) -> dict[str, Any]:
     """The merge-patch nulls for fields the last apply set and this one dropped (kubectl's three-way rule)."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     if isinstance(old, dict) and isinstance(new, dict):
         for k, v in old.items():
             if k not in new:
@@ -176,7 +177,7 @@ def _deletions(old: Any, new: Any) -> dict:
     return out
 
 
-def _deep_merge(a: dict, b: dict) -> dict:
+def _deep_merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     out = dict(a)
     for k, v in b.items():
         out[k] = _deep_merge(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) else v
@@ -186,7 +187,7 @@ def _deep_merge(a: dict, b: dict) -> dict:
 # ---- the client ------------------------------------------------------------------------------------
 
 
-def _ssl_context(cluster: dict) -> ssl.SSLContext | bool:
+def _ssl_context(cluster: dict[str, Any]) -> ssl.SSLContext | bool:
     if cluster.get("insecure-skip-tls-verify"):
         return False
     data = cluster.get("certificate-authority-data")
@@ -267,9 +268,12 @@ class KubeClient:
         ``check`` (a sign-in flow polling for the approval) runs the plugin: any other caller is told at once
         (watchers and followers then wait on the gate)."""
         async with self._lock:
-            fresh = self._token is not None and time.time() < self._expires - REFRESH_MARGIN
-            if fresh and stale_generation != self._generation:
-                return BearerAuth(self._token), self._generation  # type: ignore[arg-type]
+            if (
+                self._token is not None
+                and time.time() < self._expires - REFRESH_MARGIN  # fresh
+                and stale_generation != self._generation
+            ):
+                return BearerAuth(self._token), self._generation
             if not self.gate.is_open and not check and self._generation:
                 raise NotSignedIn(self.gate.link, self.gate.reason)
             if self._spec is None:
@@ -366,7 +370,7 @@ class KubeClient:
         method: str,
         path: str,
         *,
-        params: dict | None = None,
+        params: dict[str, Any] | None = None,
         json_body: Any = None,
         content: bytes | None = None,
         content_type: str | None = None,
@@ -398,18 +402,21 @@ class KubeClient:
             return r
         return r
 
-    async def _json(self, method: str, path: str, ok_404: bool = False, **kw: Any) -> dict | None:
+    async def _json(self, method: str, path: str, ok_404: bool = False, **kw: Any) -> dict[str, Any] | None:
         r = await self._request(method, path, **kw)
         if r.status_code == 404 and ok_404:
             return None
         if r.status_code >= 400:
             raise self._error(r)
         try:
-            return r.json()
+            doc = r.json()
         except ValueError:
             raise KubeError(r.status_code, "BadResponse", "the cluster's answer is not JSON") from None
+        if not isinstance(doc, dict):  # every answer read here is an object (a resource, a list, a Scale)
+            raise KubeError(r.status_code, "BadResponse", "the cluster's answer is not a JSON object")
+        return doc
 
-    async def _stream(self, path: str, params: dict, read_timeout: float | None):
+    async def _stream(self, path: str, params: dict[str, Any], read_timeout: float | None) -> httpx.Response:
         """Open a streaming GET (the caller must ``aclose()`` the response)."""
         url = self.server + path
         stale = None
@@ -436,7 +443,7 @@ class KubeClient:
 
     async def list(
         self, kind: str, namespace: str = "default", label_selector: str | None = None
-    ) -> tuple[list[dict], str]:
+    ) -> tuple[builtins.list[dict[str, Any]], str]:  # builtins: `list` here is the method
         k = kind_of(kind)
         params = {"labelSelector": label_selector} if label_selector else None
         doc = await self._json("GET", self._path(kind, namespace), params=params) or {}
@@ -446,7 +453,7 @@ class KubeClient:
             o.setdefault("kind", k.kind)
         return items, str((doc.get("metadata") or {}).get("resourceVersion", ""))
 
-    async def get(self, kind: str, name: str, namespace: str = "default") -> dict | None:
+    async def get(self, kind: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
         return await self._json("GET", self._path(kind, namespace, name), ok_404=True)
 
     async def watch(
@@ -456,7 +463,7 @@ class KubeClient:
         namespace: str = "default",
         timeout_seconds: int | None = None,
         label_selector: str | None = None,
-    ) -> AsyncIterator[tuple[str, dict]]:
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """Events after ``resource_version``: (``ADDED|MODIFIED|DELETED``, object). Raises ``Gone`` on 410."""
         params: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "false"}
         if timeout_seconds is not None:
@@ -489,7 +496,9 @@ class KubeClient:
 
     # ---- writes -----------------------------------------------------------------------------------
 
-    async def apply(self, docs: list[dict], namespace: str = "default") -> list[ApplyResult]:
+    async def apply(
+        self, docs: builtins.list[dict[str, Any]], namespace: str = "default"
+    ) -> builtins.list[ApplyResult]:
         """kubectl apply, one document at a time: create, configure (merge patch), or leave unchanged.
         Stops at the first refusal (its message in ``error``) and returns what was done so far."""
         out: list[ApplyResult] = []
@@ -555,7 +564,7 @@ class KubeClient:
             raise self._error(r)
         return True
 
-    async def scale(self, kind: str, name: str, replicas: int, namespace: str = "default") -> dict:
+    async def scale(self, kind: str, name: str, replicas: int, namespace: str = "default") -> dict[str, Any]:
         """Set a Deployment's (or ReplicaSet's) replicas through its scale subresource; returns the Scale."""
         if replicas < 0:
             raise ValueError("replicas cannot be negative")
@@ -582,7 +591,7 @@ class KubeClient:
         tail_lines: int | None = None,
         previous: bool = False,
         namespace: str = "default",
-    ) -> AsyncIterator[list[str]]:
+    ) -> AsyncGenerator[builtins.list[str], None]:
         """The pod's log as lists of raw lines (no newline), as they arrive: cheap at hundreds of thousands
         of lines a second. Splits on ``\\n`` only (a ``\\r`` stays inside its line). The first list is
         empty: it says the stream is open."""
@@ -663,7 +672,7 @@ class KubeClient:
         json: Any = None,
         namespace: str = "default",
         timeout: float = 120,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """A request to a Service through the API server's proxy (what ``kubectl port-forward`` + curl do)."""
         p = self._path("services", namespace, f"{service}:{port}") + "/proxy/" + path.lstrip("/")
         r = await self._request(method, p, json_body=json, timeout=timeout)

@@ -79,7 +79,7 @@ class SignInKeeper(RetryLoop):
     ) -> None:
         self.client, self.interval, self.on_change = client, interval, on_change  # on_change: while it runs
         self._stopped = False
-        self._task: asyncio.Task | None = None
+        self._task = None  # RetryLoop's: the running task
 
     async def run(self) -> None:
         from .client import KubeError

@@ -20,7 +20,8 @@ import asyncio
 import codecs
 import re
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Protocol, TypeGuard, cast
 from urllib.parse import urlsplit
 
 __all__ = ["LineStream", "Lines", "Head", "StreamFailed"]
@@ -28,9 +29,16 @@ __all__ = ["LineStream", "Lines", "Head", "StreamFailed"]
 _PLAIN = bytes(range(0x20, 0x7F)) + b"\n"  # what translate() deletes from a plain piece: everything
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _HEAD_MAX = 1 << 16  # a response head, or an error's body, longer than this is cut
+_MAX_PENDING, _GAP, _SMALL = 50_000, 0.05, 1000  # LineStream's defaults
 
 
-def _secret(value) -> bool:
+class _Secret(Protocol):
+    """A header's value that must not show itself: pydantic's or ncui's ``SecretStr``."""
+
+    def get_secret_value(self) -> str: ...
+
+
+def _secret(value: object) -> TypeGuard[_Secret]:
     return hasattr(value, "get_secret_value")
 
 
@@ -38,13 +46,13 @@ class StreamFailed(Exception):
     """The connection failed, was cut, or spoke no HTTP/1.1 we understand."""
 
 
-class Lines(list):
+class Lines(list[str]):
     """A batch of lines (no newline). ``plain``: every character is printable ASCII, so there is nothing to
     clean (checked on the bytes as they arrive, which costs next to nothing)."""
 
     __slots__ = ("plain",)
 
-    def __init__(self, lines=(), plain: bool = False) -> None:
+    def __init__(self, lines: Iterable[str] = (), plain: bool = False) -> None:
         super().__init__(lines)
         self.plain = plain
 
@@ -60,8 +68,9 @@ class _Protocol(asyncio.Protocol):
     def __init__(self, owner: LineStream) -> None:
         self.s = owner
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
-        self.s._transport = transport
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # create_connection's transport is a stream's (it reads and writes); typeshed declares the base class
+        self.s._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.s._feed(data)
@@ -75,11 +84,11 @@ class _Protocol(asyncio.Protocol):
 
 
 class LineStream:
-    def __init__(self, *, max_pending: int = 50_000, gap: float = 0.05, small: int = 1000) -> None:
+    def __init__(self, *, max_pending: int = _MAX_PENDING, gap: float = _GAP, small: int = _SMALL) -> None:
         self._loop = asyncio.get_running_loop()
         self.max_pending, self.gap, self.small = max_pending, gap, small
         self._transport: asyncio.Transport | None = None
-        self._head: asyncio.Future = self._loop.create_future()
+        self._head: asyncio.Future[Head] = self._loop.create_future()
         self._head.add_done_callback(_retrieved)
         self._buf = b""  # bytes not parsed yet (the head, a chunk-size line)
         self._status: Head | None = None
@@ -96,17 +105,25 @@ class LineStream:
         self._paused = False
         self._done = False  # the body is complete (or the connection is gone)
         self._error: Exception | None = None
-        self._waiter: asyncio.Future | None = None
+        self._waiter: asyncio.Future[None] | None = None
         self._closed = False
 
     @classmethod
     async def open(
-        cls, url: str, headers: dict, verify: ssl.SSLContext | bool, *, connect_timeout: float = 15.0, **kw
+        cls,
+        url: str,
+        headers: Mapping[str, str | _Secret],
+        verify: ssl.SSLContext | bool,
+        *,
+        connect_timeout: float = 15.0,
+        max_pending: int = _MAX_PENDING,
+        gap: float = _GAP,
+        small: int = _SMALL,
     ) -> tuple[LineStream, Head]:
         """Connect, send the GET and read the response's head (on an error status, its body too, and the
         stream is closed). Raises ``StreamFailed`` when it cannot. A header's value may be a ``SecretStr``
         (the bearer token): it is revealed only inside the bytes written, never held in a local here."""
-        s = cls(**kw)
+        s = cls(max_pending=max_pending, gap=gap, small=small)
         u = urlsplit(url)
         host = u.hostname or ""
         tls: ssl.SSLContext | None = None
@@ -360,7 +377,7 @@ class LineStream:
         self._wake()
 
 
-def _retrieved(fut: asyncio.Future) -> None:
+def _retrieved(fut: asyncio.Future[Head]) -> None:
     """An error head nobody awaits any more (the opener was cancelled) is not an error to report."""
     if not fut.cancelled():
         fut.exception()

@@ -18,8 +18,9 @@ import random
 import re
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from operator import itemgetter
+from typing import Any
 
 from ..backoff import RetryLoop
 from ..textsafe import clean, unsafe
@@ -158,13 +159,13 @@ def entry_text(entry: str) -> str:
     return entry[entry.find(" ") + 1 :]
 
 
-class Entries(list):
+class Entries(list[str]):
     """A batch of entries as the follower delivers it. ``usual``: every entry has the usual 30-character
     timestamp, so the texts are a slice away (``entry_texts``)."""
 
     __slots__ = ("usual",)
 
-    def __init__(self, entries=(), usual: bool = False) -> None:
+    def __init__(self, entries: Iterable[str] = (), usual: bool = False) -> None:
         super().__init__(entries)
         self.usual = usual
 
@@ -214,7 +215,7 @@ class LogFollower(RetryLoop):
         self._pending = Entries(usual=True)  # .usual: every pending entry has the usual 30-character timestamp
         self._last_key: str | None = None  # the newest timestamp delivered (sortable form)
         self._last_ts: str | None = None  # … as the server wrote it
-        self._skip: Counter | None = None  # on a resumed stream: texts at _resume_key still to skip
+        self._skip: Counter[str] | None = None  # on a resumed stream: texts at _resume_key still to skip
         self._resume_key = ""
         self.total = 0  # lines delivered since the start
         self.streams = 0  # streams opened (1 + resumptions)
@@ -223,8 +224,8 @@ class LogFollower(RetryLoop):
         self.error: str | None = None  # the last error (a human sentence), None once lines flow
         self.state: str = ""
         self._stopped = False
-        self._task: asyncio.Task | None = None
-        self._flusher: asyncio.Task | None = None
+        self._task = None  # RetryLoop's: the running task
+        self._flusher: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._last_flush = 0.0
         self._rng = random.Random()
@@ -285,11 +286,11 @@ class LogFollower(RetryLoop):
                 ts = key = line[:30]
                 text = line[31:]
             else:
-                ts, text = split_timestamp(line)
-                if ts is None:  # a continuation (a text with a newline in it): the previous line's timestamp
+                stamp, text = split_timestamp(line)
+                if stamp is None:  # a continuation (a text with a newline in it): the previous line's timestamp
                     ts, key = last_ts or "", last_key or ""
                 else:
-                    key = ts_key(ts)
+                    ts, key = stamp, ts_key(stamp)
             if needs(text) is not None:
                 text = clean_line(text)
             if skip is not None:
@@ -312,9 +313,9 @@ class LogFollower(RetryLoop):
             self._last_key, self._last_ts = last_key, last_ts
         self._skip = skip
 
-    def _texts_at_last(self) -> Counter:
+    def _texts_at_last(self) -> Counter[str]:
         """The texts already delivered with the newest timestamp (what a resumed stream repeats first)."""
-        c: Counter = Counter()
+        c: Counter[str] = Counter()
         buf, ts = self._buf, self._last_ts
         for i in range(len(buf) - 1, -1, -1):
             t, text = split_entry(buf[i])
@@ -330,7 +331,7 @@ class LogFollower(RetryLoop):
         if self.on_state is not None:
             self.on_state(state)
 
-    async def _container(self) -> tuple[dict | None, str | None]:
+    async def _container(self) -> tuple[dict[str, Any] | None, str | None]:
         """(the pod, the container name to follow) — the default container when none was named."""
         pod = await self.client.get("pods", self.pod, self.namespace)
         if pod is None:
@@ -343,7 +344,7 @@ class LogFollower(RetryLoop):
             name = ann.get("kubectl.kubernetes.io/default-container") or (names[0] if names else None)
         return pod, name
 
-    def _terminated(self, pod: dict, name: str | None) -> bool:
+    def _terminated(self, pod: dict[str, Any], name: str | None) -> bool:
         st = pod.get("status") or {}
         if st.get("phase") in ("Succeeded", "Failed"):
             return True

@@ -26,8 +26,10 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any, TextIO
 
 import httpx
 
@@ -67,7 +69,7 @@ def _ensure_dir() -> Path:
     return d
 
 
-def _write_private(path: Path, data: dict) -> None:
+def _write_private(path: Path, data: dict[str, Any]) -> None:
     _ensure_dir()
     tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -77,15 +79,17 @@ def _write_private(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def _read(path: Path) -> dict | None:
+def _read(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing, unreadable or not an object (a damaged file)."""
     try:
-        return json.loads(path.read_text())
+        doc = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    return doc if isinstance(doc, dict) else None
 
 
 @contextlib.contextmanager
-def _locked(api: str, cluster: str):
+def _locked(api: str, cluster: str) -> Iterator[None]:
     _ensure_dir()
     fd = os.open(cache_dir() / f"{_stem(api, cluster)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -103,14 +107,17 @@ def _client() -> httpx.Client:
     return httpx.Client(timeout=TIMEOUT, trust_env=False)
 
 
-def request_code(api: str, cluster: str) -> dict:
+def request_code(api: str, cluster: str) -> dict[str, Any]:
     with _client() as c:
         r = c.post(f"{api.rstrip('/')}/api/k8s/device/code", json={"cluster": cluster})
     if r.status_code == 404:
         raise SigninError(f"no cluster named {cluster} in your organization")
     if r.status_code != 200:
         raise SigninError(f"the sign-in service answered HTTP {r.status_code}")
-    return r.json()
+    code = _json_object(r)
+    if code is None or not all(k in code for k in ("device_code", "user_code", "verification_uri_complete")):
+        raise SigninError("the sign-in service's answer is not a device code")
+    return code
 
 
 def poll_once(api: str, device_code: str, client: httpx.Client | None = None) -> tuple[str, str | None]:
@@ -120,12 +127,22 @@ def poll_once(api: str, device_code: str, client: httpx.Client | None = None) ->
         with _client() as c:
             return poll_once(api, device_code, c)
     r = client.post(f"{api.rstrip('/')}/api/k8s/device/token", json={"device_code": device_code})
+    body = _json_object(r)
     if r.status_code == 200:
-        return "ok", r.json()["access_token"]
+        token = body.get("access_token") if body is not None else None
+        if not isinstance(token, str) or not token:
+            raise SigninError("the sign-in service approved the code but sent no token")
+        return "ok", token
+    return str((body or {}).get("error", f"http-{r.status_code}")), None
+
+
+def _json_object(r: httpx.Response) -> dict[str, Any] | None:
+    """The response's JSON object; None when the body is not JSON or not an object."""
     try:
-        return str(r.json().get("error", f"http-{r.status_code}")), None
+        doc = r.json()
     except ValueError:
-        return f"http-{r.status_code}", None
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def session_ok(api: str, cluster: str, token: str) -> bool:
@@ -162,21 +179,22 @@ def exec_credential(token: str, api_version: str) -> str:
     )
 
 
-def _exec_info() -> dict:
+def _exec_info() -> dict[str, Any]:
     try:
-        return json.loads(os.environ.get("KUBERNETES_EXEC_INFO", "") or "{}")
+        info = json.loads(os.environ.get("KUBERNETES_EXEC_INFO", "") or "{}")
     except ValueError:
         return {}
+    return info if isinstance(info, dict) else {}
 
 
-def _interactive(info: dict) -> bool:
+def _interactive(info: dict[str, Any]) -> bool:
     spec = info.get("spec") or {}
     if "interactive" in spec:
         return bool(spec["interactive"]) and sys.stdin is not None and _isatty(sys.stdin)
     return sys.stdin is not None and _isatty(sys.stdin)
 
 
-def _isatty(f) -> bool:
+def _isatty(f: TextIO) -> bool:
     try:
         return f.isatty()
     except (ValueError, OSError):
@@ -223,7 +241,7 @@ def _start_poller(api: str, cluster: str) -> int:
     return p.pid
 
 
-def _pending(api: str, cluster: str) -> tuple[dict, bool]:
+def _pending(api: str, cluster: str) -> tuple[dict[str, Any], bool]:
     """The current device code (a fresh one when there is none or it expired), and whether it is new."""
     pend = _read(pending_path(api, cluster))
     if pend is not None and pend.get("state") == "pending":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timezone
+from typing import Any
 
 from ..money import fmt_price
 
@@ -68,7 +69,7 @@ def human_duration(seconds: float) -> str:
     return f"{h // 24 // 365}y"
 
 
-def age(obj: dict, now: datetime) -> str:
+def age(obj: dict[str, Any], now: datetime) -> str:
     """kubectl's AGE column: ``45s``, ``3m20s``, ``2d``, or ``<unknown>``."""
     ts = (obj.get("metadata") or {}).get("creationTimestamp")
     if not ts:
@@ -79,7 +80,7 @@ def age(obj: dict, now: datetime) -> str:
 # ---- pods -------------------------------------------------------------------------------------
 
 
-def pod_reason(pod: dict) -> tuple[str, int, int, int]:
+def pod_reason(pod: dict[str, Any]) -> tuple[str, int, int, int]:
     """(STATUS, ready containers, containers, restarts): kubectl's printPod."""
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
     total = len(spec.get("containers") or [])
@@ -130,29 +131,29 @@ def pod_reason(pod: dict) -> tuple[str, int, int, int]:
     return reason, ready, total, restarts
 
 
-def pod_status(pod: dict) -> str:
+def pod_status(pod: dict[str, Any]) -> str:
     """kubectl's STATUS: SchedulingGated, Pending, Init:0/2, ContainerCreating, Running, Completed, Error, …"""
     return pod_reason(pod)[0]
 
 
-def pod_ready(pod: dict) -> str:
+def pod_ready(pod: dict[str, Any]) -> str:
     """kubectl's READY: ``0/1``."""
     _, ready, total, _ = pod_reason(pod)
     return f"{ready}/{total}"
 
 
-def pod_restarts(pod: dict) -> int:
+def pod_restarts(pod: dict[str, Any]) -> int:
     return pod_reason(pod)[3]
 
 
 # ---- jobs, deployments, nodes -------------------------------------------------------------------
 
 
-def _has(conds: Iterable[dict] | None, ctype: str) -> bool:
+def _has(conds: Iterable[dict[str, Any]] | None, ctype: str) -> bool:
     return any(c.get("type") == ctype and c.get("status") == "True" for c in conds or [])
 
 
-def job_status(job: dict) -> str:
+def job_status(job: dict[str, Any]) -> str:
     """kubectl's Job STATUS (1.32): Complete, Failed, Terminating, SuccessCriteriaMet, Suspended, FailureTarget,
     Running."""
     conds = (job.get("status") or {}).get("conditions")
@@ -171,7 +172,7 @@ def job_status(job: dict) -> str:
     return "Running"
 
 
-def job_completions(job: dict) -> str:
+def job_completions(job: dict[str, Any]) -> str:
     """kubectl's Job COMPLETIONS: ``0/1``."""
     spec, st = job.get("spec") or {}, job.get("status") or {}
     comp = spec.get("completions")
@@ -182,13 +183,13 @@ def job_completions(job: dict) -> str:
     return f"{succ}/1 of {par}" if par > 1 else f"{succ}/1"
 
 
-def deployment_ready(dep: dict) -> str:
+def deployment_ready(dep: dict[str, Any]) -> str:
     """kubectl's Deployment READY: ``ready/desired``."""
     spec, st = dep.get("spec") or {}, dep.get("status") or {}
     return f"{st.get('readyReplicas', 0)}/{spec.get('replicas', 1)}"
 
 
-def node_status(node: dict) -> str:
+def node_status(node: dict[str, Any]) -> str:
     """kubectl's Node STATUS: Ready, NotReady, Unknown (``,SchedulingDisabled`` when cordoned)."""
     status = "Unknown"
     for c in (node.get("status") or {}).get("conditions") or []:
@@ -221,7 +222,7 @@ def _market(limit: int | None, win: int | None) -> str:
     return f" — your limit {fmt_price(limit)}" + (f", price to win {fmt_price(win)}" if win is not None else "")
 
 
-def _init_words(pod: dict, i: int) -> str:
+def _init_words(pod: dict[str, Any], i: int) -> str:
     inits = (pod.get("spec") or {}).get("initContainers") or []
     name = str(inits[i].get("name", "")) if i < len(inits) else ""
     if "copy" in name:
@@ -231,30 +232,32 @@ def _init_words(pod: dict, i: int) -> str:
     return f"running init container {name}" if name else "running its init containers"
 
 
-def _condition(pod: dict, ctype: str) -> dict | None:
-    for c in (pod.get("status") or {}).get("conditions") or []:
+def _condition(pod: dict[str, Any], ctype: str) -> dict[str, Any] | None:
+    conds: list[dict[str, Any]] = (pod.get("status") or {}).get("conditions") or []
+    for c in conds:
         if c.get("type") == ctype:
             return c
     return None
 
 
-def _terminated(pod: dict) -> dict | None:
-    for c in (pod.get("status") or {}).get("containerStatuses") or []:
-        term = (c.get("state") or {}).get("terminated")
+def _terminated(pod: dict[str, Any]) -> dict[str, Any] | None:
+    statuses: list[dict[str, Any]] = (pod.get("status") or {}).get("containerStatuses") or []
+    for c in statuses:
+        term: dict[str, Any] | None = (c.get("state") or {}).get("terminated")
         if term:
             return term
     return None
 
 
-def _is_engine(pod: dict) -> bool:
+def _is_engine(pod: dict[str, Any]) -> bool:
     return any(c.get("readinessProbe") for c in (pod.get("spec") or {}).get("containers") or [])
 
 
 def explain(
-    pod: dict,
+    pod: dict[str, Any],
     *,
-    job: dict | None = None,
-    nodes: Iterable[dict] = (),
+    job: dict[str, Any] | None = None,
+    nodes: Iterable[dict[str, Any]] = (),
     limit_price_ucredits: int | None = None,
     price_to_win_ucredits: int | None = None,
 ) -> str:
@@ -321,7 +324,7 @@ def explain(
 
 
 def explain_job_without_pods(
-    job: dict, *, limit_price_ucredits: int | None = None, price_to_win_ucredits: int | None = None
+    job: dict[str, Any], *, limit_price_ucredits: int | None = None, price_to_win_ucredits: int | None = None
 ) -> str:
     """Why a Job shows no pods: usually it waits suspended for its node (``kubectl get pods`` stays empty)."""
     st = job_status(job)

@@ -11,6 +11,7 @@ import asyncio
 import random
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import Any
 
 from ..backoff import RetryLoop
 from ..textsafe import clean_json
@@ -24,7 +25,7 @@ class ResourceWatcher(RetryLoop):
         self,
         client: KubeClient,
         kind: str,
-        on_snapshot: Callable[[Mapping[str, dict]], None],
+        on_snapshot: Callable[[Mapping[str, dict[str, Any]]], None],
         namespace: str = "default",
         *,
         on_error: Callable[[str], None] | None = None,
@@ -39,12 +40,12 @@ class ResourceWatcher(RetryLoop):
         self.backoff = backoff
         self.error: str | None = None  # the last error, None once the cluster answers again
         self.lists = 0  # how many times it listed (1 + the re-lists)
-        self.snapshot: Mapping[str, dict] = MappingProxyType({})
+        self.snapshot: Mapping[str, dict[str, Any]] = MappingProxyType({})
         self.synced = False  # a first list arrived
-        self._objs: dict[str, dict] = {}
+        self._objs: dict[str, dict[str, Any]] = {}
         self._delivered: dict[str, tuple[str, str]] | None = None  # name → (uid, resourceVersion) delivered
         self._stopped = False
-        self._task: asyncio.Task | None = None
+        self._task = None  # RetryLoop's: the running task
         self._rng = random.Random()
 
     # ---- delivery ---------------------------------------------------------------------------------
