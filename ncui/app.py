@@ -154,8 +154,8 @@ class NCApp(FlowsMixin, App[None]):
             log.exception("connect failed")
             self.store.fail("balance", f"Cannot start: {e}" if not isinstance(e, NCError) else str(e))
             return
-        pollers = self.pollers = self.backend.pollers(self.store)
-        pollers.start()
+        self.pollers = self.backend.pollers(self.store)
+        self.pollers.start()
 
     async def on_unmount(self) -> None:
         for u in self._unsubs:

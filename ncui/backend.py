@@ -73,9 +73,9 @@ class Backend:
         from .config import Endpoints, SecretStr
 
         if self.demo and self.sim is None:
-            sim = self.sim = await asyncio.to_thread(_start_sim, self.demo)
-            self.endpoints = Endpoints(api=sim.api_url, access=sim.access_url)
-            self.token = SecretStr(sim.token)
+            self.sim = await asyncio.to_thread(_start_sim, self.demo)
+            self.endpoints = Endpoints(api=self.sim.api_url, access=self.sim.access_url)
+            self.token = SecretStr(self.sim.token)
         assert self.endpoints is not None
         # NCClient's annotation names pydantic's SecretStr, but it only calls get_secret_value(): config's
         # SecretStr (the same face, without importing pydantic before the first frame) is as good.
