@@ -6,15 +6,18 @@ Screens read the store and call actions; the backend's pollers feed the store.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
+from textual.worker import Worker, WorkerState
 
 from .api.errors import NCError
 from .backend import Backend
@@ -22,9 +25,18 @@ from .screens.account import AccountView
 from .screens.base import View
 from .screens.flows import FlowsMixin
 from .screens.modals import ConfirmModal, HelpModal
-from .store import Store
+from .store import Slice, Store
 from .widgets.header import StatusHeader
 from .widgets.navbar import NavBar
+
+if TYPE_CHECKING:
+    from .api import models as m
+    from .backoff import RetryLoop
+    from .kube.client import KubeClient
+    from .kube.gate import SignInGate
+    from .kube.session import SigninResult
+    from .pollers import Pollers
+    from .screens.exitguard import Standing
 
 log = logging.getLogger("ncui")
 
@@ -43,7 +55,8 @@ def view_class(name: str) -> type[View]:
     import importlib
 
     _, _, module, cls = next(v for v in VIEWS if v[0] == name)
-    return getattr(importlib.import_module(f".screens.{module}", __package__), cls)
+    view: type[View] = getattr(importlib.import_module(f".screens.{module}", __package__), cls)
+    return view
 
 
 CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity")
@@ -53,7 +66,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(FlowsMixin, App):
+class NCApp(FlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True
@@ -80,11 +93,11 @@ class NCApp(FlowsMixin, App):
         self.store = store or Store()
         self.mode = mode
         self.first_run = first_run  # a message when there is no token
-        self.pollers = None
-        self._unsubs: list = []
-        self._kube = None  # KubeClient of the active cluster, once signed in
+        self.pollers: Pollers | None = None
+        self._unsubs: list[Callable[[], None]] = []
+        self._kube: KubeClient | None = None  # the active cluster's, once signed in
         self._kube_for: str | None = None
-        self._watchers: list = []
+        self._watchers: list[RetryLoop] = []
         self._endpoint_checked = 0.0  # when the cluster's kubeconfig was last read again (time.monotonic())
 
     # ---- layout -------------------------------------------------------------------------------
@@ -113,10 +126,28 @@ class NCApp(FlowsMixin, App):
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)
 
+    def start_worker(
+        self,
+        work: Callable[[], Coroutine[Any, Any, object]],
+        *,
+        name: str,
+        group: str = "default",
+        exclusive: bool = False,
+    ) -> Worker[object]:
+        """``run_worker`` for an async function, with exit_on_error=False: a failure is said on screen
+        (``on_worker_state_changed``), never the end of the app. The worker gets the function, not a
+        coroutine: cancelled before it starts (a quit, a second s), a coroutine object would be left never
+        awaited. (Textual's WorkType is a union of a coroutine function, a plain function and an awaitable:
+        given an async function alone, mypy cannot pick the result type; the annotated local gives it.)"""
+        worker: Worker[object] = self.run_worker(work, name=name, group=group, exclusive=exclusive, exit_on_error=False)
+        return worker
+
     def _start(self) -> None:
-        self.run_worker(self._connect, name="connect", exit_on_error=False)
+        self.start_worker(self._connect, name="connect")
 
     async def _connect(self) -> None:
+        if self.backend is None:  # the first-run screen has no backend, and never connects
+            return
         try:
             await self.backend.connect()
         except Exception as e:  # the box failed to start, or a bad endpoint: say so, keep the app up
@@ -142,7 +173,7 @@ class NCApp(FlowsMixin, App):
         message: str,
         *,
         title: str = "",
-        severity="information",
+        severity: SeverityLevel = "information",
         timeout: float | None = None,
         markup: bool = True,
     ) -> None:
@@ -152,7 +183,7 @@ class NCApp(FlowsMixin, App):
 
     # ---- data-driven decisions ----------------------------------------------------------------
 
-    def _on_whoami(self, s) -> None:
+    def _on_whoami(self, s: Slice) -> None:
         who = s.value
         if who is None:
             return
@@ -164,12 +195,12 @@ class NCApp(FlowsMixin, App):
             )
             self.select_cluster(first)
 
-    def _on_cluster(self, s) -> None:
+    def _on_cluster(self, s: Slice) -> None:
         # The market slices are enabled only once the cluster is known to be a market cluster.
         if self.pollers is not None and s.value is not None:
             self.pollers.refresh("bid", "ladder", "spend", "ticks")
 
-    def select_cluster(self, ref) -> None:
+    def select_cluster(self, ref: m.ClusterRef | None) -> None:
         old = self.store.meta.get("cluster")
         self.store.meta["cluster"] = ref
         if old is not None and ref is not None and old.name == ref.name:
@@ -220,11 +251,9 @@ class NCApp(FlowsMixin, App):
             self.pollers.refresh()
             self.notify("Refreshing…", timeout=1.5)
 
-    def on_worker_state_changed(self, event) -> None:
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one handler for a worker that failed (workers run with exit_on_error=False): said on screen in
         a sentence, logged in full; never a traceback in the human's face, never silently gone."""
-        from textual.worker import WorkerState
-
         if event.state != WorkerState.ERROR:
             return
         err = event.worker.error
@@ -255,34 +284,33 @@ class NCApp(FlowsMixin, App):
             return
         self.push_screen(ExitGuardModal(standing), partial(self._exit_answer, standing))
 
-    def _exit_answer(self, standing, answer: str | None) -> None:
+    def _exit_answer(self, standing: list[Standing], answer: str | None) -> None:
         if answer == "keep":
             self.exit()
         elif answer == "withdraw":
-            self.run_worker(
-                partial(self._withdraw_then_exit, standing),
-                name="withdraw-exit",
-                group="withdraw",
-                exclusive=True,
-                exit_on_error=False,
+            self.start_worker(
+                partial(self._withdraw_then_exit, standing), name="withdraw-exit", group="withdraw", exclusive=True
             )
 
-    async def _withdraw_then_exit(self, standing) -> None:
+    async def _withdraw_then_exit(self, standing: list[Standing]) -> None:
         from .actions import release_vm, withdraw_bid
 
+        nc = self._client()  # (the guard was asked only when connected)
+        if nc is None:
+            return
         for s in standing:
             try:
                 if s.kind == "bid":
-                    await withdraw_bid(self.backend.nc, self.store, s.cluster)
+                    await withdraw_bid(nc, self.store, s.cluster)
                 else:
-                    await release_vm(self.backend.nc, self.store)
+                    await release_vm(nc, self.store)
             except NCError as e:  # nothing is assumed gone: stay, say why
                 what = "withdraw the limit price" if s.kind == "bid" else "release the VM capacity"
                 self.notify(f"Could not {what}, so ncui stays open: {e}", severity="error", timeout=15)
                 return
         self.exit()
 
-    def _on_standing(self, s) -> None:
+    def _on_standing(self, s: Slice) -> None:
         """Once per cluster and session: say what already stands when ncui starts (set before, by a session
         that ended with its terminal, by kubectl, by a teammate)."""
         ref = self.store.meta.get("cluster")
@@ -328,15 +356,18 @@ class NCApp(FlowsMixin, App):
 
         def done(yes: bool | None) -> None:
             if yes:
-                self.run_worker(partial(self._withdraw, ref.name), name="withdraw", exit_on_error=False)
+                self.start_worker(partial(self._withdraw, ref.name), name="withdraw")
 
         self.push_screen(ConfirmModal("Withdraw the limit price?", body, yes="Withdraw", no="Keep"), done)
 
     async def _withdraw(self, cluster: str) -> None:
         from .actions import withdraw_bid
 
+        nc = self._client()
+        if nc is None:
+            return
         try:
-            await withdraw_bid(self.backend.nc, self.store, cluster)
+            await withdraw_bid(nc, self.store, cluster)
         except NCError as e:
             self.notify(str(e), severity="error", timeout=8)
             return
@@ -347,9 +378,7 @@ class NCApp(FlowsMixin, App):
     # ---- kubectl sign-in ----------------------------------------------------------------------
 
     def action_kube_signin(self) -> None:
-        # The worker gets the function, not a coroutine: cancelled before it starts (a quit, a second s), a
-        # coroutine object would be left never awaited.
-        self.run_worker(self._signin_then_connect, name="signin", group="signin", exclusive=True, exit_on_error=False)
+        self.start_worker(self._signin_then_connect, name="signin", group="signin", exclusive=True)
 
     async def _signin_then_connect(self) -> None:
         ref = self.store.meta.get("cluster")
@@ -357,7 +386,9 @@ class NCApp(FlowsMixin, App):
         if await self.sign_in_flow(announce=True, kube=kube):
             await self.kube_client()
 
-    async def sign_in_flow(self, announce: bool = False, link: str | None = None, kube=None) -> bool:
+    async def sign_in_flow(
+        self, announce: bool = False, link: str | None = None, kube: KubeClient | None = None
+    ) -> bool:
         """Run the kubeconfig's sign-in plugin as kubectl would (through ``kube``, a KubeClient, when given:
         its gate opens on approval); show its link until it is approved. When ``kube`` is the client in use,
         the watches and the log follower wait on this sign-in: closing the link's window leaves it to the
@@ -369,17 +400,21 @@ class NCApp(FlowsMixin, App):
         from .screens.modals import SignInModal
 
         ref = self.store.meta.get("cluster")
-        if ref is None or ref.kind != "kubernetes" or self.backend is None or self.backend.nc is None:
+        nc = self.backend.nc if self.backend is not None else None
+        if ref is None or ref.kind != "kubernetes" or nc is None:
             self.notify("kubectl sign-in is for a Kubernetes cluster.")
             return False
-        in_use = kube is not None and kube is self._kube
-        if not (in_use and not kube.gate.is_open):  # (an expired sign-in stays "expired" until approved)
+        # The client in use: its gate (the watches and the log wait on it). None: a sign-in of its own.
+        gate = kube.gate if kube is not None and kube is self._kube else None
+        in_use = gate is not None
+        if not (gate is not None and not gate.is_open):  # (an expired sign-in stays "expired" until approved)
             self.store.set("kube_signin", "checking")
+        attempt: Callable[[], Awaitable[SigninResult]]
         if kube is not None:
             attempt = kube.check_sign_in
         else:
             try:
-                spec = exec_spec(await self.backend.nc.kubeconfig(ref.name))
+                spec = exec_spec(await nc.kubeconfig(ref.name))
             except (NCError, ValueError) as e:
                 self.store.fail("kube_signin", f"Cannot sign in: {e}")
                 self.notify(f"Cannot sign in: {e}", severity="error", timeout=8)
@@ -401,7 +436,7 @@ class NCApp(FlowsMixin, App):
             return False
         self.store.set("kube_signin", "expired" if in_use else "waiting for approval")
         closed = asyncio.Event()
-        modal = SignInModal(ref.name, result.link, reason=kube.gate.reason if in_use else "")
+        modal = SignInModal(ref.name, result.link, reason=gate.reason if gate is not None else "")
         await self.push_screen(modal, callback=lambda _ok: closed.set())
         link = result.link
         while not closed.is_set():
@@ -433,7 +468,7 @@ class NCApp(FlowsMixin, App):
         self.notify("Sign-in goes on in the background: approve the link, then press s again.", timeout=8)
         return False
 
-    def start_watchers(self, kube) -> None:
+    def start_watchers(self, kube: KubeClient) -> None:
         """Watch the cluster's objects into the store (pods, jobs, deployments, nodes), and whether the
         cluster still accepts the sign-in."""
         from .kube.gate import SignInKeeper
@@ -445,17 +480,20 @@ class NCApp(FlowsMixin, App):
             w = ResourceWatcher(
                 kube,
                 kind,
-                on_snapshot=lambda snap, n=slice_name: self.store.set(n, snap),
-                on_error=lambda msg, n=slice_name: self._watch_failed(kube, n, msg),
+                on_snapshot=partial(self._watched, slice_name),
+                on_error=partial(self._watch_failed, kube, slice_name),
             )
             self._watchers.append(w)
-            self.run_worker(w.run, name=f"watch-{kind}", group="watch", exit_on_error=False)
+            self.start_worker(w.run, name=f"watch-{kind}", group="watch")
         keeper = SignInKeeper(kube, on_change=lambda gate: self._on_signin_gate(kube, gate))
         self._watchers.append(keeper)
-        self.run_worker(keeper.run, name="signin-keeper", group="watch", exit_on_error=False)  # (no coroutine
-        # made before it runs: quitting first leaves none un-awaited)
+        self.start_worker(keeper.run, name="signin-keeper", group="watch")  # (no coroutine made before it
+        # runs: quitting first leaves none un-awaited)
 
-    def _on_signin_gate(self, kube, gate) -> None:
+    def _watched(self, slice_name: str, snapshot: Mapping[str, dict[str, Any]]) -> None:
+        self.store.set(slice_name, snapshot)
+
+    def _on_signin_gate(self, kube: KubeClient, gate: SignInGate) -> None:
         """The cluster stopped accepting the sign-in (or its link changed, or it accepts it again): say so
         where the human is, with the new link (one sign-in flow at a time)."""
         if kube is not self._kube:
@@ -465,15 +503,11 @@ class NCApp(FlowsMixin, App):
             return
         self.store.set("kube_signin", "expired")
         if not any(w.group == "signin" and not w.is_finished for w in self.workers):
-            self.run_worker(
-                partial(self.sign_in_flow, link=gate.link, kube=kube),
-                name="signin",
-                group="signin",
-                exclusive=True,
-                exit_on_error=False,
+            self.start_worker(
+                partial(self.sign_in_flow, link=gate.link, kube=kube), name="signin", group="signin", exclusive=True
             )
 
-    def _watch_failed(self, kube, slice_name: str, message: str) -> None:
+    def _watch_failed(self, kube: KubeClient, slice_name: str, message: str) -> None:
         self.store.fail(slice_name, message)
         # The cluster cannot be reached: its endpoint may have moved (a restarted cluster, a new certificate).
         # Read its kubeconfig again, at most every 15 s, and connect to the new one when it changed.
@@ -481,15 +515,9 @@ class NCApp(FlowsMixin, App):
 
         if kube is self._kube and message.startswith("cannot reach") and time.monotonic() - self._endpoint_checked > 15:
             self._endpoint_checked = time.monotonic()
-            self.run_worker(
-                partial(self._recheck_endpoint, kube),
-                name="endpoint",
-                group="endpoint",
-                exclusive=True,
-                exit_on_error=False,
-            )
+            self.start_worker(partial(self._recheck_endpoint, kube), name="endpoint", group="endpoint", exclusive=True)
 
-    async def _recheck_endpoint(self, kube) -> None:
+    async def _recheck_endpoint(self, kube: KubeClient) -> None:
         ref = self.store.meta.get("cluster")
         if ref is None or kube is not self._kube or self.backend is None or self.backend.nc is None:
             return
@@ -512,7 +540,7 @@ class NCApp(FlowsMixin, App):
             w.stop()
         self._watchers.clear()
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         if self.first_run:
             return

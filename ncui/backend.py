@@ -5,18 +5,21 @@ demo — National Compute in a box started in this process. No Textual here.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, cast
 
 from .store import Store
 
 if TYPE_CHECKING:  # imported when first needed: the first frame does not wait for httpx or pydantic
-    from pydantic import SecretStr
+    from pydantic import SecretStr as PydanticSecretStr
 
     from .api import models as m
     from .api.client import NCClient
-    from .config import Endpoints
+    from .config import Endpoints, SecretStr
     from .pollers import Pollers
+    from .sim.server import SimServer
 
 TICKS_KEPT = 720  # twelve hours of one-minute ticks
 
@@ -34,21 +37,21 @@ class Backend:
     def __init__(
         self,
         endpoints: Endpoints | None = None,
-        token: SecretStr | None = None,
+        token: SecretStr | PydanticSecretStr | None = None,
         *,
         demo: DemoOptions | None = None,
         timeout: float = 10.0,
-        clock=None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.endpoints = endpoints
         self.token = token
         self.demo = demo
-        self.sim = None  # SimServer in the demo
+        self.sim: SimServer | None = None  # in the demo
         self.nc: NCClient | None = None
         self.timeout = timeout
         self.clock = clock  # tests: the box's frozen virtual clock
 
-    def now(self):
+    def now(self) -> datetime:
         """The service's now: the box's virtual clock in the demo (it may run 60x), else the wall clock."""
         from datetime import datetime, timezone
 
@@ -74,7 +77,10 @@ class Backend:
             self.endpoints = Endpoints(api=self.sim.api_url, access=self.sim.access_url)
             self.token = SecretStr(self.sim.token)
         assert self.endpoints is not None
-        self.nc = NCClient(self.endpoints, self.token, timeout=self.timeout)
+        # NCClient's annotation names pydantic's SecretStr, but it only calls get_secret_value(): config's
+        # SecretStr (the same face, without importing pydantic before the first frame) is as good.
+        token = cast("PydanticSecretStr | None", self.token)
+        self.nc = NCClient(self.endpoints, token, timeout=self.timeout)
         return self.nc
 
     async def close(self) -> None:
@@ -103,15 +109,15 @@ class Backend:
             return kind() == "kubernetes"
 
         def market() -> bool:
-            info = store.value("cluster")
-            return k8s() and info is not None and info.market and info.name == active().name
+            info, ref = store.value("cluster"), active()
+            return k8s() and ref is not None and info is not None and info.market and info.name == ref.name
 
         def name() -> str | None:
             c = active()
             return c.name if c else None
 
-        async def ticks():
-            old: tuple = store.value("ticks") or ()
+        async def ticks() -> tuple[m.Tick, ...]:
+            old: tuple[m.Tick, ...] = store.value("ticks") or ()
             info = store.value("cluster")
             model = info.gpu_model if (k8s() and info is not None) else None
             if old and store.meta.get("ticks_model") == model:
@@ -128,7 +134,7 @@ class Backend:
             cap = store.value("vm_capacity")
             return bool(cap and any(a.state in ("pending", "provisioning") for a in cap.allocations))
 
-        async def transactions():
+        async def transactions() -> tuple[m.Transaction, ...]:
             return tuple((await nc.transactions()).transactions)
 
         specs = [
@@ -157,7 +163,7 @@ class Backend:
         return Pollers(store, specs)
 
 
-def _start_sim(opts: DemoOptions):
+def _start_sim(opts: DemoOptions) -> SimServer:
     from .sim.server import SimServer
     from .sim.world import World
 

@@ -11,8 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from .sim.world import World
 
 
 def _sim_args(p: argparse.ArgumentParser) -> None:
@@ -86,14 +90,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_app(args)
 
 
-def _world(args, default_speed: float):
+def _world(args: argparse.Namespace, default_speed: float) -> World:
     from .sim.world import World
 
     speed = default_speed if args.speed is None else args.speed
     return World(args.scenario, seed=args.seed, speed=speed)
 
 
-def run_sim(args) -> int:
+def run_sim(args: argparse.Namespace) -> int:
     from .sim.server import SimServer
 
     try:
@@ -123,7 +127,7 @@ def run_sim(args) -> int:
     return 0
 
 
-def run_demo(args) -> int:
+def run_demo(args: argparse.Namespace) -> int:
     """The app against National Compute in a box, started in this process on a free loopback port."""
     from .app import NCApp
     from .backend import Backend, DemoOptions
@@ -134,7 +138,7 @@ def run_demo(args) -> int:
     return 0
 
 
-def run_app(args) -> int:
+def run_app(args: argparse.Namespace) -> int:
     """The app against the real service (or --api/--access), or a first-run screen without a token."""
     from .app import NCApp, first_run_message
     from .backend import Backend

@@ -50,7 +50,7 @@ class Pollers:
         self.specs = {s.name: s for s in specs}
         self._rng = rng or random.Random()
         self._wake: dict[str, asyncio.Event] = {}
-        self._tasks: dict[str, asyncio.Task] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
         self.failures: dict[str, int] = {}
         self.max_backoff, self.base_backoff = max_backoff, base_backoff
         self.polls: dict[str, int] = {}  # how many fetches each made (tests, bench)

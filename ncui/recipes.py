@@ -7,13 +7,18 @@ means the default ``<stem>.yaml``; a serve recipe with neither is not offered on
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .formatting import COVER_HOURS, plan_sentence
 from .money import cost_ucredits, fmt_price, fmt_usd
+
+if TYPE_CHECKING:
+    from .api import models as m
+    from .api.client import NCClient
 
 VENDOR = "<vendor>"
 DEFAULT_RECIPE = "nanogpt"
@@ -30,7 +35,7 @@ class Fit:
     skipped_steps: tuple[str, ...] = ()
 
 
-def fit(recipe, cluster) -> Fit:
+def fit(recipe: m.Recipe, cluster: m.K8sCluster) -> Fit:
     """Can ``cluster`` (a K8sCluster) run ``recipe``? Reasons in plain words."""
     needs = set(recipe.needs)
     reasons: list[str] = []
@@ -40,7 +45,7 @@ def fit(recipe, cluster) -> Fit:
         reasons.append("needs a CPU worker; this cluster has none")
     if recipe.category == "serve" and cluster.gpu_vendor not in recipe.vendor_variants:
         reasons.append(f"not offered on {cluster.gpu_vendor} GPUs (no {cluster.gpu_vendor} variant)")
-    skipped = []
+    skipped: list[str] = []
     for s in recipe.steps:
         missing = [
             n
@@ -56,7 +61,7 @@ def fit(recipe, cluster) -> Fit:
     return Fit(not [r for r in reasons if not r.startswith("without")], tuple(reasons), tuple(skipped))
 
 
-def for_kind(catalog, kind: str) -> list:
+def for_kind(catalog: Iterable[m.Recipe], kind: str) -> list[m.Recipe]:
     """The catalog's recipes for a cluster kind, Train first."""
     rs = [r for r in catalog if r.cluster_kind == kind]
     return sorted(
@@ -81,7 +86,7 @@ class PlanStep:
     url: str
     note: str  # the vendor rule's note, e.g. "nanogpt-job-amd.yaml: 404, using nanogpt-job.yaml"
     text: str
-    docs: tuple[dict, ...]
+    docs: tuple[dict[str, Any], ...]
     optional: bool = False
 
 
@@ -95,7 +100,7 @@ class Plan:
     stop: tuple[str, ...] = ()
     summary: str = ""  # what the apply confirmation states besides the objects (Something else: image, command)
 
-    def all_docs(self, include_optional: bool = False) -> list[dict]:
+    def all_docs(self, include_optional: bool = False) -> list[dict[str, Any]]:
         return [d for s in self.steps if include_optional or not s.optional for d in s.docs]
 
 
@@ -103,14 +108,14 @@ class NotOffered(Exception):
     pass
 
 
-async def resolve(nc, recipe, cluster) -> Plan:
+async def resolve(nc: NCClient, recipe: m.Recipe, cluster: m.K8sCluster) -> Plan:
     """Fetch every file the recipe applies on ``cluster``, with the vendor rule, in order."""
     from .api.errors import NotFound
 
     f = fit(recipe, cluster)
     if not f.runnable:
         raise NotOffered(f"{recipe.title}: " + "; ".join(f.reasons))
-    steps = []
+    steps: list[PlanStep] = []
     for s in recipe.steps:
         if s.stem in f.skipped_steps:
             continue
@@ -131,7 +136,7 @@ async def resolve(nc, recipe, cluster) -> Plan:
     return Plan(recipe.name, recipe.title, tuple(steps), f.skipped_steps, gpus, stop)
 
 
-def parse_manifests(text: str, name: str = "manifest") -> list[dict]:
+def parse_manifests(text: str, name: str = "manifest") -> list[dict[str, Any]]:
     try:
         docs = [d for d in yaml.safe_load_all(text) if d]
     except yaml.YAMLError as e:
@@ -142,7 +147,7 @@ def parse_manifests(text: str, name: str = "manifest") -> list[dict]:
     return docs
 
 
-def gpus_of(docs, vendor: str) -> int:
+def gpus_of(docs: Iterable[dict[str, Any]], vendor: str) -> int:
     """GPUs the documents ask for at once: GPU limits × pods (Job parallelism, Deployment replicas).
 
     A Deployment held at 0 replicas by a launcher (finance-analyst) counts as one replica: it takes the
@@ -151,14 +156,13 @@ def gpus_of(docs, vendor: str) -> int:
     total = 0
     for d in docs:
         kind = d.get("kind")
-        spec = d.get("spec") or {}
+        spec: dict[str, Any] = d.get("spec") or {}
+        tmpl: dict[str, Any]
         if kind == "Job":
             pods, tmpl = int(spec.get("parallelism") or 1), spec.get("template") or {}
         elif kind in ("Deployment", "StatefulSet"):
-            pods, tmpl = (
-                max(1, int(spec.get("replicas") if spec.get("replicas") is not None else 1)),
-                spec.get("template") or {},
-            )
+            replicas = spec.get("replicas")
+            pods, tmpl = max(1, int(replicas if replicas is not None else 1)), spec.get("template") or {}
         elif kind == "Pod":
             pods, tmpl = 1, {"spec": spec}
         else:
@@ -206,9 +210,9 @@ class CustomJob:
     errors: list[str] = field(default_factory=list)
 
 
-def custom_job(job: CustomJob, cluster) -> dict:
+def custom_job(job: CustomJob, cluster: m.K8sCluster) -> dict[str, Any]:
     """The seed's Something-else skeleton for ``cluster``; ValueError with every reason when invalid."""
-    errors = []
+    errors: list[str] = []
     image, command, name = job.image.strip(), job.command.strip(), job.name.strip()
     if not image:
         errors.append("the image is empty")
@@ -282,7 +286,7 @@ def custom_job(job: CustomJob, cluster) -> dict:
     }
 
 
-def custom_plan(job: CustomJob, cluster) -> Plan:
+def custom_plan(job: CustomJob, cluster: m.K8sCluster) -> Plan:
     doc = custom_job(job, cluster)
     text = yaml.safe_dump(doc, sort_keys=False)
     c = doc["spec"]["template"]["spec"]["containers"][0]
@@ -325,7 +329,7 @@ class CeilingVerdict:
     nodes_won: int = 0
 
 
-def judge_ceiling(ceiling: int, ladder, nodes_needed: int) -> CeilingVerdict:
+def judge_ceiling(ceiling: int, ladder: m.Ladder, nodes_needed: int) -> CeilingVerdict:
     """Compare a ceiling with the market's own numbers before anything is bid."""
     floor = ladder.floor_price_per_gpu_hour or 0
     if ceiling <= 0:

@@ -3,7 +3,9 @@ first job needs, recent transactions, and the balance over time."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,6 +16,9 @@ from ..formatting import COVER_HOURS, fmt_rate, fmt_runway, plan_sentence
 from ..money import fmt_price, fmt_usd
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns
+
+if TYPE_CHECKING:
+    from ..api import models as m
 
 
 class AccountView(View):
@@ -95,7 +100,7 @@ it where the terminal allows); open it, approve it, and ncui goes on by itself.
         self._money()
         self._transactions()
 
-    def _clusters(self, who) -> None:
+    def _clusters(self, who: m.Whoami | None) -> None:
         table = self.query_one("#clusters", DataTable)
         note = self.query_one("#clusters-note", Static)
         rows = [] if who is None else [(c.name, c.kind) for c in who.clusters]
@@ -224,6 +229,8 @@ it where the terminal allows); open it, approve it, and ncui goes on by itself.
             return t
         return None
 
+    _tx_sig: list[tuple[str, str, str]] | None = None  # the transactions shown, as text
+
     def _tx_columns(self) -> bool:
         if fit_columns(self.query_one("#transactions", DataTable), (("when", 11), ("amount", 9), ("what", 30))):
             self._tx_sig = None  # the rows went with the columns
@@ -250,14 +257,14 @@ it where the terminal allows); open it, approve it, and ncui goes on by itself.
             for t in txs[:50]
         ]  # not markup: the server's words
         sig = [(r[0], r[1].plain, r[2].plain) for r in rows]
-        if sig != getattr(self, "_tx_sig", None):
+        if sig != self._tx_sig:
             self._tx_sig = sig
             table.clear()
             for r in rows:
                 table.add_row(*r)
         self._chart(txs)
 
-    def _chart(self, txs) -> None:
+    def _chart(self, txs: Sequence[m.Transaction]) -> None:
         chart = self.query_one("#balance-chart", Chart)
         bal = self.store.value("balance")
         if bal is None or not txs:

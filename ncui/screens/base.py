@@ -3,18 +3,24 @@ counts as interest in them only while it is shown (so hidden panes let their pol
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.widget import Widget
 
-from ..store import Interest, Store
+from ..store import Interest, Slice, Store
 
 if TYPE_CHECKING:
+    from textual.widgets import DataTable
+
     from ..app import NCApp
 
 
-def fit_columns(table, columns: tuple[tuple[str, int], ...], *, flex: int = -1, flex_min: int = 8) -> bool:
+def fit_columns(
+    table: DataTable[Any], columns: tuple[tuple[str, int], ...], *, flex: int = -1, flex_min: int = 8
+) -> bool:
     """Give a DataTable its columns, column ``flex`` (the last by default) taking the width the others
     leave (``columns`` gives its width before the table has one), so the table never scrolls sideways at
     80 columns nor wastes a wide terminal. Returns True when the columns were (re)made: the rows are then
@@ -29,7 +35,7 @@ def fit_columns(table, columns: tuple[tuple[str, int], ...], *, flex: int = -1, 
     table.clear(columns=True)
     for label, w in want:
         table.add_column(label, width=w, key=label)
-    table._ncui_columns = want
+    table._ncui_columns = want  # type: ignore[attr-defined]  # the columns it was given, kept on the table
     return True
 
 
@@ -42,11 +48,11 @@ class View(VerticalScroll):
         super().__init__(id=id)
         self.store = store
         self._interest = Interest(store, self.NEEDS)
-        self._unsub = None
+        self._unsub: Callable[[], None] | None = None
 
     @property
     def ncapp(self) -> NCApp:
-        return self.app  # type: ignore[return-value]
+        return cast("NCApp", self.app)  # Widget.app is an App[object]: a view lives in NCApp only
 
     def on_mount(self) -> None:
         # Textual calls every class's own on_mount along the MRO, subclass first: a view's on_mount sets up
@@ -67,11 +73,11 @@ class View(VerticalScroll):
         else:
             self._interest.off()
 
-    def focus_target(self):
+    def focus_target(self) -> Widget:
         """The widget that takes the keyboard when this view is shown."""
         return self
 
-    def _changed(self, _slice) -> None:
+    def _changed(self, _slice: Slice) -> None:
         if self.display:
             self.refresh_view()
 

@@ -8,6 +8,7 @@ stay, keep it and quit, or withdraw / release it and quit. Quitting with nothing
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,6 +17,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from ..money import fmt_price
+
+if TYPE_CHECKING:
+    from ..store import Store
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class Standing:
     unknown: bool = False  # could not be read: we cannot say it is gone
 
 
-def standing_spend(store) -> list[Standing]:
+def standing_spend(store: Store) -> list[Standing]:
     """What stands now on the active cluster, from the store (no network: quitting stays instant).
 
     A value that could not be read is not taken for "nothing": an unread bid on a market cluster is

@@ -8,7 +8,7 @@ used before any bid.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
@@ -18,11 +18,25 @@ from ..money import fmt_price, fmt_usd
 from .modals import CeilingModal, ConfirmModal, CustomJobModal, ResultsModal
 
 if TYPE_CHECKING:  # recipes (and yaml) are imported when a flow first runs, not before the first frame
+    from textual.app import App
+
     from .. import recipes as R
-    from ..app import NCApp
+    from ..api import models as m
+    from ..api.client import NCClient
+    from ..backend import Backend
+    from ..kube.client import KubeClient
+    from ..pollers import Pollers
+    from ..store import Store
+
+    # For the type checker the mixin is the App it is mixed into (NCApp(FlowsMixin, App[None])), so that
+    # its methods see App's; at run time it is a plain class. (A `self: NCApp` annotation on each method
+    # is refused: a self type must be a supertype of the class it is declared in.)
+    _AppBase = App[None]
+else:
+    _AppBase = object
 
 
-def _gpus_asked(pod_spec: dict) -> int:
+def _gpus_asked(pod_spec: dict[str, Any]) -> int:
     """GPUs a pod spec asks for (limits, else requests), over its containers."""
     total = 0
     for c in (pod_spec or {}).get("containers") or []:
@@ -36,7 +50,7 @@ def _gpus_asked(pod_spec: dict) -> int:
     return total
 
 
-def idle_gpu_nodes(store) -> int | None:
+def idle_gpu_nodes(store: Store) -> int | None:
     """GPU nodes held now that would host a new job with no new bid: Ready, schedulable, nothing that is not
     finished on them, less the nodes that jobs and pods already waiting for a GPU will take. None when the
     cluster's watch has not answered or is failing (then nothing is assumed idle)."""
@@ -89,18 +103,39 @@ def idle_gpu_nodes(store) -> int | None:
     return max(0, free - waiting)
 
 
-def market_price(store, gpu_model: str) -> int | None:
+def market_price(store: Store, gpu_model: str) -> int | None:
     """What winners of this GPU class are assessed now (the newest tick), or None when unknown."""
     ticks = [t for t in (store.value("ticks") or ()) if t.gpu_model == gpu_model]
     return ticks[-1].price_per_gpu_hour if ticks else None
 
 
-class FlowsMixin:
+class FlowsMixin(_AppBase):
     """Mixed into NCApp."""
+
+    if TYPE_CHECKING:  # NCApp's, which the flows use
+        store: Store
+        backend: Backend | None
+        pollers: Pollers | None
+        _kube: KubeClient | None
+        _kube_for: str | None
+
+        async def sign_in_flow(
+            self, announce: bool = False, link: str | None = None, kube: KubeClient | None = None
+        ) -> bool: ...
+
+        def start_watchers(self, kube: KubeClient) -> None: ...
+
+    def _client(self) -> NCClient | None:
+        """The National Compute client; None (said on screen) before ncui has connected. (A flow starts from
+        data the pollers read, and they run only once connected: this is the check, not an expected path.)"""
+        nc = self.backend.nc if self.backend is not None else None
+        if nc is None:
+            self.notify("Not connected to National Compute yet: nothing was changed.", severity="error", timeout=8)
+        return nc
 
     # ---- Something else -------------------------------------------------------------------------
 
-    def open_custom_job(self: NCApp) -> None:
+    def open_custom_job(self) -> None:
         from .. import recipes as R
 
         cluster = self.store.value("cluster")
@@ -108,7 +143,9 @@ class FlowsMixin:
             self.notify("The cluster is still loading.")
             return
 
-        def build(image, command, nodes_text, name, tolerant, gpus_text=""):
+        def build(
+            image: str, command: str, nodes_text: str, name: str, tolerant: bool, gpus_text: str = ""
+        ) -> tuple[R.Plan | None, str]:
             try:
                 nodes = R.parse_count(nodes_text, "nodes")
                 gpus = R.parse_count(gpus_text, "GPUs per pod") if str(gpus_text).strip() else None
@@ -119,7 +156,7 @@ class FlowsMixin:
                 return None, str(e)
             return plan, ""
 
-        def done(plan) -> None:
+        def done(plan: R.Plan | None) -> None:
             if plan is not None:
                 self.start_apply(plan)
 
@@ -127,11 +164,11 @@ class FlowsMixin:
 
     # ---- apply ----------------------------------------------------------------------------------
 
-    def start_apply(self: NCApp, plan: R.Plan) -> None:
+    def start_apply(self, plan: R.Plan) -> None:
         self.apply_flow(plan)
 
     @work(group="apply", exclusive=True, exit_on_error=False)
-    async def apply_flow(self: NCApp, plan: R.Plan) -> None:
+    async def apply_flow(self, plan: R.Plan) -> None:
         from .. import recipes as R
 
         st = self.store
@@ -202,8 +239,11 @@ class FlowsMixin:
                     if not yes:
                         self.notify("Nothing was bid or applied.")
                         return
+                    nc = self._client()
+                    if nc is None:
+                        return
                     try:
-                        new_bid = await self.backend.nc.set_bid(ceiling, ref.name)
+                        new_bid = await nc.set_bid(ceiling, ref.name)
                     except NCError as e:
                         await self.push_screen_wait(ResultsModal("The limit price was not set", str(e)))
                         return
@@ -270,7 +310,7 @@ class FlowsMixin:
         self.notify(f"{plan.title} applied: " + ", ".join(f"{r.kind.lower()}/{r.name}" for r in results))
         await self.run_action("show('workloads')")
 
-    async def _cover(self: NCApp, plan, price: int | None, what: str, balance: int, purchases: bool) -> str | None:
+    async def _cover(self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool) -> str | None:
         """The seed's two-hour check at ``price``: its sentence when covered; None (after saying why) when not,
         or when no price is known to check with."""
         from .. import recipes as R
@@ -293,7 +333,7 @@ class FlowsMixin:
             return None
         return sentence
 
-    async def _offer_back(self: NCApp, cluster: str, set_here: tuple[int, int] | None) -> None:
+    async def _offer_back(self, cluster: str, set_here: tuple[int, int] | None) -> None:
         """A limit price set for an apply that did not happen is not left standing behind a toast: keep it, or
         put back what stood before (withdraw it when nothing did). The safe answer is the default."""
         if set_here is None:
@@ -313,8 +353,11 @@ class FlowsMixin:
         if not yes:
             self.notify(f"Limit price {fmt_price(now)} still stands on {cluster} (Lease, 5).", timeout=8)
             return
+        nc = self._client()
+        if nc is None:
+            return
         try:
-            self.store.set("bid", await self.backend.nc.set_bid(before, cluster))
+            self.store.set("bid", await nc.set_bid(before, cluster))
         except NCError as e:
             await self.push_screen_wait(
                 ResultsModal(
@@ -326,7 +369,7 @@ class FlowsMixin:
         if self.pollers is not None:
             self.pollers.refresh("bid", "spend", "ladder")
 
-    async def _settle(self: NCApp, *names: str, timeout: float = 5.0) -> bool:
+    async def _settle(self, *names: str, timeout: float = 5.0) -> bool:
         """Wait (bounded) until the watched slices have their first snapshot."""
         import asyncio
         import time
@@ -338,7 +381,9 @@ class FlowsMixin:
             await asyncio.sleep(0.05)
         return True
 
-    async def _ask_ceiling(self: NCApp, plan, ladder, nodes_needed, balance, purchases, standing) -> int | None:
+    async def _ask_ceiling(
+        self, plan: R.Plan, ladder: m.Ladder, nodes_needed: int, balance: int, purchases: bool, standing: int
+    ) -> int | None:
         from .. import recipes as R
 
         rungs = " · ".join(
@@ -351,7 +396,7 @@ class FlowsMixin:
             f"Balance {fmt_usd(balance)}."
         )
 
-        def judge(value: int):
+        def judge(value: int) -> tuple[bool, list[tuple[str, str]]]:
             v = R.judge_ceiling(value, ladder, nodes_needed)
             m = R.money_check(plan.gpus, value, balance, purchases)
             lines = [
@@ -367,7 +412,7 @@ class FlowsMixin:
 
     # ---- the cluster's API ----------------------------------------------------------------------
 
-    async def kube_client(self: NCApp):
+    async def kube_client(self) -> KubeClient | None:
         """A signed-in client for the active cluster (runs the sign-in when needed); None on failure."""
         from ..kube.client import KubeClient, KubeError, NotSignedIn
 
@@ -383,8 +428,11 @@ class FlowsMixin:
                 )
                 return None
             return self._kube
+        nc = self._client()
+        if nc is None:
+            return None
         try:
-            text = await self.backend.nc.kubeconfig(ref.name)
+            text = await nc.kubeconfig(ref.name)
             kube = KubeClient.from_kubeconfig(text)
         except (NCError, ValueError, KubeError) as e:
             self.notify(f"Cannot reach {ref.name}'s Kubernetes API: {e}", severity="error", timeout=10)

@@ -47,9 +47,10 @@ still run a job stay until it ends.
                 t.append_text(stale)
         if spend is not None and spend.nodes_held:
             t.append(f"\nHeld: {spend.nodes_held} node(s), {spend.gpus_held} GPUs.")
-        if info is not None and info.market and self.problem("spend"):
+        spend_problem = self.problem("spend")
+        if info is not None and info.market and spend_problem:
             t.append("\n")
-            t.append_text(self.problem("spend"))
+            t.append_text(spend_problem)
         self.query_one("#lease", Static).update(t)
 
     def action_withdraw(self) -> None:

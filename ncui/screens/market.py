@@ -3,6 +3,8 @@ limit clears now and how many nodes it would win, the nodes you hold and the liv
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
@@ -12,8 +14,12 @@ from ..money import cost_ucredits, fmt_price, fmt_usd
 from ..widgets.chart import Chart, ChartData, HLine, Series
 from .base import View
 
+if TYPE_CHECKING:
+    from ..api import models as m
+    from ..store import Store
 
-def vm_gpu_model(store) -> str | None:
+
+def vm_gpu_model(store: Store) -> str | None:
     """The GPU model a VM cluster trades: its allocations', else the first model the feed has."""
     cap = store.value("vm_capacity")
     if cap is not None and cap.allocations:
@@ -22,7 +28,7 @@ def vm_gpu_model(store) -> str | None:
     return models[0] if models else None
 
 
-def nodes_won(ladder, price: int) -> int:
+def nodes_won(ladder: m.Ladder, price: int) -> int:
     """How many nodes a limit price would win now, read off the ladder."""
     won = 0
     for r in ladder.rungs:
@@ -111,7 +117,7 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
 
     # ---- kubernetes market ------------------------------------------------------------------
 
-    def _ladder(self, title: Static, table: DataTable, info) -> None:
+    def _ladder(self, title: Static, table: DataTable[Any], info: m.K8sCluster) -> None:
         ladder, bid = self.store.value("ladder"), self.store.value("bid")
         t = Text()
         t.append("Price to win ", style="bold")
@@ -128,7 +134,7 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
         if ladder is None:
             return
         limit = bid.max_price_per_gpu_hour if bid else 0
-        rows = []
+        rows: list[tuple[Text, ...]] = []
         for r in ladder.rungs:
             p = r.price_per_gpu_hour
             node_h = p * ladder.gpus_per_node
@@ -150,7 +156,7 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
             for row in rows:
                 table.add_row(*row)
 
-    def _held(self, status: Static, info) -> None:
+    def _held(self, status: Static, info: m.K8sCluster) -> None:
         ladder, bid, spend = self.store.value("ladder"), self.store.value("bid"), self.store.value("spend")
         t = Text()
         if info.market:
@@ -201,7 +207,7 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
         t_end = ticks[-1].at
         xs = tuple((t.at - t_end).total_seconds() / 3600 for t in ticks)
         ys = tuple(t.price_per_gpu_hour / 1e6 for t in ticks)
-        hlines = ()
+        hlines: tuple[HLine, ...] = ()
         if bid is not None and bid.max_price_per_gpu_hour:
             hlines = (HLine(bid.max_price_per_gpu_hour / 1e6, "yellow", "your limit"),)
         span = xs[0]
@@ -217,7 +223,7 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
 
     # ---- VM ---------------------------------------------------------------------------------
 
-    def _vm(self, title: Static, table: DataTable, status: Static, chart: Chart) -> None:
+    def _vm(self, title: Static, table: DataTable[Any], status: Static, chart: Chart) -> None:
         table.display = False
         chart.display = status.display = True
         cap = self.store.value("vm_capacity")

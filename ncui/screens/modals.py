@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -9,6 +12,18 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from ..money import CENT, dollars_text, fmt_price, parse_dollars
+
+if TYPE_CHECKING:
+    from rich.text import Text
+    from textual.events import DescendantFocus
+    from textual.widgets import Input
+
+    from ..recipes import Plan
+
+# CeilingModal's judge: a typed price (µ$/GPU-h) → (may it be set, the verdict's lines as (style, text)).
+Judge = Callable[[int], "tuple[bool, list[tuple[str, str]]]"]
+# CustomJobModal's build: (image, command, nodes, name, tolerant, gpus per pod) → (the plan or None, why not).
+Build = Callable[[str, str, str, str, bool, str], "tuple[Plan | None, str]"]
 
 
 def reflow(text: str) -> str:
@@ -84,7 +99,7 @@ class ConfirmModal(ModalScreen[bool]):
     def on_mount(self) -> None:
         self.query_one(f"#{self.default}", Button).focus()
 
-    def on_descendant_focus(self, event) -> None:
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
         # Say what Enter does now: the highlighted button (Tab moves the highlight).
         if isinstance(event.widget, Button):
             label = self.no if event.widget.id == "no" else self.yes
@@ -174,7 +189,7 @@ class CeilingModal(ModalScreen["int | None"]):
     CeilingModal Button { margin-left: 2; }
     """
 
-    def __init__(self, title: str, context: str, judge, standing: int = 0) -> None:
+    def __init__(self, title: str, context: str, judge: Judge, standing: int = 0) -> None:
         super().__init__()
         self.title_text, self.context, self.judge, self.standing = title, context, judge, standing
         self.prefill = dollars_text(standing) if standing else ""
@@ -209,10 +224,10 @@ class CeilingModal(ModalScreen["int | None"]):
         field.focus()
         self._judge(self.prefill)
 
-    def on_input_changed(self, event) -> None:
+    def on_input_changed(self, event: Input.Changed) -> None:
         self._judge(event.value)
 
-    def _judge(self, text: str):
+    def _judge(self, text: str) -> int | None:
         from rich.text import Text
 
         verdict = self.query_one("#verdict", Static)
@@ -233,7 +248,7 @@ class CeilingModal(ModalScreen["int | None"]):
         self.value = value if ok else None
         return self.value
 
-    def on_input_submitted(self, event) -> None:
+    def on_input_submitted(self, event: Input.Submitted) -> None:
         self._submit()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -253,7 +268,7 @@ class CeilingModal(ModalScreen["int | None"]):
         self.dismiss(None)
 
 
-class CustomJobModal(ModalScreen["dict | None"]):
+class CustomJobModal(ModalScreen["Plan | None"]):
     """Something else: image, command, nodes (and name), refused with reasons when invalid."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -265,9 +280,9 @@ class CustomJobModal(ModalScreen["dict | None"]):
     CustomJobModal Button { margin-left: 2; }
     """
 
-    def __init__(self, build) -> None:
+    def __init__(self, build: Build) -> None:
         super().__init__()
-        self.build = build  # (image, command, nodes, name, tolerant, gpus) -> (plan | None, message)
+        self.build = build
 
     def compose(self) -> ComposeResult:
         from textual.widgets import Checkbox, Label
@@ -299,10 +314,12 @@ class CustomJobModal(ModalScreen["dict | None"]):
 
         self.query_one("#image", Input).focus()
 
-    def _values(self):
+    def _values(self) -> tuple[str, str, str, str, bool, str]:
         from textual.widgets import Checkbox, Input
 
-        q = lambda i: self.query_one(f"#{i}", Input).value  # noqa: E731
+        def q(i: str) -> str:
+            return self.query_one(f"#{i}", Input).value
+
         return (q("image"), q("command"), q("nodes"), q("name"), self.query_one("#tolerant", Checkbox).value, q("gpus"))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
@@ -311,7 +328,7 @@ class CustomJobModal(ModalScreen["dict | None"]):
             return
         self._submit()
 
-    def on_input_submitted(self, event) -> None:
+    def on_input_submitted(self, event: Input.Submitted) -> None:
         self._submit()
 
     def _submit(self) -> None:
@@ -338,7 +355,7 @@ class ResultsModal(ModalScreen[None]):
     ResultsModal VerticalScroll { height: auto; max-height: 100%; }
     """
 
-    def __init__(self, title: str, body) -> None:
+    def __init__(self, title: str, body: str | Text) -> None:
         super().__init__()
         self.title_text, self.body = title, body
 
@@ -379,7 +396,7 @@ class PromptModal(ModalScreen["str | None"]):
 
         self.query_one("#prompt", Input).focus()
 
-    def on_input_submitted(self, event) -> None:
+    def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)
 
     def action_cancel(self) -> None:

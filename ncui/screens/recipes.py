@@ -3,7 +3,9 @@ check, and apply. Train is the default when nobody chose."""
 
 from __future__ import annotations
 
-from rich.console import Group
+from typing import TYPE_CHECKING
+
+from rich.console import Group, RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
 from textual import work
@@ -17,6 +19,10 @@ from .. import recipes as R
 from ..api.errors import NCError
 from ..textsafe import clean
 from .base import View
+
+if TYPE_CHECKING:
+    from ..api import models as m
+    from ..store import Store
 
 
 class RecipesView(View):
@@ -39,12 +45,12 @@ after you confirm. Then the objects are created in order and you land on Workloa
 """
     BINDINGS = [Binding("a", "apply", "Apply"), Binding("enter", "open", "Open", show=False)]
 
-    def __init__(self, store, *, id: str) -> None:
+    def __init__(self, store: Store, *, id: str) -> None:
         super().__init__(store, id=id)
         self.plans: dict[str, R.Plan] = {}
         self.errors: dict[str, str] = {}
         self.selected: str | None = None
-        self._shown: tuple = ()
+        self._shown: tuple[tuple[str, str], ...] = ()  # (recipe, cluster) of the options listed
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="recipes-row"):
@@ -53,10 +59,10 @@ after you confirm. Then the objects are created in order and you land on Workloa
                 yield Static(id="recipe-info")
                 yield Static(id="recipe-preview")
 
-    def focus_target(self):
+    def focus_target(self) -> OptionList:
         return self.query_one("#recipe-list", OptionList)
 
-    def recipes(self) -> list:
+    def recipes(self) -> list[m.Recipe]:
         cat = self.store.value("catalog")
         active = self.store.meta.get("cluster")
         if cat is None or active is None:
@@ -104,7 +110,7 @@ after you confirm. Then the objects are created in order and you land on Workloa
         self.selected = event.option.id
         self.action_open()
 
-    def recipe(self):
+    def recipe(self) -> m.Recipe | None:
         return next((r for r in self.recipes() if r.name == self.selected), None)
 
     def _detail(self) -> None:
@@ -142,11 +148,11 @@ after you confirm. Then the objects are created in order and you land on Workloa
         else:
             prev_w.update(Text(self._steps_text(r), style="dim"))
 
-    def _steps_text(self, r) -> str:
+    def _steps_text(self, r: m.Recipe) -> str:
         return "\n".join(f"{i}. {s.title or s.stem}: {s.file}" for i, s in enumerate(r.steps, 1))
 
     def _preview(self, plan: R.Plan) -> Group:
-        parts = []
+        parts: list[RenderableType] = []
         head = Text()
         head.append(f"\nWhat will be applied ({plan.gpus} GPUs at once):\n", style="bold")
         for i, s in enumerate(plan.steps, 1):

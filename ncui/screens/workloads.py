@@ -3,7 +3,9 @@ selected pod; its log followed live (batched) with a loss chart; a prompt for a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
@@ -18,6 +20,11 @@ from ..textsafe import clean
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns
 from .modals import ConfirmModal, ResultsModal
+
+if TYPE_CHECKING:
+    from ..kube.client import KubeClient
+    from ..store import Store
+    from ..widgets.logpane import LogPane
 
 # The log pane takes a batch within 100 ms of a line; while the log runs at hundreds of lines a second and
 # more, every 500 ms (LogFollower's busy_interval): each batch repaints the pane, and at 2,000 lines/s
@@ -37,7 +44,14 @@ MODELS = {"infera": "moonshotai/Kimi-K3", "inkling": "thinkingmachines/Inkling",
 
 
 def log_follower(
-    kube, pod: str, container: str | None, pane, losses: LossCurve, on_losses, *, previous: bool = False
+    kube: KubeClient,
+    pod: str,
+    container: str | None,
+    pane: LogPane,
+    losses: LossCurve,
+    on_losses: Callable[[], None],
+    *,
+    previous: bool = False,
 ) -> LogFollower:
     """Follow a pod's log into the pane and its loss lines into ``losses`` (``on_losses()`` when it grew):
     the Workloads screen's wiring, which bench/logs.py measures."""
@@ -118,13 +132,13 @@ answer, with the reasoning apart when the model sends it.
         Binding("x", "stop", "Stop"),
     ]
 
-    def __init__(self, store, *, id: str) -> None:
+    def __init__(self, store: Store, *, id: str) -> None:
         super().__init__(store, id=id)
         self.pod: str | None = None
         self.container: str | None = None
         self.previous = False
-        self.follower = None
-        self._rows: list = []
+        self.follower: LogFollower | None = None
+        self._rows: list[tuple[str, str, str, str, str]] = []  # the rows shown, as text (NAME, READY, STATUS…)
         self._losses = LossCurve()
 
     def compose(self) -> ComposeResult:
@@ -169,7 +183,7 @@ answer, with the reasoning apart when the model sends it.
         if self._pod_columns():
             self.refresh_view()
 
-    def focus_target(self):
+    def focus_target(self) -> DataTable[Any]:
         return self.query_one("#pods", DataTable)
 
     def activate(self, shown: bool) -> None:
@@ -241,7 +255,7 @@ answer, with the reasoning apart when the model sends it.
             summary = Text.assemble(stale, "\n", summary)
         state.update(summary)
         table = self.query_one("#pods", DataTable)
-        rows = []
+        rows: list[tuple[str, str, Text, str, str, str]] = []
         for p in sorted(pods.values(), key=lambda o: o["metadata"]["name"]):
             status = S.pod_status(p)
             style = (
@@ -321,8 +335,9 @@ answer, with the reasoning apart when the model sends it.
         self.query_one("#explain", Static).update(Text(line, style="italic"))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "pods" and event.row_key is not None and event.row_key.value != self.pod:
-            self.select(event.row_key.value)
+        pod = event.row_key.value if event.row_key is not None else None  # (a row's key is its pod's name)
+        if event.data_table.id == "pods" and pod is not None and pod != self.pod:
+            self.select(pod)
 
     # ---- the log ------------------------------------------------------------------------------
 
@@ -332,7 +347,7 @@ answer, with the reasoning apart when the model sends it.
         self._explain()
         self.follow_log()
 
-    def _pod(self) -> dict | None:
+    def _pod(self) -> dict[str, Any] | None:
         return (self.store.value("k8s_pods") or {}).get(self.pod) if self.pod else None
 
     def kube_changed(self) -> None:
@@ -366,12 +381,12 @@ answer, with the reasoning apart when the model sends it.
         chart.set_data(loss_chart(self._losses))
 
     @staticmethod
-    def _serves(pod: dict | None) -> bool:
+    def _serves(pod: dict[str, Any] | None) -> bool:
         """A pod of a Deployment (a serve recipe's engine or router), not of a Job."""
         refs = ((pod or {}).get("metadata") or {}).get("ownerReferences") or []
         return any(r.get("kind") in ("ReplicaSet", "Deployment") for r in refs)
 
-    def _pane(self):
+    def _pane(self) -> LogPane:
         from ..widgets.logpane import LogPane
 
         return self.query_one("#log", LogPane)
@@ -400,7 +415,7 @@ answer, with the reasoning apart when the model sends it.
 
     def action_container(self) -> None:
         p = self._pod()
-        if not p:
+        if not p or self.pod is None:  # (a pod is there only while one is selected)
             return
         names = [c["name"] for c in (p.get("spec") or {}).get("containers") or []]
         if len(names) > 1:
@@ -443,7 +458,11 @@ answer, with the reasoning apart when the model sends it.
         kube = self.ncapp._kube
         if kube is None:
             return
-        body = {"model": MODELS[svc], "messages": [{"role": "user", "content": text}], "max_tokens": 1024}
+        body: dict[str, Any] = {
+            "model": MODELS[svc],
+            "messages": [{"role": "user", "content": text}],
+            "max_tokens": 1024,
+        }
         if svc == "finance-analyst":
             body["chat_template_kwargs"] = {"enable_thinking": False}
         self.notify("Asking…", timeout=2)
@@ -467,7 +486,7 @@ answer, with the reasoning apart when the model sends it.
     def action_stop(self) -> None:
         p = self._pod()
         jobs, deps = self.store.value("k8s_jobs") or {}, self.store.value("k8s_deployments") or {}
-        target = None
+        target: tuple[str, str] | None = None
         if p is not None:
             owners = p["metadata"].get("ownerReferences") or []
             job = next((o["name"] for o in owners if o.get("kind") == "Job"), None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -83,11 +84,12 @@ class Chart(Static):
         return True
 
 
-def downsample(xs, ys, n: int) -> tuple[list[float], list[float]]:
+def downsample(xs: Sequence[float], ys: Sequence[float], n: int) -> tuple[list[float], list[float]]:
     """At most ``n`` points: the mean of each run of neighbours (a braille cell holds two columns)."""
     if len(xs) <= n:
         return list(xs), list(ys)
-    out_x, out_y = [], []
+    out_x: list[float] = []
+    out_y: list[float] = []
     size = len(xs) / n
     for i in range(n):
         a, b = int(i * size), max(int(i * size) + 1, int((i + 1) * size))

@@ -31,7 +31,7 @@ class StatusHeader(Static):
         super().__init__("")
         self.store = store
         self.mode = mode
-        self._last = None
+        self._last: Text | None = None
 
     def on_mount(self) -> None:
         self._unsub = self.store.subscribe(WATCH, lambda s: self.render_now(), interested=True)
@@ -110,7 +110,7 @@ class StatusHeader(Static):
         its spend; on a market cluster the limit price too."""
         st = self.store
         ref, info = st.meta.get("cluster"), st.value("cluster")
-        names = ("balance", "summary", "whoami")
+        names: tuple[str, ...] = ("balance", "summary", "whoami")
         if ref is not None and ref.kind == "kubernetes":
             names += ("cluster", "spend")
             if info is not None and info.market and info.name == ref.name:
@@ -129,7 +129,7 @@ class StatusHeader(Static):
         old = [x for x in slices if x.name == "balance" and (x.age(now) or 0) > STALE_AFTER]
         if not failing and not old:
             return Text("● live", style="green")
-        ages = [x.age(now) for x in failing + old if x.loaded]
+        ages = [a for x in failing + old if (a := x.age(now)) is not None]  # (None: never loaded)
         labels = list(dict.fromkeys(LABELS[x.name] for x in failing + old))
         age = f" {fmt_age(max(ages))}" if ages else ""
         return Text(f"● stale{age}: {', '.join(labels)}", style="bold red" if failing else "yellow")

@@ -14,14 +14,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.events import Resize
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
@@ -40,7 +42,7 @@ class FastLog(Log):
     line each (no newline), cleaned of control sequences, mostly ASCII (where the width is the length);
     and of a batch longer than ``max_lines`` only the newest ``max_lines`` can ever be shown."""
 
-    def write_lines(self, lines: Iterable[str], scroll_end: bool | None = None) -> FastLog:  # type: ignore[override]
+    def write_lines(self, lines: Iterable[str], scroll_end: bool | None = None) -> FastLog:
         new = lines if isinstance(lines, list) else list(lines)
         if not new:
             return self
@@ -91,26 +93,26 @@ class FastLog(Log):
 
     _frame_style: Style | None = None
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # Log's
         super().__init__(*args, **kwargs)
         self._strips: LRUCache[tuple[str, Style], Strip] = LRUCache(2048)
         self._paint = Throttle(self, self.refresh, 0.2)
 
-    def render_lines(self, crop):  # type: ignore[override]
+    def render_lines(self, crop: Region) -> list[Strip]:
         self._frame_style = self.rich_style  # once per repaint, not once per line
         try:
             return super().render_lines(crop)
         finally:
             self._frame_style = None
 
-    def _render_line(self, y: int, scroll_x: int, width: int) -> Strip:  # type: ignore[override]
+    def _render_line(self, y: int, scroll_x: int, width: int) -> Strip:
         rich_style = self._frame_style or self.rich_style
         if y >= len(self._lines):
             return Strip.blank(width, rich_style)
         line = self._render_line_strip(y, rich_style)
         return line.crop_extend(scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, y)
 
-    def _render_line_strip(self, y: int, rich_style: Style) -> Strip:  # type: ignore[override]
+    def _render_line_strip(self, y: int, rich_style: Style) -> Strip:
         if self.text_selection is not None or self.highlight:
             return super()._render_line_strip(y, rich_style)
         raw = self._lines[y]
@@ -178,7 +180,7 @@ class LogPane(Widget, can_focus=False):
         self.written = 0  # lines handed to the Log since the last re-render
         self._width = 0
 
-    def compose(self):
+    def compose(self) -> ComposeResult:
         from textual.widgets import Static
 
         yield FastLog(max_lines=self.max_lines, auto_scroll=True, id="logpane-log")
@@ -194,8 +196,11 @@ class LogPane(Widget, can_focus=False):
         self.query_one("#logpane-status", Static).update(text)
         self.set_class(bool(text), "-status")
 
+    # The pane's Log widget. The name shadows MessagePump.log (Textual's logger): Textual logs through
+    # ``self.log`` only in debug mode and for a timer or callback firing with no screen, and none is set on
+    # a LogPane; the tests and bench/logs.py read ``pane.log``.
     @property
-    def log(self) -> Log:
+    def log(self) -> Log:  # type: ignore[override]  # a Log widget where MessagePump has its logger
         return self.query_one(Log)
 
     # ---- feeding --------------------------------------------------------------------------------
@@ -232,7 +237,7 @@ class LogPane(Widget, can_focus=False):
             out = wrapped[-cap:]
         return out
 
-    def write_entries(self, entries: Sequence[str]) -> None:
+    def write_entries(self, entries: list[str]) -> None:
         """Append a batch of the follower's entries ("<timestamp> <text>", its ``on_entries``). Of a burst
         only the newest ``max_lines`` can be shown: only those are split (a filter looks further back)."""
         if not entries or not self.is_mounted:
