@@ -71,11 +71,11 @@ async def main():
         while f.total < total and not task.done():
             await asyncio.sleep(0.02)
         await pilot.pause()
-        while app.pane.log.paint_pending:  # the last line is on the pane once it is painted
+        while app.pane.lines_log.paint_pending:  # the last line is on the pane once it is painted
             await asyncio.sleep(0.01)
         await pilot.pause()
         t1, c1 = time.monotonic(), time.process_time()
-        ok = app.pane.log.lines[-1] if app.pane.log.lines else ""
+        ok = app.pane.lines_log.lines[-1] if app.pane.lines_log.lines else ""
         f.stop()
         await asyncio.gather(task, return_exceptions=True)
         await kc.aclose()

@@ -38,7 +38,7 @@ async def test_train_flow_end_to_end(sim):
 
         # The market grants the node; it joins; the pod runs and logs loss lines.
         def loss_lines() -> bool:
-            return any("iter" in line and "loss" in line for line in app.query_one("#log").log.lines)
+            return any("iter" in line and "loss" in line for line in app.query_one("#log").lines_log.lines)
 
         for _ in range(60):
             if loss_lines():
@@ -169,12 +169,14 @@ async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
         await until(pilot, lambda: view.follower not in (None, first), what="a new follower (the pane cleared)")
         await until(
             pilot,
-            lambda: view.follower.total >= 5000 and len(pane.log.lines) >= 5000 and not pane.log.paint_pending,
+            lambda: (
+                view.follower.total >= 5000 and len(pane.lines_log.lines) >= 5000 and not pane.lines_log.paint_pending
+            ),
             timeout=30,
             what="all 5,000 lines on the pane",
         )
         expected = [f"iter {k}: loss {1 + (k % 997) / 331:.4f}, time {380 + k % 37}.12ms" for k in range(5000)]
-        assert list(pane.log.lines) == expected  # none lost, none repeated, in order
+        assert list(pane.lines_log.lines) == expected  # none lost, none repeated, in order
         assert view.follower.streams >= 3 and view.follower.total == 5000
         assert any("resuming" in s for s in statuses), statuses
         assert statuses[-1] == ""  # lines flow again: the line under the pane is gone
@@ -196,11 +198,11 @@ async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
         while table.cursor_row != target:
             await pilot.press("down" if table.cursor_row < target else "up")
         for _ in range(30):
-            if any(line.startswith("[red") for line in pane.log.lines):
+            if any(line.startswith("[red") for line in pane.lines_log.lines):
                 break
             world.advance(10)
             await pilot.pause(0.1)
-        await until(pilot, lambda: any(line.startswith("[red") for line in pane.log.lines), what="the line")
-        line = next(x for x in pane.log.lines if x.startswith("[red"))
+        await until(pilot, lambda: any(line.startswith("[red") for line in pane.lines_log.lines), what="the line")
+        line = next(x for x in pane.lines_log.lines if x.startswith("[red"))
         assert line == "[red: red title:  end]"
-        assert not any(c in "".join(pane.log.lines) for c in "\x1b\x07\r\x9b")
+        assert not any(c in "".join(pane.lines_log.lines) for c in "\x1b\x07\r\x9b")

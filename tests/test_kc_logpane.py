@@ -30,7 +30,7 @@ def _screen_numbers(app: App) -> list[int]:
 
 async def _painted(pilot, pane: LogPane, seconds: float = 5.0) -> None:
     deadline = asyncio.get_running_loop().time() + seconds
-    while pane.log.paint_pending:
+    while pane.lines_log.paint_pending:
         assert asyncio.get_running_loop().time() < deadline, "the pane's repaint never came"
         await pilot.pause(0.02)
     await pilot.pause()
@@ -43,7 +43,7 @@ async def test_capped_log_keeps_redrawing_the_newest_lines():
         for b in range(6):  # 180 lines into a 50-line cap, in batches
             pane.write_batch([f"line {b * 30 + i}" for i in range(30)])
             await pilot.pause()
-        assert pane.log.lines[-1] == "line 179" and len(pane.log.lines) == 50
+        assert pane.lines_log.lines[-1] == "line 179" and len(pane.lines_log.lines) == 50
         await _painted(pilot, pane)  # a repaint put off (batches too close together) comes in its time
         shown = _screen_numbers(app)
         assert shown and shown[-1] == 179, f"the screen still shows old lines: {shown[-3:]}"
@@ -55,14 +55,14 @@ async def test_batches_close_together_repaint_once_their_interval_has_passed():
     app = PaneApp(pane)
     async with app.run_test(size=(60, 12)) as pilot:
         await pilot.pause()
-        pane.log.min_paint_interval = 3600.0  # (so that no timing of this machine decides the test)
+        pane.lines_log.min_paint_interval = 3600.0  # (so that no timing of this machine decides the test)
         pane.write_batch([f"line {i}" for i in range(60)])  # painted at once: the first in its interval
         await pilot.pause()
-        assert not pane.log.paint_pending and _screen_numbers(app)[-1] == 59
+        assert not pane.lines_log.paint_pending and _screen_numbers(app)[-1] == 59
         pane.write_batch([f"line {i}" for i in range(60, 70)])  # too soon: put off, the screen unchanged
         await pilot.pause()
-        assert pane.log.paint_pending and _screen_numbers(app)[-1] == 59
-        assert pane.log.lines[-1] == "line 69"
+        assert pane.lines_log.paint_pending and _screen_numbers(app)[-1] == 59
+        assert pane.lines_log.lines[-1] == "line 69"
 
 
 async def test_filter_follow_timestamps_and_wrap():
@@ -75,7 +75,7 @@ async def test_filter_follow_timestamps_and_wrap():
     async with app.run_test(size=(60, 12)) as pilot:
         pane.write_batch(entries[:200])
         await pilot.pause()
-        log = pane.log
+        log = pane.lines_log
         assert log.lines[-1].startswith("iter 199:") and log.is_vertical_scroll_end
         # follow off: new lines do not move the view
         pane.follow = False
@@ -121,7 +121,7 @@ async def test_entries_of_a_burst_the_newest_shown_and_every_mode_honoured():
     async with app.run_test(size=(60, 12)) as pilot:
         pane.write_entries(entries[:4000])
         await _painted(pilot, pane)
-        log = pane.log
+        log = pane.lines_log
         assert list(log.lines) == [f"line {i}" for i in range(3900, 4000)]
         assert log.virtual_size.height == 100 and log.is_vertical_scroll_end
         assert _screen_numbers(app)[-1] == 3999

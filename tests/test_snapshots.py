@@ -78,7 +78,7 @@ def test_workloads(snap_compare, kube_factory, monkeypatch, size):
         pane = app.query_one("#log")
         await until(
             pilot,
-            lambda: view.follower.total > 0 and len(pane.log.lines) == view.follower.total,
+            lambda: view.follower.total > 0 and len(pane.lines_log.lines) == view.follower.total,
             what="every line the follower got on screen",
         )
         chart = app.query_one("#loss-chart")

@@ -196,11 +196,9 @@ class LogPane(Widget, can_focus=False):
         self.query_one("#logpane-status", Static).update(text)
         self.set_class(bool(text), "-status")
 
-    # The pane's Log widget. The name shadows MessagePump.log (Textual's logger): Textual logs through
-    # ``self.log`` only in debug mode and for a timer or callback firing with no screen, and none is set on
-    # a LogPane; the tests and bench/logs.py read ``pane.log``.
     @property
-    def log(self) -> Log:  # type: ignore[override]  # a Log widget where MessagePump has its logger
+    def lines_log(self) -> Log:
+        """The pane's Log widget (not ``log``: that is Textual's own logger on every widget)."""
         return self.query_one(Log)
 
     # ---- feeding --------------------------------------------------------------------------------
@@ -227,7 +225,7 @@ class LogPane(Widget, can_focus=False):
                 break
         out.reverse()
         if self.wrap:
-            w = max(10, self.log.scrollable_content_region.width or self.size.width or 80)
+            w = max(10, self.lines_log.scrollable_content_region.width or self.size.width or 80)
             wrapped: list[str] = []
             for line in out:
                 if len(line) <= w:
@@ -261,14 +259,14 @@ class LogPane(Widget, can_focus=False):
         # FastLog repaints the visible region after every batch (at most every min_paint_interval): Textual
         # 8.2.8's Log, once max_lines is reached, refreshes line numbers past the pruned end and the scroll
         # offset no longer moves, so nothing would repaint (PERF.md; tests/test_kc_logpane.py).
-        self.log.write_lines(out, scroll_end=self.follow)
+        self.lines_log.write_lines(out, scroll_end=self.follow)
         self.written += len(out)
 
     def rerender(self) -> None:
         """Show ``source``'s lines again (after a filter/wrap/timestamp change), the newest ``max_lines``."""
         if not self.is_mounted:
             return
-        log = self.log
+        log = self.lines_log
         log.clear()
         self.written = 0
         if self.source is None:
@@ -284,17 +282,17 @@ class LogPane(Widget, can_focus=False):
         log.refresh()
 
     def clear(self) -> None:
-        self.log.clear()
-        self.log.refresh()
+        self.lines_log.clear()
+        self.lines_log.refresh()
         self.written = 0
 
     # ---- toggles ------------------------------------------------------------------------------------
 
     def watch_follow(self, follow: bool) -> None:
         if self.is_mounted:
-            self.log.auto_scroll = follow
+            self.lines_log.auto_scroll = follow
             if follow:
-                self.log.scroll_end(animate=False, immediate=True, x_axis=False)
+                self.lines_log.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def watch_wrap(self, old: bool, new: bool) -> None:
         if old != new:
@@ -324,7 +322,7 @@ class LogPane(Widget, can_focus=False):
 
     def action_jump_end(self) -> None:
         self.follow = True
-        self.log.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.lines_log.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def action_filter(self) -> None:
         self.add_class("-filtering")
@@ -342,7 +340,7 @@ class LogPane(Widget, can_focus=False):
             event.stop()
             if not event.value:
                 self.remove_class("-filtering")
-            self.log.focus()
+            self.lines_log.focus()
 
     def set_filter(self, text: str) -> None:
         self.filter_text = text
