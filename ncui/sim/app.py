@@ -366,9 +366,12 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     vm_errors = {**AUTH_ERRORS, **NOT_FOUND}
 
     def _capacity(vm, now) -> m.VmCapacity:
+        ssh = getattr(app.state, "ssh", None)  # the box's ssh nodes (SimServer): active once its node listens
         allocs = []
         for a in vm.allocations:
             state = a.state_at(now)
+            if ssh is not None and state == "active" and ssh.endpoint(a.id) is None:
+                state = "provisioning"
             allocs.append(
                 m.Allocation(
                     id=a.id,
@@ -390,6 +393,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
 
     @app.get("/api/vm/capacity", response_model=m.VmCapacity, responses=vm_errors, tags=["vm"])
     def vm_capacity(org: OrgState = Org) -> m.VmCapacity:
+        _settle_ssh()
         with world.lock:
             return _capacity(world.vm_cluster(org), world.now())
 
@@ -402,7 +406,16 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     def put_vm_capacity(body: m.VmCapacityRequest, org: OrgState = Org) -> m.VmCapacity:
         with world.lock:
             vm = world.set_vm_capacity(org, body.max_gpus, body.max_price_per_gpu_hour, body.expected_version)
+        _settle_ssh()  # a release has closed the node's listener when the answer arrives
+        with world.lock:
             return _capacity(vm, world.now())
+
+    def _settle_ssh() -> None:
+        """Nodes due by the clock listen (and released ones are gone) before the answer is made; outside the
+        World's lock (the ssh loop takes it)."""
+        ssh = getattr(app.state, "ssh", None)
+        if ssh is not None:
+            ssh.settle()
 
     def _org_path(org: OrgState, org_id: str) -> None:
         if org_id != org.spec.org_id:

@@ -15,6 +15,7 @@ import uvicorn
 
 from .app import SimConfig, create_app
 from .kube.tls import KubeTLS, self_signed
+from .ssh import SshHub
 from .world import World
 
 
@@ -79,6 +80,9 @@ class SimServer:
                 ssl_keyfile=str(self._tls_dir / "key.pem"),
             )
         )
+        # The VM nodes as ssh endpoints (their own loop and thread, run while the HTTP servers run).
+        self.ssh = SshHub(world, Path(tempfile.mkdtemp(prefix="ncui-sim-ssh-")))
+        self.app.state.ssh = self.ssh
         self._thread: threading.Thread | None = None
 
     # ---- where it listens ---------------------------------------------------------------------
@@ -97,7 +101,12 @@ class SimServer:
         return self.world.main_org.token
 
     def env_lines(self) -> list[str]:
-        return [f"NC_API={self.api_url}", f"NC_ACCESS={self.access_url}", f"NC_TOKEN={self.token}"]
+        return [
+            f"NC_API={self.api_url}",
+            f"NC_ACCESS={self.access_url}",
+            f"NC_TOKEN={self.token}",
+            f"NC_SSH_CONFIG={self.ssh.config_path}",
+        ]
 
     # ---- running ------------------------------------------------------------------------------
 
@@ -114,7 +123,11 @@ class SimServer:
                 self._server.serve(sockets=[self.sock]), self._tls_server.serve(sockets=[self.tls_sock])
             )
 
-        asyncio.run(both())
+        self.ssh.start()
+        try:
+            asyncio.run(both())
+        finally:
+            self.ssh.stop()
 
     def start(self, timeout: float = 10.0) -> SimServer:
         self._thread = threading.Thread(target=self.serve_forever, name="ncui-sim", daemon=True)
@@ -143,6 +156,7 @@ class SimServer:
                 s.close()
             except OSError:
                 pass
+        self.ssh.stop()  # also when it never served (its folder goes)
         shutil.rmtree(self._tls_dir, ignore_errors=True)
 
     def __enter__(self) -> SimServer:

@@ -1,0 +1,413 @@
+"""The box's ssh endpoints: one asyncssh server per granted VM node, all on one asyncio loop in its own thread.
+
+``SshHub(world, folder)`` listens to the World: a grant makes the node's host key (ed25519, kept for the
+node's life) and remembers the keys installed then; when the allocation becomes ``active`` by the clock
+the node listens on its ``public_ip`` and a free port; a release or a reclaim ends its sessions, closes the
+listener (connection refused afterwards) and deletes its scratch folder. ``folder/ssh_config`` (what ``ncui
+sim`` prints as ``NC_SSH_CONFIG``) has a ``Host`` block per listening node and pins the host keys in
+``folder/known_hosts``; both are rewritten as nodes come and go.
+
+Locking: the World calls ``_on_event`` with its lock held, so that only records and wakes the loop. The loop
+takes the World's lock for short reads; nobody waits on the loop while holding the World's lock (the HTTP
+handlers call ``settle()`` outside it), so the two never wait on each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import posixpath
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncssh
+
+from ..world import AllocationState, World
+from .node import NodeSpec, Shell, SimNode, Term
+
+TICK_EVERY = 0.25  # real seconds between looks at the clock (activations, reclaims, files the runs write)
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Node:
+    spec: NodeSpec
+    host_key: asyncssh.SSHKey
+    sim: SimNode | None = None
+    server: asyncssh.SSHAcceptor | None = None
+    port: int | None = None
+    conns: set[asyncssh.SSHServerConnection] = field(default_factory=set)
+    gone: bool = False  # released or reclaimed
+
+
+class SshHub:
+    def __init__(self, world: World, folder: Path) -> None:
+        self.world, self.folder = world, folder
+        self.config_path = folder / "ssh_config"
+        self.known_hosts_path = folder / "known_hosts"
+        self._nodes: dict[str, _Node] = {}
+        self._lock = threading.Lock()  # _nodes, between the World's threads and the loop
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._wake: asyncio.Event | None = None
+        self._reconciling: asyncio.Lock | None = None
+        self._written = ""
+        self._stopping = False
+        folder.mkdir(parents=True, exist_ok=True)
+        self._write_config([])
+        with world.lock:  # allocations granted before the hub existed
+            for org in world.orgs.values():
+                for vm in org.vm.values():
+                    for a in vm.allocations:
+                        if a.state not in ("released", "reclaimed"):
+                            self._granted(a)
+            world.listeners.append(self._on_event)
+
+    # ---- the World's side (its lock held) ----------------------------------------------------
+
+    def _on_event(self, event: str, payload: object) -> None:
+        if event == "vm-granted" and isinstance(payload, AllocationState):
+            self._granted(payload)
+        elif event in ("vm-released", "vm-reclaimed") and isinstance(payload, AllocationState):
+            with self._lock:
+                n = self._nodes.get(payload.id)
+                if n is not None:
+                    n.gone = True
+            self._poke()
+
+    def _granted(self, a: AllocationState) -> None:
+        org = next(o for o in self.world.orgs.values() for vm in o.vm.values() if a in vm.allocations)
+        vm = next(vm for vm in org.vm.values() if a in vm.allocations)
+        spec = NodeSpec(
+            a.id,
+            a.public_ip,
+            vm.ssh_user,
+            a.gpus,
+            a.gpu_model,
+            vm.spec.gpu_vendor,
+            self.world.seed,
+            frozenset(a.keys),
+        )
+        with self._lock:
+            self._nodes[a.id] = _Node(spec, asyncssh.generate_private_key("ssh-ed25519"))
+
+    def _poke(self) -> None:
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(wake.set)
+
+    # ---- what the HTTP side asks -------------------------------------------------------------
+
+    def endpoint(self, alloc_id: str) -> tuple[str, int] | None:
+        """(ip, port) while the node listens, else None."""
+        with self._lock:
+            n = self._nodes.get(alloc_id)
+            return None if n is None or n.port is None or n.gone else (n.spec.ip, n.port)
+
+    def settle(self, timeout: float = 10.0) -> None:
+        """Bring the nodes in line with the World now: start those due, end those released. Never call it
+        with the World's lock held."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or threading.current_thread() is self._thread:
+            return
+        fut = asyncio.run_coroutine_threadsafe(self._reconcile(), loop)
+        try:
+            fut.result(timeout)
+        except Exception as e:  # the node stays "provisioning"; the next read tries again
+            log.warning("ssh nodes did not settle: %s", e)
+
+    def scratch(self, alloc_id: str) -> Path | None:
+        with self._lock:
+            n = self._nodes.get(alloc_id)
+            return None if n is None or n.sim is None else n.sim.root
+
+    # ---- running -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._wake, self._reconciling = asyncio.Event(), asyncio.Lock()
+            self._loop = loop
+            ready.set()
+            try:
+                loop.run_until_complete(self._main())
+            finally:
+                loop.run_until_complete(self._close_all())
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="ncui-sim-ssh", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        with self.world.lock:
+            if self._on_event in self.world.listeners:
+                self.world.listeners.remove(self._on_event)
+        if self._thread is not None:
+            self._stopping = True
+            self._poke()
+            self._thread.join(timeout)
+            self._thread = None
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    async def _main(self) -> None:
+        assert self._wake is not None
+        while not self._stopping:
+            try:
+                await self._reconcile()
+            except Exception:  # a node that cannot start now is tried again at the next tick
+                log.exception("ssh nodes")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), TICK_EVERY)
+            self._wake.clear()
+
+    async def _reconcile(self) -> None:
+        assert self._reconciling is not None
+        async with self._reconciling:
+            with self.world.lock:
+                now = self.world.sync()
+                states = {
+                    a.id: a.state_at(now)
+                    for o in self.world.orgs.values()
+                    for vm in o.vm.values()
+                    for a in vm.allocations
+                }
+            with self._lock:
+                nodes = list(self._nodes.items())
+            changed = False
+            for aid, n in nodes:
+                state = states.get(aid)
+                if n.gone or state in (None, "released", "reclaimed"):
+                    await self._end(n)
+                    with self._lock:
+                        self._nodes.pop(aid, None)
+                    changed = True
+                elif state == "active" and n.server is None and not self._stopping:
+                    await self._listen(n)
+                    changed = True
+                elif n.sim is not None:
+                    n.sim.sync()
+            if changed:
+                with self._lock:
+                    live = [n for n in self._nodes.values() if n.port is not None and not n.gone]
+                self._write_config(live)
+
+    async def _listen(self, n: _Node) -> None:
+        root = Path(tempfile.mkdtemp(prefix=f"ncui-sim-{n.spec.name}-"))
+        n.sim = SimNode(n.spec, root, self.world.now)
+        n.server = await asyncssh.create_server(
+            lambda: _NodeServer(n),
+            host=n.spec.ip,
+            port=0,
+            server_host_keys=[n.host_key],
+            process_factory=lambda p: _session(n, p),
+            sftp_factory=lambda chan: _NodeSFTP(chan, n),
+            allow_scp=True,
+            encoding="utf-8",
+            keepalive_interval=0,
+        )
+        n.port = n.server.sockets[0].getsockname()[1]
+        with self.world.lock:  # the allocation reports the port its node listens on (ours; 22 on the service)
+            for o in self.world.orgs.values():
+                for vm in o.vm.values():
+                    for a in vm.allocations:
+                        if a.id == n.spec.name:
+                            a.ssh_port = n.port
+
+    async def _end(self, n: _Node) -> None:
+        server, n.server, n.gone = n.server, None, True
+        if server is not None:
+            server.close()
+        for conn in list(n.conns):
+            conn.close()
+        for conn in list(n.conns):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.wait_closed(), 5)
+        if server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 5)
+        if n.sim is not None:
+            n.sim.destroy()
+        n.port = None
+
+    async def _close_all(self) -> None:
+        with self._lock:
+            nodes = list(self._nodes.values())
+            self._nodes.clear()
+        for n in nodes:
+            await self._end(n)
+
+    # ---- the ssh_config -----------------------------------------------------------------------
+
+    def _write_config(self, live: list[_Node]) -> None:
+        kh = "".join(
+            f"[{n.spec.ip}]:{n.port} {n.host_key.export_public_key('openssh').decode().strip()} {n.spec.name}\n"
+            for n in live
+        )
+        cfg = "# National Compute in a box: one Host block per simulated ssh host, rewritten as hosts come and go\n"
+        for n in sorted(live, key=lambda n: n.spec.name):
+            cfg += (
+                f"\nHost {n.spec.name}\n    HostName {n.spec.ip}\n    Port {n.port}\n    User {n.spec.user}\n"
+                f"    UserKnownHostsFile {self.known_hosts_path}\n    StrictHostKeyChecking yes\n"
+            )
+        if cfg + kh == self._written:
+            return
+        for path, text in ((self.known_hosts_path, kh), (self.config_path, cfg)):
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        self._written = cfg + kh
+
+
+# ---- one node's ssh server ----------------------------------------------------------------------
+
+
+class _NodeServer(asyncssh.SSHServer):
+    """Public keys only: the node's user, with a key installed at grant."""
+
+    def __init__(self, n: _Node) -> None:
+        self.n = n
+        self.conn: asyncssh.SSHServerConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        self.conn = conn
+        self.n.conns.add(conn)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.conn is not None:
+            self.n.conns.discard(self.conn)
+
+    def begin_auth(self, username: str) -> bool:
+        return True
+
+    def password_auth_supported(self) -> bool:
+        return False
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        return username == self.n.spec.user and key.get_fingerprint("sha256") in self.n.spec.fingerprints
+
+
+class _NodeSFTP(asyncssh.SFTPServer):
+    """SFTP (and so scp) on the node's scratch folder: its ``/``, relative paths from the home folder."""
+
+    def __init__(self, chan: asyncssh.SSHServerChannel, n: _Node) -> None:
+        assert n.sim is not None
+        self.node = n.sim
+        n.sim.sync()
+        super().__init__(chan, chroot=str(n.sim.root).encode())
+
+    def map_path(self, path: bytes) -> bytes:
+        home = str(self.node.home).encode()
+        if path == b"~" or path.startswith(b"~/"):
+            path = home + path[1:]
+        elif not path.startswith(b"/"):
+            path = posixpath.join(home, path)
+        return super().map_path(path)
+
+    def exit(self) -> None:  # OpenSSH's scp takes a session without an exit status for a failure
+        with contextlib.suppress(Exception):
+            self.channel.exit(0)
+
+    def symlink(self, oldpath: bytes, newpath: bytes) -> None:  # a link could point out of the scratch folder
+        raise asyncssh.SFTPOpUnsupported("links are not available on this simulated node")
+
+    def link(self, oldpath: bytes, newpath: bytes) -> None:
+        raise asyncssh.SFTPOpUnsupported("links are not available on this simulated node")
+
+
+async def _session(n: _Node, process: asyncssh.SSHServerProcess) -> None:
+    """One session: an exec request runs its command line; a shell reads lines (a prompt with a pty)."""
+    sim = n.sim
+    if sim is None:
+        process.exit(255)
+        return
+    shell = Shell(sim)
+    term = Term(out=lambda s: _write(process.stdout, s), err=lambda s: _write(process.stderr, s))
+
+    async def drain() -> None:
+        with contextlib.suppress(Exception):
+            await process.stdout.drain()
+        if process.is_closing():
+            term.stopped.set()
+
+    term.drain = drain
+    status = 0
+    try:
+        if process.command is not None:
+            status = await _run(shell, process.command, term, process, interactive=False)
+        else:
+            pty = process.get_terminal_type() is not None
+            if pty:
+                term.out(
+                    f"Welcome to {n.spec.name}, a simulated {n.spec.gpu_model} node (National Compute in a box).\n"
+                    "Commands: nvidia-smi, docker run/ps/logs/rm, curl … | sh, tail, cat, ls, echo, df -h, exit.\n"
+                )
+            while shell.exited is None:
+                if pty:
+                    cwd = str(shell.cwd).replace(str(sim.home), "~", 1)
+                    term.out(f"{n.spec.user}@{n.spec.name}:{cwd}$ ")
+                try:
+                    line = await process.stdin.readline()
+                except (asyncssh.BreakReceived, asyncssh.SignalReceived):
+                    term.out("^C\n")
+                    continue
+                except asyncssh.TerminalSizeChanged:
+                    continue
+                if not line:
+                    break
+                term.stopped.clear()
+                status = await _run(shell, line, term, process, interactive=pty)
+            if shell.exited is not None:
+                status = shell.exited
+    except (asyncssh.DisconnectError, asyncssh.ConnectionLost, BrokenPipeError, ConnectionError):
+        return
+    with contextlib.suppress(Exception):
+        process.exit(status)
+
+
+async def _run(shell: Shell, line: str, term: Term, process: asyncssh.SSHServerProcess, *, interactive: bool) -> int:
+    """Run one command line; meanwhile Ctrl-C (a pty's break or a signal) or a closed channel stops it."""
+
+    async def watch() -> None:
+        while not process.is_closing():
+            try:
+                data = await process.stdin.read(1024)
+            except (asyncssh.BreakReceived, asyncssh.SignalReceived):
+                term.stopped.set()
+                return
+            except asyncssh.TerminalSizeChanged:
+                continue
+            except Exception:
+                break
+            if not data:  # stdin ended (ssh -n, a pipe, Ctrl-D): only a close stops the command
+                await process.channel.wait_closed()
+                break
+        term.stopped.set()
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        return await shell.run(line, term)
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
+
+
+def _write(stream: asyncssh.SSHWriter[str], text: str) -> None:
+    with contextlib.suppress(BrokenPipeError, ConnectionError, asyncssh.Error):
+        stream.write(text)
