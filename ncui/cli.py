@@ -3,7 +3,7 @@
 ncui                      the app against National Compute (NC_TOKEN or ~/.config/nationalcompute/token)
 ncui --demo               the app against National Compute in a box, started in this process
 ncui --api URL --access URL   the app against another endpoint (e.g. a separate `ncui sim`)
-ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… NC_TOKEN=… then serves
+ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… NC_TOKEN=… NC_SSH_CONFIG=… then serves
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sim",
         help="serve National Compute in a box until interrupted",
         description="Serve National Compute in a box (API, market, catalog) on loopback. "
-        "Prints NC_API=…, NC_ACCESS=… and NC_TOKEN=… first.",
+        "Prints NC_API=…, NC_ACCESS=…, NC_TOKEN=… and NC_SSH_CONFIG=… first.",
     )
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=0, help="port (default 0: a free one, printed)")

@@ -24,7 +24,7 @@ class SimProcess:
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()
         deadline = time.monotonic() + timeout
-        while "NC_TOKEN" not in self.env:
+        while "NC_SSH_CONFIG" not in self.env:
             try:
                 line = lines.get(timeout=max(0.0, deadline - time.monotonic())).rstrip("\n")
             except queue.Empty:

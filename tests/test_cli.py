@@ -14,7 +14,7 @@ from .simproc import SimProcess
 
 def test_sim_prints_env_and_answers_whoami():
     with SimProcess("--scenario", "k8s-market") as sim:
-        assert list(sim.env) == ["NC_API", "NC_ACCESS", "NC_TOKEN"]
+        assert list(sim.env) == ["NC_API", "NC_ACCESS", "NC_TOKEN", "NC_SSH_CONFIG"]
         assert sim.env["NC_API"].startswith("http://127.0.0.1:") and not sim.env["NC_API"].endswith(":0")
         r = httpx.get(sim.env["NC_API"] + "/api/whoami", headers={"Authorization": f"Bearer {sim.env['NC_TOKEN']}"})
         assert r.status_code == 200
