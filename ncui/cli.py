@@ -9,6 +9,7 @@ ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… N
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -120,10 +121,18 @@ def run_sim(args: argparse.Namespace) -> int:
             f"KUBECONFIG={k8s[0]}.yaml kubectl --context {k8s[0]} get nodes"
         )
     sys.stdout.flush()
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # stopped as by Ctrl-C: the ssh nodes close, temp folders go
+        signal.signal(sig, interrupt)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
+    finally:
+        server.stop()
     return 0
 
 

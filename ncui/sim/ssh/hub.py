@@ -337,7 +337,10 @@ async def _session(n: _Node, process: asyncssh.SSHServerProcess) -> None:
         process.exit(255)
         return
     shell = Shell(sim)
-    term = Term(out=lambda s: _write(process.stdout, s), err=lambda s: _write(process.stderr, s))
+    pty = process.get_terminal_type() is not None  # a terminal shows both streams as one, as sshd's pty does
+    term = Term(
+        out=lambda s: _write(process.stdout, s), err=lambda s: _write((process.stdout if pty else process.stderr), s)
+    )
 
     async def drain() -> None:
         with contextlib.suppress(Exception):
@@ -351,7 +354,6 @@ async def _session(n: _Node, process: asyncssh.SSHServerProcess) -> None:
         if process.command is not None:
             status = await _run(shell, process.command, term, process, interactive=False)
         else:
-            pty = process.get_terminal_type() is not None
             if pty:
                 term.out(
                     f"Welcome to {n.spec.name}, a simulated {n.spec.gpu_model} node (National Compute in a box).\n"
@@ -364,6 +366,8 @@ async def _session(n: _Node, process: asyncssh.SSHServerProcess) -> None:
                 try:
                     line = await process.stdin.readline()
                 except (asyncssh.BreakReceived, asyncssh.SignalReceived):
+                    with contextlib.suppress(Exception):
+                        process.channel.clear_input()  # type: ignore[attr-defined]  # the line editor's channel
                     term.out("^C\n")
                     continue
                 except asyncssh.TerminalSizeChanged:

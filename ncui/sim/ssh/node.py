@@ -273,10 +273,23 @@ class Shell:
             return 2
         if len(stages) == 2 and stages[0][0] == "curl" and stages[1][0] in ("sh", "bash"):
             return await self._curl(stages[0][1:], term, pipe_to_sh=True)
-        if len(stages) > 1:
-            term.err(f"{stages[1][0]}: not available on this simulated node (pipes: only curl -fsSL URL | sh)\n")
-            return NOT_AVAILABLE
-        argv, target, append = stages[0], None, False
+        if len(stages) > 1:  # simple filters over the whole output of the first command
+            buf: list[str] = []
+            for f in stages[1:]:
+                if f[0] not in FILTERS:
+                    term.err(f"{f[0]}: not available on this simulated node\n")
+                    return NOT_AVAILABLE
+            status = await self._simple(stages[0], Term(buf.append, term.err, term.stopped, term.drain))
+            text = "".join(buf)
+            for f in stages[1:]:
+                text, status = FILTERS[f[0]](f[1:], text, term.err)
+            term.out(text)
+            return status
+        return await self._simple(stages[0], term)
+
+    async def _simple(self, argv: list[str], term: Term) -> int:
+        """One command, with an optional ``> FILE`` or ``>> FILE`` at its end."""
+        target, append = None, False
         for i, w in enumerate(argv):
             if w.startswith(">"):
                 if w not in (">", ">>") or i != len(argv) - 2:
@@ -779,3 +792,63 @@ COMMANDS: dict[str, Command] = {
     "curl": Shell._curl,
     "docker": Shell._docker,
 }
+
+
+# ---- filters after a pipe (over the whole output of the command before them) --------------------
+
+
+def _count(args: list[str], default: int = 10) -> int | None:
+    n = default
+    it = iter(args)
+    for a in it:
+        v = next(it, "") if a in ("-n", "--lines") else a.removeprefix("--lines=").removeprefix("-n").lstrip("-")
+        if not v.isdigit():
+            return None
+        n = int(v)
+    return n
+
+
+def _head(args: list[str], text: str, err: Callable[[str], None]) -> tuple[str, int]:
+    n = _count(args)
+    if n is None:
+        err("head: give -n N\n")
+        return "", 1
+    return "".join(text.splitlines(keepends=True)[:n]), 0
+
+
+def _tail_filter(args: list[str], text: str, err: Callable[[str], None]) -> tuple[str, int]:
+    n = _count(args)
+    if n is None:
+        err("tail: give -n N (after a pipe tail does not follow)\n")
+        return "", 1
+    return "".join(text.splitlines(keepends=True)[-n:] if n else []), 0
+
+
+def _grep(args: list[str], text: str, err: Callable[[str], None]) -> tuple[str, int]:
+    flags = "".join(a[1:] for a in args if a.startswith("-") and len(a) > 1)
+    words = [a for a in args if not a.startswith("-") or len(a) == 1]
+    if len(words) != 1 or set(flags) - set("cvEiFq"):
+        err("grep: give one pattern (options -c -v -i -E -F -q)\n")
+        return "", 2
+    try:
+        pat = re.compile(re.escape(words[0]) if "F" in flags else words[0], re.I if "i" in flags else 0)
+    except re.error as e:
+        err(f"grep: bad pattern: {e}\n")
+        return "", 2
+    hits = [ln for ln in text.splitlines(keepends=True) if bool(pat.search(ln)) != ("v" in flags)]
+    status = 0 if hits else 1
+    if "q" in flags:
+        return "", status
+    return (f"{len(hits)}\n" if "c" in flags else "".join(hits)), status
+
+
+def _wc(args: list[str], text: str, err: Callable[[str], None]) -> tuple[str, int]:
+    counts = {"-l": text.count("\n"), "-w": len(text.split()), "-c": len(text.encode())}
+    if any(a not in counts for a in args):
+        err("wc: options -l -w -c only\n")
+        return "", 1
+    return " ".join(str(counts[a]) for a in (args or ["-l", "-w", "-c"])) + "\n", 0
+
+
+Filter = Callable[[list[str], str, Callable[[str], None]], tuple[str, int]]
+FILTERS: dict[str, Filter] = {"head": _head, "tail": _tail_filter, "grep": _grep, "wc": _wc}
