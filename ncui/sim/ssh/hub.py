@@ -130,7 +130,8 @@ class SshHub:
     # ---- running -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._thread is not None:
+        """Run the loop and its thread, in worlds that have VM clusters (no thread, nothing to tick elsewhere)."""
+        if self._thread is not None or not any(o.vm for o in self.world.orgs.values()):
             return
         ready = threading.Event()
 
@@ -216,6 +217,7 @@ class SshHub:
             sftp_factory=lambda chan: _NodeSFTP(chan, n),
             allow_scp=True,
             encoding="utf-8",
+            errors="replace",
             keepalive_interval=0,
         )
         n.port = n.server.sockets[0].getsockname()[1]
@@ -351,7 +353,10 @@ async def _session(n: _Node, process: asyncssh.SSHServerProcess) -> None:
     term.drain = drain
     status = 0
     try:
-        if process.command is not None:
+        if process.subsystem is not None:
+            term.err(f"subsystem {process.subsystem}: not available on this simulated node (sftp is)\n")
+            status = 1
+        elif process.command is not None:
             status = await _run(shell, process.command, term, process, interactive=False)
         else:
             if pty:
