@@ -333,3 +333,21 @@ def test_ncui_sim_prints_its_ssh_config():
     with SimProcess("--scenario", "vm") as sim:
         path = Path(sim.env["NC_SSH_CONFIG"])
         assert path.is_file() and "\nHost " not in path.read_text()  # no node granted yet
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+async def test_ctrl_c_in_a_terminal_stops_following_and_the_shell_goes_on(node, tmux_factory, tmp_path):
+    from .tmuxterm import env_for
+
+    box, alloc, a, _ = node
+    box.ssh(alloc["id"], f"docker run -d --gpus all --name nanogpt {STOCK['nvidia']} python train.py", a)
+    term = tmux_factory(env_for(tmp_path), width=100)
+    term.run("ssh", "-F", box.config, *_opts(a), alloc["id"])
+    await term.until(lambda s: f"ubuntu@{alloc['id']}:~$" in s, 30, "the prompt")
+    term.keys("docker logs -f nanogpt", "Enter")
+    box.advance(300)
+    await term.until(lambda s: LOSS.search(s), 30, "loss lines on the terminal")
+    term.keys("C-c")
+    term.keys("echo back; frobnicate", "Enter")  # the session goes on; stderr shows in the terminal
+    screen = await term.until(lambda s: "frobnicate: not available on this simulated node" in s, 30, "the shell")
+    assert "\nback\n" in screen
