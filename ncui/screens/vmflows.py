@@ -186,6 +186,59 @@ def changed(before: m.VmCapacity, now: m.VmCapacity) -> str:
     return f"The capacity changed while you were asked (version {before.version} → {now.version}): {what}."
 
 
+def vm_lease_text(store: Store) -> Text:
+    """Lease on a VM cluster: what is declared, each allocation and how to log in to it, the keys, and what
+    the keys mean for nodes already granted. A value that could not be read says so (the staleness rule)."""
+    from datetime import timezone
+
+    cap_slice, keys_slice = store.get("vm_capacity"), store.get("ssh_keys")
+    cap = cap_slice.value
+    t = Text()
+    if cap is None:
+        t.append(
+            cap_slice.staleness(store.now()) or "Reading the VM capacity…",
+            style="dim" if not cap_slice.error else "bold red",
+        )
+        return t
+    stale = cap_slice.staleness(store.now())
+    if stale:
+        t.append(f"⚠ {stale}\n", style="bold red")
+    if cap.max_gpus:
+        t.append("Declared ")
+        t.append(
+            f" {cap.max_gpus} GPUs at up to {fmt_price(cap.max_price_per_gpu_hour)} ", style="bold black on yellow"
+        )
+        t.append(f"  version {cap.version}\nNodes are granted and billed until you release (R).\n")
+    else:
+        t.append("Nothing declared: no node is granted or billed. d declares capacity.\n")
+    live = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
+    user = cap.environment.ssh_user
+    for a in live:
+        when = a.granted_at.astimezone(timezone.utc).strftime("%H:%M") if a.granted_at else "—"
+        t.append(f"\n{a.id}  ", style="bold")
+        t.append(f"{a.state}", style="green" if a.state == "active" else "yellow")
+        t.append(f"  {a.gpus}× {a.gpu_model}  granted {when}")
+        if a.state == "active" and a.public_ip:
+            port = f" -p {a.ssh_port}" if a.ssh_port != 22 else ""
+            t.append(f"\n  ssh{port} {user}@{a.public_ip}", style="bold")
+    keys = keys_slice.value
+    t.append("\n\nKeys ", style="bold")
+    if keys is None:
+        t.append(keys_slice.staleness(store.now()) or "reading…", style="dim")
+    elif not keys:
+        t.append("none registered: k registers one of yours (nodes granted after it get it).", style="yellow")
+    else:
+        t.append(", ".join(f"{k.name} {k.fingerprint[:19]}…" for k in keys))
+        newest = max(k.created_at for k in keys)
+        early = [a.id for a in live if a.granted_at is not None and a.granted_at < newest]
+        if early:
+            t.append(
+                f"\n! {', '.join(early)} was granted before your newest key: that key is not on it.", style="yellow"
+            )
+    t.append("\n\nk keys · d declare · R release", style="dim")
+    return t
+
+
 class VmFlowsMixin(_Base):
     """Mixed into NCApp: the VM cluster's key, declare and release flows."""
 
