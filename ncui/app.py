@@ -24,6 +24,7 @@ from .backend import Backend
 from .screens.account import AccountView
 from .screens.base import View
 from .screens.flows import FlowsMixin
+from .screens.limitguard import LimitGuardMixin
 from .screens.modals import ConfirmModal, HelpModal
 from .store import Slice, Store
 from .widgets.header import StatusHeader
@@ -66,7 +67,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(FlowsMixin, App[None]):
+class NCApp(LimitGuardMixin, FlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True
@@ -154,6 +155,7 @@ class NCApp(FlowsMixin, App[None]):
             log.exception("connect failed")
             self.store.fail("balance", f"Cannot start: {e}" if not isinstance(e, NCError) else str(e))
             return
+        self.limit_start()  # the spending limit: loaded with the organization, checked on every update
         self.pollers = self.backend.pollers(self.store)
         self.pollers.start()
 
@@ -280,6 +282,7 @@ class NCApp(FlowsMixin, App[None]):
             return
         standing = standing_spend(self.store)
         if not standing:
+            self.limit_end_session()
             self.exit()
             return
         self.push_screen(ExitGuardModal(standing), partial(self._exit_answer, standing))
@@ -308,6 +311,7 @@ class NCApp(FlowsMixin, App[None]):
                 what = "withdraw the limit price" if s.kind == "bid" else "release the VM capacity"
                 self.notify(f"Could not {what}, so ncui stays open: {e}", severity="error", timeout=15)
                 return
+        self.limit_end_session()
         self.exit()
 
     def _on_standing(self, s: Slice) -> None:
