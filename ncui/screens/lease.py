@@ -157,7 +157,7 @@ class LeaseView(View):
                     f" live: {spend.gpus_held} GPUs at {fmt_price(spend.price_per_gpu_hour)}, as of {spend.as_of:%H:%M}"
                 )
             else:
-                t.append(f"{fmt_rate(spend.spend_ucredits_hr)} live: nothing held at the market's price")
+                t.append(f"{fmt_rate(spend.spend_ucredits_hr)} live: no node held at the market's price")
             self._stale(t, "spend")
 
     def _meter(self, t: Text, info: m.K8sCluster | None) -> None:
