@@ -97,7 +97,7 @@ class LeaseView(View):
         else:
             self._market(t, info)
         if who is not None:
-            self._meter(t, info if ref is not None and ref.kind == "kubernetes" else None)
+            self._meter(t)
             self._limit(t)
         self.query_one("#lease", Static).update(t)
 
@@ -135,9 +135,7 @@ class LeaseView(View):
                             f"  wins no node now (one takes {fmt_price(ladder.rungs[0].price_per_gpu_hour)})",
                             style="bold red",
                         )
-                t.append(
-                    f"\n{'':<{LABEL}}It pulls nodes for any GPU job applied to {info.name}: l changes, w withdraws."
-                )
+                t.append(f"\n{'':<{LABEL}}Pulls nodes for any GPU job here. l changes, w withdraws.")
             else:
                 t.append("none: nothing is bid. l sets one.")
             self._stale(t, "bid", "ladder")
@@ -157,10 +155,10 @@ class LeaseView(View):
                     f" live: {spend.gpus_held} GPUs at {fmt_price(spend.price_per_gpu_hour)}, as of {spend.as_of:%H:%M}"
                 )
             else:
-                t.append(f"{fmt_rate(spend.spend_ucredits_hr)} live: no node held at the market's price")
+                t.append(f"{fmt_rate(spend.spend_ucredits_hr)} live: no node held")
             self._stale(t, "spend")
 
-    def _meter(self, t: Text, info: m.K8sCluster | None) -> None:
+    def _meter(self, t: Text) -> None:
         st = self.store
         bal = st.value("balance")
         t.append("\n")
@@ -169,17 +167,16 @@ class LeaseView(View):
             t.append_text(self.problem("balance") or Text("…", style="dim"))
         else:
             t.append(fmt_rate(bal.burn_ucredits_hr), style="bold")
-            at = f" at {bal.assessed_at:%H:%M}" if bal.assessed_at else ""
-            t.append(f" for {self._org()}: the meter's last assessment{at}, about 10 minutes behind")
+            at = f", assessed {bal.assessed_at:%H:%M}" if bal.assessed_at else ""
+            t.append(f" org-wide{at} (about 10 min behind)")
             self._stale(t, "balance")
-        self._row(t, "Since start")
+        self._row(t, "Since start")  # ncui's start, on the service's clock
         spent, partial, start = spent_since_start(st)
         if spent is None:
             t.append_text(self.problem("transactions") or Text("…", style="dim"))
         else:
             t.append(f"{'at least ' if partial else ''}{fmt_usd(spent)}", style="bold")
-            when = f"{start:%H:%M}" if start else "ncui started"
-            t.append(f" charged since {when}, when ncui started (the meter's charge transactions)")
+            t.append(f" charged since {start:%H:%M} (the meter's charges)" if start else " charged")
             self._stale(t, "transactions")
 
     def _limit(self, t: Text) -> None:
@@ -187,7 +184,7 @@ class LeaseView(View):
         t.append("\n")
         self._row(t, "Spending limit")
         if state is None:
-            t.append("none. b sets one: ncui warns at 80% and withdraws your limit price at 100%.")
+            t.append("none. b sets one (warns at 80%, withdraws at 100%).")
             return
         style = {
             "warn": "bold black on yellow",
@@ -196,13 +193,9 @@ class LeaseView(View):
             "unknown": "bold red",
         }.get(state.level, "")
         t.append(state.sentence(), style=style)
-        t.append(f"\n{'':<{LABEL}}Counts the meter's charge transactions after it was set. b changes or clears it.")
+        t.append(f"\n{'':<{LABEL}}Counts charges after it was set. b changes or clears it.")
         if state.spent is not None:
             self._stale(t, "transactions")
-
-    def _org(self) -> str:
-        who = self.store.value("whoami")
-        return who.org_name if who is not None else "the organization"
 
     # ---- keys ---------------------------------------------------------------------------------
 
