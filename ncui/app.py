@@ -24,6 +24,7 @@ from .backend import Backend
 from .screens.account import AccountView
 from .screens.base import View
 from .screens.flows import FlowsMixin
+from .screens.limitguard import LimitGuardMixin
 from .screens.modals import ConfirmModal, HelpModal
 from .screens.vmflows import VmFlowsMixin
 from .store import Slice, Store
@@ -67,7 +68,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(FlowsMixin, VmFlowsMixin, App[None]):
+class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True
@@ -155,6 +156,7 @@ class NCApp(FlowsMixin, VmFlowsMixin, App[None]):
             log.exception("connect failed")
             self.store.fail("balance", f"Cannot start: {e}" if not isinstance(e, NCError) else str(e))
             return
+        self.limit_start()  # the spending limit: loaded with the organization, checked on every update
         self.pollers = self.backend.pollers(self.store)
         self.pollers.start()
 
@@ -291,6 +293,7 @@ class NCApp(FlowsMixin, VmFlowsMixin, App[None]):
             return
         standing = standing_spend(self.store)
         if not standing:
+            self.limit_end_session()
             self.exit()
             return
         self.push_screen(ExitGuardModal(standing), partial(self._exit_answer, standing))
@@ -319,6 +322,7 @@ class NCApp(FlowsMixin, VmFlowsMixin, App[None]):
                 what = "withdraw the limit price" if s.kind == "bid" else "release the VM capacity"
                 self.notify(f"Could not {what}, so ncui stays open: {e}", severity="error", timeout=15)
                 return
+        self.limit_end_session()
         self.exit()
 
     def _on_standing(self, s: Slice) -> None:

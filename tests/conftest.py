@@ -37,6 +37,12 @@ def _kube_cache(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
 
 
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path, monkeypatch) -> None:
+    """Every test keeps ncui's state (the spending limit) in its own temporary XDG state dir, never the user's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
 @pytest.fixture
 def sim_factory() -> Iterator[Callable[..., SimServer]]:
     """Start simulators (stopped at the end): ``sim_factory("vm", seed=3)``."""
