@@ -64,7 +64,7 @@ async def test_a_key_is_registered_and_then_shown_registered(sim_factory, tmp_pa
 
 
 async def _declare_until_confirm(pilot, app, gpus: str, price: str) -> None:
-    app.action_vm("declare")
+    await pilot.press("5", "d")  # Lease: d declares
     await until(pilot, lambda: isinstance(app.screen, GpusModal), what="the GPUs question")
     await type_text(pilot, "4")
     await until(pilot, lambda: "is not whole nodes: a node has 8" in screen_text(app))
@@ -93,7 +93,8 @@ async def test_declare_states_what_is_sent_and_release_keeps_the_price(sim_facto
         await until(pilot, lambda: _vm(sim).max_gpus == 8, what="declared")
         assert _vm(sim).price == 4_200_000
         await until(pilot, lambda: app.store.value("vm_capacity").max_gpus == 8)
-        app.action_vm("release")
+        await until(pilot, lambda: "Declared  8 GPUs at up to $4.20/GPU-h" in screen_text(app), what="Lease says so")
+        await pilot.press("R")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the release question")
         text = screen_text(app)
         assert "max_gpus 0 with the same price, $4.20/GPU-h" in text and "destroyed with its local disk" in text

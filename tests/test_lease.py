@@ -82,7 +82,7 @@ SENTENCES = {
     "k8s-market": "Limit price     none: nothing is bid",
     "k8s-fixed-amd": "marlin is a fixed cluster: there is no limit price to set or withdraw",
     "k8s-packing": "Limit price     none: nothing is bid",
-    "vm": "tern-vm is a VM cluster: nothing is declared",
+    "vm": "Nothing declared: no node is granted or billed. d declares capacity.",
     "slurm": "plover is a Slurm cluster: no limit price and no capacity stand here",
     "public-research": "Puffin Public Research is a public research organization: a node is requested and released "
     "only through Marshall's workspace tools",

@@ -25,7 +25,7 @@ LABEL = 16  # the width of a row's label
 
 
 class LeaseView(View):
-    NEEDS = ("bid", "spend", "cluster", "vm_capacity", "ladder", "balance", "transactions", LIMIT_SLICE)
+    NEEDS = ("bid", "spend", "cluster", "vm_capacity", "ssh_keys", "ladder", "balance", "transactions", LIMIT_SLICE)
     TITLE = "Lease"
     HELP = """\
 [b]Lease[/b]: everything that costs money, in one place.
@@ -40,11 +40,19 @@ class LeaseView(View):
   It counts the charge transactions recorded after you set it. At 80% ncui warns; at 100% it withdraws
   your limit price after a 15-second countdown (Esc keeps it: "reached, kept by you"). It is remembered
   across restarts; National Compute itself enforces none.
+• [b]VM clusters[/b]: [b]k[/b] registers one of your public keys (it installs on nodes granted later, never on a
+  running one); [b]d[/b] declares capacity (GPUs in whole nodes and your ceiling, asked first, the version
+  echoed: if someone else changed it meanwhile you see what changed and are asked again); each allocation
+  shows its state and, once active, its ssh login; [b]R[/b] releases (max_gpus 0 with the same price: every
+  node is destroyed with its disk). At 100% of a spending limit the capacity is released after the countdown.
 """
     BINDINGS = [
         Binding("l", "limit", "Limit price"),
         Binding("w", "withdraw", "Withdraw limit"),
         Binding("b", "spending_limit", "Spending limit"),
+        Binding("k", "vm('keys')", "Keys", show=False),
+        Binding("d", "vm('declare')", "Declare", show=False),
+        Binding("R", "vm('release')", "Release", show=False),
     ]
 
     def compose(self) -> ComposeResult:
@@ -102,19 +110,10 @@ class LeaseView(View):
         self.query_one("#lease", Static).update(t)
 
     def _vm(self, t: Text, name: str) -> None:
-        # (placeholder: the VM part of Lease — capacity, allocations, keys, release — replaces this)
-        cap = self.store.value("vm_capacity")
-        t.append(f"{name} is a VM cluster: ")
-        if cap is None:
-            t.append_text(self.problem("vm_capacity") or Text("its declared capacity is loading…", style="dim"))
-            return
-        live = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
-        if cap.max_gpus:
-            t.append(f"{cap.max_gpus} GPUs at most {fmt_price(cap.max_price_per_gpu_hour)} are declared ")
-            t.append(f"({len(live)} allocation{'s' if len(live) != 1 else ''}): granted nodes bill until released.")
-        else:
-            t.append("nothing is declared, so nothing is granted or billed.")
-        self._stale(t, "vm_capacity")
+        from .vmflows import vm_lease_text
+
+        t.append(f"{name} is a VM cluster: nodes arrive as ssh hosts.\n")
+        t.append_text(vm_lease_text(self.store))
 
     def _market(self, t: Text, info: m.K8sCluster) -> None:
         st = self.store
@@ -208,6 +207,9 @@ class LeaseView(View):
             self.notify("There is no standing limit price to withdraw.")
             return
         self.ncapp.confirm_withdraw()
+
+    def action_vm(self, flow: str) -> None:
+        self.ncapp.action_vm(flow)
 
     def action_spending_limit(self) -> None:
         self.ncapp.open_spending_limit()

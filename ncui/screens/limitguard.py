@@ -363,10 +363,25 @@ class LimitGuardMixin(_AppBase):
             self.pollers.refresh("bid", "spend", "ladder", "vm_capacity")
 
     async def release_for_limit(self, standing: Standing) -> None:
-        """The hook for declared VM capacity at 100%: the VM part releases it here (after offering to copy
-        files off: the node's disk dies with it). Until then ncui says what stands."""
+        """Declared VM capacity at 100%, after the countdown the human let run: release it (max_gpus 0 with the
+        same price; a version race is not overwritten: it is said, and the capacity stays)."""
+        from ..actions import release_vm
+
+        nc = self.backend.nc if self.backend is not None else None
+        if nc is None:
+            return
+        try:
+            await release_vm(nc, self.store)
+        except NCError as e:
+            self.notify(
+                f"Spending limit reached, but the VM capacity on {standing.cluster} was not released: {e}. "
+                "Release it on Lease (5, R).",
+                severity="error",
+                timeout=30,
+            )
+            return
         self.notify(
-            f"Spending limit reached: VM capacity still stands on {standing.cluster}. Release it on Lease (5).",
-            severity="error",
+            f"Spending limit reached: the VM capacity on {standing.cluster} is released (its nodes are gone).",
+            severity="warning",
             timeout=30,
         )
