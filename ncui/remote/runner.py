@@ -27,7 +27,7 @@ import ipaddress
 import os
 import socket
 import stat
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -138,7 +138,7 @@ class Runner(Protocol):
 
     async def run(self, cmd: str, *, check: bool = False, timeout: float | None = None) -> Result: ...
 
-    def follow(self, cmd: str, *, merge_stderr: bool = False) -> AsyncIterator[list[str]]: ...
+    def follow(self, cmd: str, *, merge_stderr: bool = False) -> AsyncGenerator[list[str], None]: ...
 
     async def copy_from(
         self, remote: str, local: Path, *, progress: Progress | None = None, recurse: bool = False
@@ -482,7 +482,7 @@ class SshRunner:
             raise _failed(cmd, self.where, res.exit_status, res.stderr)
         return res
 
-    async def follow(self, cmd: str, *, merge_stderr: bool = False) -> AsyncIterator[list[str]]:
+    async def follow(self, cmd: str, *, merge_stderr: bool = False) -> AsyncGenerator[list[str], None]:
         """Run ``cmd`` and yield its output as batches of lines (no newline) as it arrives: one batch per read,
         so a fast log comes in big batches. Leaving the loop closes the channel (which ends ``tail -F``).
         A status other than 0 at the end raises ``CommandFailed``; a dropped connection ``Disconnected``.
