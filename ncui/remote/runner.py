@@ -258,7 +258,7 @@ class SshRunner:
             return conn
 
     def _options(self, **kw: Any) -> dict[str, Any]:
-        opts: dict[str, Any] = {"port": self.port, "connect_timeout": self.connect_timeout}
+        opts: dict[str, Any] = {"port": self.port}
         if self.config != ():
             opts["config"] = list(self.config)
         opts.update(kw)
@@ -334,7 +334,10 @@ class SshRunner:
         if self.agent_path != ():
             kw["agent_path"] = self.agent_path
         try:
-            conn = await asyncio.wait_for(asyncssh.connect(self.host, **self._options(**kw)), self.connect_timeout + 1)
+            conn = await asyncio.wait_for(
+                asyncssh.connect(self.host, **self._options(connect_timeout=self.connect_timeout, **kw)),
+                self.connect_timeout + 1,
+            )
         except asyncssh.HostKeyNotVerifiable:
             raise await self._changed(trusted) from None
         except asyncssh.PermissionDenied:
