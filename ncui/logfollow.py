@@ -22,12 +22,14 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from operator import itemgetter
+from typing import TypedDict
 
 from .backoff import RetryLoop
 from .textsafe import clean, unsafe
 
 __all__ = [
     "FollowCore",
+    "FollowOptions",
     "LossCurve",
     "LOSS",
     "parse_loss",
@@ -174,6 +176,20 @@ class Entries(list[str]):
 def entry_texts(entries: list[str], usual: bool = False) -> list[str]:
     """The texts of entries (``usual``: as ``Entries.usual`` says of them)."""
     return list(map(_TEXT_PART if usual else entry_text, entries))
+
+
+class FollowOptions(TypedDict, total=False):
+    """``FollowCore``'s keywords, which every follower passes through (``**opts: Unpack[FollowOptions]``)."""
+
+    on_lines: Callable[[list[str]], None] | None
+    on_entries: Callable[[list[str]], None] | None
+    on_state: Callable[[str], None] | None
+    batch_interval: float
+    keep: int
+    batch_lines: int
+    busy_lines: int
+    busy_interval: float
+    backoff: tuple[float, float]
 
 
 class FollowCore(RetryLoop):

@@ -10,37 +10,16 @@ No Textual here.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..logfollow import (
-    LOSS,
-    Entries,
-    FollowCore,
-    LossCurve,
-    clean_line,
-    entry_text,
-    entry_texts,
-    parse_loss,
-    split_entry,
-    split_timestamp,
-    ts_key,
-)
+# What the UI and the tests import from here, kept where it was; it lives in logfollow (one place).
+from ..logfollow import LOSS, FollowCore, FollowOptions, LossCurve, clean_line, entry_texts, parse_loss, split_entry
 from .client import KubeClient, KubeError, NotSignedIn
 
-__all__ = [
-    "LogFollower",
-    "LossCurve",
-    "LOSS",
-    "parse_loss",
-    "clean_line",
-    "split_timestamp",
-    "split_entry",
-    "entry_text",
-    "entry_texts",
-    "ts_key",
-    "Entries",
-]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["LogFollower", "LossCurve", "LOSS", "parse_loss", "clean_line", "entry_texts", "split_entry"]
 
 
 class LogFollower(FollowCore):
@@ -52,30 +31,12 @@ class LogFollower(FollowCore):
         pod: str,
         container: str | None = None,
         *,
-        on_lines: Callable[[list[str]], None] | None = None,
         previous: bool = False,
-        batch_interval: float = 0.1,
-        keep: int = 50_000,
-        batch_lines: int = 100_000,
-        busy_lines: int = 200,
-        busy_interval: float = 0.5,
         namespace: str = "default",
-        on_entries: Callable[[list[str]], None] | None = None,
-        on_state: Callable[[str], None] | None = None,
         tail_lines: int | None = None,
-        backoff: tuple[float, float] = (0.2, 10.0),
+        **opts: Unpack[FollowOptions],
     ) -> None:
-        super().__init__(
-            on_lines=on_lines,
-            on_entries=on_entries,
-            on_state=on_state,
-            batch_interval=batch_interval,
-            keep=keep,
-            batch_lines=batch_lines,
-            busy_lines=busy_lines,
-            busy_interval=busy_interval,
-            backoff=backoff,
-        )
+        super().__init__(**opts)
         self.client, self.pod, self.container, self.namespace = client, pod, container, namespace
         self.previous = previous
         self.tail_lines = tail_lines

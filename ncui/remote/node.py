@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import re
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TypedDict
 
-from ..logfollow import FollowCore
+from ..logfollow import FollowCore, FollowOptions
 from .runner import (
     AuthFailed,
     CommandFailed,
@@ -29,9 +30,13 @@ from .runner import (
     Runner,
 )
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = [
     "BadInput",
     "ContainerLogFollower",
+    "DockerRunOptions",
     "FileFollower",
     "NODE_LOG",
     "docker_run",
@@ -82,30 +87,30 @@ async def start_starter(runner: Runner, access_url: str, *, timeout: float | Non
     return await runner.run(starter_command(access_url), check=True, timeout=timeout)
 
 
-def docker_run_argv(
-    image: str,
-    command: str,
-    name: str,
-    *,
-    gpus_all: bool = True,
-    env: Mapping[str, str] | None = None,
-    volumes: Sequence[str] = (),
-    detach: bool = True,
-    docker: str = "docker",
-) -> list[str]:
+class DockerRunOptions(TypedDict, total=False):
+    """How the container runs, beside its image, command and name (``docker_run_argv``'s keywords)."""
+
+    gpus_all: bool  # --gpus all (the default)
+    env: Mapping[str, str]  # -e K=V each
+    volumes: Sequence[str]  # -v host-path:container-path each
+    detach: bool  # -d (the default)
+    docker: str  # the program ("docker")
+
+
+def docker_run_argv(image: str, command: str, name: str, **opts: Unpack[DockerRunOptions]) -> list[str]:
     """The words of ``docker run -d --name NAME --gpus all [-e K=V] [-v A:B] IMAGE sh -c COMMAND``.
     An empty command runs the image's own entrypoint and command."""
     _check_name(name)
     if not _IMAGE.fullmatch(image or ""):
         raise BadInput(f"{image!r} is not a container image name (like pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime).")
-    argv = [docker, "run"] + (["-d"] if detach else []) + ["--name", name]
-    if gpus_all:
+    argv = [opts.get("docker", "docker"), "run"] + (["-d"] if opts.get("detach", True) else []) + ["--name", name]
+    if opts.get("gpus_all", True):
         argv += ["--gpus", "all"]
-    for key, value in (env or {}).items():
+    for key, value in opts.get("env", {}).items():
         if not _ENV.fullmatch(key):
             raise BadInput(f"{key!r} cannot name an environment variable: use letters, digits and '_'.")
         argv += ["-e", f"{key}={value}"]
-    for vol in volumes:
+    for vol in opts.get("volumes", ()):
         if not vol or vol.startswith("-") or ":" not in vol:
             raise BadInput(f"{vol!r} is not a volume as docker takes it (host-path:container-path).")
         argv += ["-v", vol]
@@ -115,19 +120,9 @@ def docker_run_argv(
     return argv
 
 
-def docker_run_command(
-    image: str,
-    command: str,
-    name: str,
-    *,
-    gpus_all: bool = True,
-    env: Mapping[str, str] | None = None,
-    volumes: Sequence[str] = (),
-    docker: str = "docker",
-) -> str:
+def docker_run_command(image: str, command: str, name: str, **opts: Unpack[DockerRunOptions]) -> str:
     """``docker_run_argv`` as one shell command line, every word quoted."""
-    argv = docker_run_argv(image, command, name, gpus_all=gpus_all, env=env, volumes=volumes, docker=docker)
-    return " ".join(map(_q, argv))
+    return " ".join(map(_q, docker_run_argv(image, command, name, **opts)))
 
 
 async def docker_run(
@@ -136,18 +131,13 @@ async def docker_run(
     command: str,
     name: str,
     *,
-    gpus_all: bool = True,
-    env: Mapping[str, str] | None = None,
-    volumes: Sequence[str] = (),
     timeout: float | None = 900.0,
+    **opts: Unpack[DockerRunOptions],
 ) -> str:
-    """Start the container detached; its id as docker printed it (its last line). ``CommandFailed`` when
-    docker refuses (a name in use, an image that cannot be pulled): its message carries docker's words."""
-    res = await runner.run(
-        docker_run_command(image, command, name, gpus_all=gpus_all, env=env, volumes=volumes),
-        check=True,
-        timeout=timeout,
-    )
+    """Start the container (detached unless ``detach=False``); its id as docker printed it (its last line).
+    ``CommandFailed`` when docker refuses (a name in use, an image that cannot be pulled): its message carries
+    docker's words."""
+    res = await runner.run(docker_run_command(image, command, name, **opts), check=True, timeout=timeout)
     lines = [x.strip() for x in res.stdout.splitlines() if x.strip()]
     return lines[-1] if lines else ""
 
@@ -185,25 +175,8 @@ class _RemoteFollower(FollowCore):
 
     timed = True
 
-    def __init__(
-        self,
-        runner: Runner,
-        *,
-        on_lines: Callable[[list[str]], None] | None,
-        on_entries: Callable[[list[str]], None] | None,
-        on_state: Callable[[str], None] | None,
-        batch_interval: float,
-        keep: int,
-        backoff: tuple[float, float],
-    ) -> None:
-        super().__init__(
-            on_lines=on_lines,
-            on_entries=on_entries,
-            on_state=on_state,
-            batch_interval=batch_interval,
-            keep=keep,
-            backoff=backoff,
-        )
+    def __init__(self, runner: Runner, **opts: Unpack[FollowOptions]) -> None:
+        super().__init__(**opts)
         self.runner = runner
         self.failed = False  # stopped for good: a host key or the keys need the human
 
@@ -259,28 +232,8 @@ class ContainerLogFollower(_RemoteFollower):
     """``f = ContainerLogFollower(runner, "nanogpt", on_lines=pane.write_batch)``; ``await f.run()``;
     ``f.stop()``. Ends when ``docker logs -f`` ends by itself (the container stopped; every line is in)."""
 
-    def __init__(
-        self,
-        runner: Runner,
-        name: str,
-        *,
-        docker: str = "docker",
-        on_lines: Callable[[list[str]], None] | None = None,
-        on_entries: Callable[[list[str]], None] | None = None,
-        on_state: Callable[[str], None] | None = None,
-        batch_interval: float = 0.1,
-        keep: int = 50_000,
-        backoff: tuple[float, float] = (0.2, 10.0),
-    ) -> None:
-        super().__init__(
-            runner,
-            on_lines=on_lines,
-            on_entries=on_entries,
-            on_state=on_state,
-            batch_interval=batch_interval,
-            keep=keep,
-            backoff=backoff,
-        )
+    def __init__(self, runner: Runner, name: str, *, docker: str = "docker", **opts: Unpack[FollowOptions]) -> None:
+        super().__init__(runner, **opts)
         self.name, self.docker = _check_name(name), docker
 
     def _command(self, resume: bool) -> str:
@@ -297,27 +250,9 @@ class FileFollower(_RemoteFollower):
     timed = False
 
     def __init__(
-        self,
-        runner: Runner,
-        path: str = NODE_LOG,
-        *,
-        poll: float | None = None,
-        on_lines: Callable[[list[str]], None] | None = None,
-        on_entries: Callable[[list[str]], None] | None = None,
-        on_state: Callable[[str], None] | None = None,
-        batch_interval: float = 0.1,
-        keep: int = 50_000,
-        backoff: tuple[float, float] = (0.2, 10.0),
+        self, runner: Runner, path: str = NODE_LOG, *, poll: float | None = None, **opts: Unpack[FollowOptions]
     ) -> None:
-        super().__init__(
-            runner,
-            on_lines=on_lines,
-            on_entries=on_entries,
-            on_state=on_state,
-            batch_interval=batch_interval,
-            keep=keep,
-            backoff=backoff,
-        )
+        super().__init__(runner, **opts)
         self.path, self.poll = path, poll
 
     def _command(self, resume: bool) -> str:
