@@ -118,10 +118,13 @@ class Sshd:
                     raise RuntimeError(f"sshd did not start: {self.log.read_text()[-2000:]}") from None
                 time.sleep(0.02)
 
+    def sessions(self) -> list[int]:
+        """The pids of this server's per-connection sshd processes."""
+        return [] if self.proc is None else [k for listener in children(self.proc.pid) for k in children(listener)]
+
     def drop_sessions(self) -> int:
         """Kill every connection's sshd (as a crash or a network cut would); the listener stays."""
-        assert self.proc is not None
-        kids = [k for listener in children(self.proc.pid) for k in children(listener)]
+        kids = self.sessions()
         for pid in kids:
             os.kill(pid, signal.SIGKILL)
         return len(kids)

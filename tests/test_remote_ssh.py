@@ -19,6 +19,7 @@ from ncui.remote.runner import (
     AuthFailed,
     CommandFailed,
     CopyFailed,
+    Disconnected,
     HostKeyChanged,
     HostKeyUnknown,
     Refused,
@@ -149,6 +150,12 @@ async def test_a_changed_host_key_is_refused_loudly_and_never_connected(sshd, tm
     assert asked == [] and known.read_text() == before and not r2.connected
     assert accepted(sshd) == 1  # only the first runner's login
     await r2.close()
+    # the fix the message gives, as it gives it, works: asked about the new key, then connected
+    fix = msg[msg.index("(ssh-keygen -R") + 1 : msg.index(") and connect again")]
+    subprocess.run(fix, shell=True, check=True, capture_output=True, timeout=30)
+    async with runner_for(sshd, known, confirm=ask) as r3:
+        assert (await r3.run("echo rebuilt")).stdout == "rebuilt\n"
+    assert asked == [sshd.fingerprint]
 
 
 async def test_auth_failure_names_the_keys_tried_by_fingerprint_never_their_material(sshd, tmp_path):
@@ -185,6 +192,17 @@ async def test_run_gives_status_and_output_on_one_reused_connection(sshd, tmp_pa
         big = await r.run("head -c 3000000 /dev/zero | tr '\\0' x", max_output=1000)
         assert big.ok and big.truncated and big.stdout == "x" * 1000  # bounded, and the command still ran to its end
         assert r.connects == 1  # one connection for every command
+
+
+async def test_a_command_cut_by_a_drop_raises_disconnected_and_the_next_one_reconnects(sshd, tmp_path):
+    async with runner_for(sshd, trusted(sshd, tmp_path), keepalive_interval=1) as r:
+        task = asyncio.ensure_future(r.run("echo started; cat"))  # cat waits on its input: a command still running
+        await until(lambda: sshd.sessions() and accepted(sshd), what="the session on the server")
+        assert sshd.drop_sessions() >= 1
+        with pytest.raises(Disconnected, match="dropped"):
+            await asyncio.wait_for(task, 30)
+        assert (await r.run("echo again")).stdout == "again\n"  # never the cut command again: a new connection
+        assert r.connects == 2
 
 
 async def test_quoting_round_trip_through_the_remote_shell(sshd, tmp_path):
