@@ -78,6 +78,8 @@ def test_stop_logs_and_tail_lines():
     assert logs_command("nanogpt") == "docker logs -f -t nanogpt"
     ts = "2026-11-02T09:00:00.000000000Z"
     assert logs_command("nanogpt", ts) == f"docker logs -f -t --since {ts} nanogpt"
+    assert logs_command("nanogpt", tail=500) == "docker logs -f -t --tail 500 nanogpt"
+    assert logs_command("nanogpt", ts, tail=500) == f"docker logs -f -t --since {ts} nanogpt"  # a resumption
     with pytest.raises(BadInput):
         stop_command("x; reboot")
     assert tail_command("~/first-job/nanogpt.out") == "tail -n +1 -F ~/first-job/nanogpt.out"  # ~ left to the shell

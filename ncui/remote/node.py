@@ -151,10 +151,13 @@ async def stop(runner: Runner, name: str) -> Result:
     return await runner.run(stop_command(name), check=True, timeout=120.0)
 
 
-def logs_command(name: str, since: str | None = None, docker: str = "docker") -> str:
-    """``docker logs -f -t [--since TIMESTAMP] NAME`` (``--since`` keeps lines at or after it)."""
-    argv = [docker, "logs", "-f", "-t"] + (["--since", since] if since else []) + [_check_name(name)]
-    return " ".join(map(_q, argv))
+def logs_command(name: str, since: str | None = None, docker: str = "docker", tail: int | None = None) -> str:
+    """``docker logs -f -t [--since TIMESTAMP | --tail N] NAME`` (``--since`` keeps lines at or after it)."""
+    if since:
+        window = ["--since", since]
+    else:
+        window = ["--tail", str(max(0, int(tail)))] if tail is not None else []
+    return " ".join(map(_q, [docker, "logs", "-f", "-t", *window, _check_name(name)]))
 
 
 def _path(path: str) -> str:
@@ -232,12 +235,23 @@ class ContainerLogFollower(_RemoteFollower):
     """``f = ContainerLogFollower(runner, "nanogpt", on_lines=pane.write_batch)``; ``await f.run()``;
     ``f.stop()``. Ends when ``docker logs -f`` ends by itself (the container stopped; every line is in)."""
 
-    def __init__(self, runner: Runner, name: str, *, docker: str = "docker", **opts: Unpack[FollowOptions]) -> None:
+    def __init__(
+        self,
+        runner: Runner,
+        name: str,
+        *,
+        docker: str = "docker",
+        tail_lines: int | None = None,
+        **opts: Unpack[FollowOptions],
+    ) -> None:
         super().__init__(runner, **opts)
-        self.name, self.docker = _check_name(name), docker
+        self.name, self.docker, self.tail_lines = _check_name(name), docker, tail_lines
 
     def _command(self, resume: bool) -> str:
-        return logs_command(self.name, self._last_ts if resume else None, self.docker)
+        """The first stream from the start (or its last ``tail_lines``); a resumed one from the last timestamp."""
+        return logs_command(
+            self.name, self._last_ts if resume else None, self.docker, None if resume else self.tail_lines
+        )
 
     def _clean_end(self) -> str | None:
         return "the container stopped"
