@@ -298,12 +298,11 @@ class SshRunner:
         except OSError as e:
             raise RemoteError(f"Cannot remember the host key of {self.where} in {path}: {e.strerror or e}.") from None
 
-    async def _presented_key(self, algs: Sequence[str] = ()) -> asyncssh.SSHKey:
+    async def _presented_key(self) -> asyncssh.SSHKey:
         """The host key the node presents (a connection that ends after the key exchange)."""
-        kw: dict[str, Any] = {"server_host_key_algs": list(algs)} if algs else {}
         try:
             key = await asyncio.wait_for(
-                asyncssh.get_server_host_key(self.host, **self._options(**kw)), self.connect_timeout + 1
+                asyncssh.get_server_host_key(self.host, **self._options()), self.connect_timeout
             )
         except BaseException as e:
             raise self._connect_error(e) from None
