@@ -28,7 +28,7 @@ def make_world(scenario: str = "k8s-market", *, seed: int = 7, speed: float = 0.
 
 
 # The Kubernetes fixtures (kube_factory, kc_factory) for every test module, without importing them in each.
-pytest_plugins = ("tests.kube_support", "tests.kc_support", "tests.tmuxterm")
+pytest_plugins = ("tests.kube_support", "tests.kc_support", "tests.tmuxterm", "tests.sshd_support")
 
 
 @pytest.fixture(autouse=True)
