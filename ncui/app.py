@@ -24,7 +24,9 @@ from .backend import Backend
 from .screens.account import AccountView
 from .screens.base import View
 from .screens.flows import FlowsMixin
+from .screens.limitguard import LimitGuardMixin
 from .screens.modals import ConfirmModal, HelpModal
+from .screens.vmflows import VmFlowsMixin
 from .store import Slice, Store
 from .widgets.header import StatusHeader
 from .widgets.navbar import NavBar
@@ -66,7 +68,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(FlowsMixin, App[None]):
+class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True
@@ -154,6 +156,7 @@ class NCApp(FlowsMixin, App[None]):
             log.exception("connect failed")
             self.store.fail("balance", f"Cannot start: {e}" if not isinstance(e, NCError) else str(e))
             return
+        self.limit_start()  # the spending limit: loaded with the organization, checked on every update
         self.pollers = self.backend.pollers(self.store)
         self.pollers.start()
 
@@ -267,6 +270,16 @@ class NCApp(FlowsMixin, App[None]):
             timeout=12,
         )
 
+    # ---- the VM cluster (Lease: k keys, d declare, R release; also in the palette) -----------------------
+
+    def action_vm(self, flow: str) -> None:
+        ref = self.store.meta.get("cluster")
+        if ref is None or ref.kind != "vm":
+            self.notify("That is for a VM cluster; the active cluster is not one.", timeout=5)
+            return
+        work = {"keys": self.vm_keys_flow, "declare": self.vm_declare_flow, "release": self.vm_release_flow}[flow]
+        self.start_worker(work, name=f"vm-{flow}", group="vm", exclusive=True)
+
     # ---- quitting ----------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
@@ -280,6 +293,7 @@ class NCApp(FlowsMixin, App[None]):
             return
         standing = standing_spend(self.store)
         if not standing:
+            self.limit_end_session()
             self.exit()
             return
         self.push_screen(ExitGuardModal(standing), partial(self._exit_answer, standing))
@@ -308,6 +322,7 @@ class NCApp(FlowsMixin, App[None]):
                 what = "withdraw the limit price" if s.kind == "bid" else "release the VM capacity"
                 self.notify(f"Could not {what}, so ncui stays open: {e}", severity="error", timeout=15)
                 return
+        self.limit_end_session()
         self.exit()
 
     def _on_standing(self, s: Slice) -> None:
@@ -555,6 +570,21 @@ class NCApp(FlowsMixin, App[None]):
             "Sign in to the cluster (kubectl)", "Run the kubeconfig's sign-in (key s)", self.action_kube_signin
         )
         yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)", self.action_help)
+        ref = self.store.meta.get("cluster")
+        if ref is not None and ref.kind == "vm":
+            yield SystemCommand(
+                "VM: register an ssh key",
+                "One of your public keys, for nodes granted later",
+                partial(self.action_vm, "keys"),
+            )
+            yield SystemCommand(
+                "VM: declare capacity", "GPUs and your ceiling, asked first", partial(self.action_vm, "declare")
+            )
+            yield SystemCommand(
+                "VM: release capacity",
+                "max_gpus 0 with the same price, asked first",
+                partial(self.action_vm, "release"),
+            )
 
 
 def first_run_message(token_path: str, warning: str = "") -> str:

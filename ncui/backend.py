@@ -137,6 +137,15 @@ class Backend:
         async def transactions() -> tuple[m.Transaction, ...]:
             return tuple((await nc.transactions()).transactions)
 
+        def org_id() -> str | None:
+            who = store.value("whoami")
+            return str(who.org_id) if who is not None else None
+
+        async def ssh_keys() -> tuple[m.SshKey, ...]:
+            oid = org_id()
+            assert oid is not None  # enabled only once whoami is read
+            return tuple((await nc.ssh_keys(oid)).keys)
+
         specs = [
             PollSpec("whoami", nc.whoami, 300, 600),
             PollSpec("summary", nc.billing_summary, 30, 120),
@@ -158,6 +167,7 @@ class Backend:
                 fast_when=vm_changing,
                 enabled=lambda: kind() == "vm",
             ),
+            PollSpec("ssh_keys", ssh_keys, 120, 600, enabled=lambda: kind() == "vm" and org_id() is not None),
             PollSpec("catalog", nc.catalog, 600, 0),
         ]
         return Pollers(store, specs)

@@ -49,8 +49,14 @@ def token_path() -> Path:
 
 
 def state_dir() -> Path:
+    """ncui's XDG state directory: ``$XDG_STATE_HOME/ncui``, by default ``~/.local/state/ncui``."""
     base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
     return Path(base) / "ncui"
+
+
+def known_hosts_path() -> Path:
+    """ncui's own known_hosts (OpenSSH format): the host keys of nodes the human accepted in ncui."""
+    return state_dir() / "known_hosts"
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ SLICES = (
     "spend",
     "bid",
     "vm_capacity",
+    "ssh_keys",
     "catalog",
     "pods",
     "balance_history",

@@ -28,13 +28,19 @@ def make_world(scenario: str = "k8s-market", *, seed: int = 7, speed: float = 0.
 
 
 # The Kubernetes fixtures (kube_factory, kc_factory) for every test module, without importing them in each.
-pytest_plugins = ("tests.kube_support", "tests.kc_support", "tests.tmuxterm")
+pytest_plugins = ("tests.kube_support", "tests.kc_support", "tests.tmuxterm", "tests.sshd_support")
 
 
 @pytest.fixture(autouse=True)
 def _kube_cache(tmp_path, monkeypatch) -> None:
     """Every test keeps kubectl sign-ins in its own temporary cache, never in the user's."""
     monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "kube"))
+
+
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path, monkeypatch) -> None:
+    """Every test keeps ncui's state (the spending limit) in its own temporary XDG state dir, never the user's."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
 
 
 @pytest.fixture

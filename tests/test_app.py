@@ -250,7 +250,7 @@ async def test_a_limit_that_cannot_be_read_is_shown_stale_not_none(sim):
         assert "● live" not in header() and "stale" in header() and ": limit" in header()
         assert "limit $3.00/GPU-h  stale" in header() and "limit none" not in header()
         text = screen_text(app)
-        assert "Standing limit price  $3.00/GPU-h" in text and "nothing is bid" not in text
+        assert "Limit price      $3.00/GPU-h" in text and "nothing is bid" not in text
         assert "⚠ Stale 0s: National Compute had an error (503) while reading the limit price" in text
 
 

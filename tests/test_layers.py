@@ -9,7 +9,16 @@ from pathlib import Path
 import ncui
 
 ROOT = Path(ncui.__file__).parent
-LOWER = ["ncui.api.client", "ncui.api.models", "ncui.sim.app", "ncui.sim.server", "ncui.sim.world", "ncui.config"]
+LOWER = [
+    "ncui.api.client",
+    "ncui.api.models",
+    "ncui.sim.app",
+    "ncui.sim.server",
+    "ncui.sim.world",
+    "ncui.config",
+    "ncui.remote.node",
+    "ncui.logfollow",
+]
 
 
 def test_lower_layers_do_not_import_textual():

@@ -91,3 +91,34 @@ def test_workloads(snap_compare, kube_factory, monkeypatch, size):
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_lease(snap_compare, sim, size):
+    """Lease on the market cluster: a limit price standing (set before this session) and a spending limit
+    remembered from an earlier run."""
+    import httpx
+
+    from ncui import limits as L
+
+    httpx.put(
+        sim.api_url + "/api/k8s/bid",
+        json={"max_price_per_gpu_hour": 4.5},
+        headers={"Authorization": f"Bearer {sim.token}"},
+    ).raise_for_status()
+    org_id = httpx.get(sim.api_url + "/api/whoami", headers={"Authorization": f"Bearer {sim.token}"}).json()["org_id"]
+    L.save(L.key_for(sim.api_url, org_id), L.Limit(50_000_000, sim.world.now()))
+    app = app_for(sim)
+
+    async def ready(pilot):
+        await until(
+            pilot, lambda: loaded(app, "whoami", "cluster", "bid", "ladder", "spend", "balance", "transactions")
+        )
+        await pilot.press("5")
+        await until(pilot, lambda: "wins" in screen_text(app) and "Spending limit  $50.00" in screen_text(app))
+        await until(pilot, lambda: len(app._notifications) > 0, what="the start-up notice")
+        app.clear_notifications()
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)

@@ -173,6 +173,9 @@ class VmCapacity(Model):
     max_price_per_gpu_hour: Price
     allocations: list[Allocation] = Field(default_factory=list)
     environment: VmEnvironment
+    # ours: what the cluster trades, so a declaration can be judged before it is sent (absent: unknown)
+    gpu_model: str | None = Field(default=None, description="ours: the GPU class the VM cluster trades")
+    gpus_per_node: int | None = Field(default=None, description="ours: GPUs per node (max_gpus is a multiple)")
 
 
 class VmCapacityRequest(Model):

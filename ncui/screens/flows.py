@@ -222,35 +222,15 @@ class FlowsMixin(_AppBase):
                     f"new bid is needed.\n{check}"
                 )
             else:
-                ceiling = await self._ask_ceiling(plan, ladder, nodes_needed, balance, purchases, standing)
+                need = f"{plan.title} needs {plan.gpus} GPUs ({nodes_needed} node{'s' if nodes_needed > 1 else ''})."
+                ceiling = await self._ask_ceiling(need, plan.gpus, ladder, nodes_needed, balance, purchases, standing)
                 if ceiling is None:
                     self.notify("Nothing was bid or applied.")
                     return
                 if ceiling != standing:
-                    assessed = market_price(st, cluster.gpu_model)
-                    yes = await self.push_screen_wait(
-                        ConfirmModal(
-                            "Set the limit price?",
-                            R.bid_confirmation(ref.name, ceiling, plan.gpus, assessed),
-                            yes="Set it",
-                            no="Cancel",
-                        )
-                    )
-                    if not yes:
-                        self.notify("Nothing was bid or applied.")
+                    if await self.set_limit_price(ref.name, ceiling, plan.gpus, "Nothing was bid or applied.") is None:
                         return
-                    nc = self._client()
-                    if nc is None:
-                        return
-                    try:
-                        new_bid = await nc.set_bid(ceiling, ref.name)
-                    except NCError as e:
-                        await self.push_screen_wait(ResultsModal("The limit price was not set", str(e)))
-                        return
-                    st.set("bid", new_bid)
                     set_here = (standing, ceiling)
-                    if self.pollers is not None:
-                        self.pollers.refresh("bid", "spend", "ladder")
                 preface = (
                     f"Limit price {fmt_price(ceiling)} stands on {ref.name}.\n"
                     + R.money_check(plan.gpus, ceiling, balance, purchases).sentence
@@ -381,16 +361,95 @@ class FlowsMixin(_AppBase):
             await asyncio.sleep(0.05)
         return True
 
+    async def set_limit_price(self, cluster: str, ceiling: int, gpus: int, declined: str) -> m.Bid | None:
+        """The one place a limit price is set: the question states the figure (exactly the one sent, for
+        ``gpus`` GPUs an hour), then ``PUT /api/k8s/bid`` after the human's yes. The new bid, or None when they
+        said no (``declined`` is said) or the service refused (said in a modal)."""
+        from .. import recipes as R
+
+        info = self.store.value("cluster")
+        assessed = market_price(self.store, info.gpu_model) if info is not None else None
+        yes = await self.push_screen_wait(
+            ConfirmModal(
+                "Set the limit price?",
+                R.bid_confirmation(cluster, ceiling, gpus, assessed),
+                yes="Set it",
+                no="Cancel",
+            )
+        )
+        if not yes:
+            self.notify(declined)
+            return None
+        nc = self._client()
+        if nc is None:
+            return None
+        try:
+            new_bid = await nc.set_bid(ceiling, cluster)
+        except NCError as e:
+            await self.push_screen_wait(ResultsModal("The limit price was not set", str(e)))
+            return None
+        self.store.set("bid", new_bid)
+        if self.pollers is not None:
+            self.pollers.refresh("bid", "spend", "ladder")
+        return new_bid
+
+    @work(group="apply", exclusive=True, exit_on_error=False)
+    async def change_limit_flow(self) -> None:
+        """Lease: set or change the standing limit price on the active market cluster: the same ceiling
+        question as an apply (judged for one node against the ladder and two hours of balance), then the same
+        confirmation and PUT (``set_limit_price``)."""
+        st = self.store
+        info, ref, ladder, bid_slice = st.value("cluster"), st.meta.get("cluster"), st.value("ladder"), st.get("bid")
+        summary, bal = st.value("summary"), st.value("balance")
+        if info is None or ref is None or not info.market or info.name != ref.name:
+            self.notify("A limit price is set on a market Kubernetes cluster only.")
+            return
+        if ladder is None or (summary is None and bal is None):
+            self.notify("Still loading the ladder and the balance; try again in a moment.")
+            return
+        if bid_slice.value is None or bid_slice.failing:
+            self.notify(
+                f"The standing limit price on {ref.name} could not be read ({bid_slice.error or 'not read yet'}): "
+                "ncui does not change it on a guess.",
+                severity="warning",
+                timeout=10,
+            )
+            return
+        standing = bid_slice.value.max_price_per_gpu_hour
+        balance = bal.balance_ucredits if bal else summary.balance_ucredits
+        gpus = info.gpus_per_node
+        need = f"A limit price on {ref.name} pulls nodes for any GPU job applied there; one node is {gpus} GPUs" + (
+            f" (it stands at {fmt_price(standing)} now)." if standing else "."
+        )
+        ceiling = await self._ask_ceiling(need, gpus, ladder, 1, balance, bool(summary and summary.purchases), standing)
+        if ceiling is None:
+            self.notify("The limit price was not changed.")
+            return
+        if ceiling == standing:
+            self.notify(f"{fmt_price(ceiling)} already stands on {ref.name}: nothing was sent.")
+            return
+        if await self.set_limit_price(ref.name, ceiling, gpus, "The limit price was not changed.") is not None:
+            self.notify(f"Limit price {fmt_price(ceiling)} stands on {ref.name}.")
+
     async def _ask_ceiling(
-        self, plan: R.Plan, ladder: m.Ladder, nodes_needed: int, balance: int, purchases: bool, standing: int
+        self,
+        need: str,
+        gpus: int,
+        ladder: m.Ladder,
+        nodes_needed: int,
+        balance: int,
+        purchases: bool,
+        standing: int,
     ) -> int | None:
+        """The ceiling question: ``need`` says what it is for, judged live for ``nodes_needed`` nodes against
+        the ladder and for two hours of ``gpus`` against the balance."""
         from .. import recipes as R
 
         rungs = " · ".join(
             f"{r.nodes} node{'s' if r.nodes > 1 else ''} {fmt_price(r.price_per_gpu_hour)}" for r in ladder.rungs[:3]
         )
         context = (
-            f"{plan.title} needs {plan.gpus} GPUs ({nodes_needed} node{'s' if nodes_needed > 1 else ''}). "
+            f"{need} "
             f"What is the most you will pay per GPU hour?\n"
             f"Price to win now: {rungs} · floor {fmt_price(ladder.floor_price_per_gpu_hour)}.\n"
             f"Balance {fmt_usd(balance)}."
@@ -398,7 +457,7 @@ class FlowsMixin(_AppBase):
 
         def judge(value: int) -> tuple[bool, list[tuple[str, str]]]:
             v = R.judge_ceiling(value, ladder, nodes_needed)
-            m = R.money_check(plan.gpus, value, balance, purchases)
+            m = R.money_check(gpus, value, balance, purchases)
             lines = [
                 (
                     "bold red" if v.level == "refuse" else "yellow" if v.level == "warn" else "green",

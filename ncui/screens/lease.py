@@ -1,57 +1,205 @@
-"""Lease: the standing limit price, visible until withdrawn, and its withdrawal."""
+"""Lease: everything that costs money, in one place. On a market cluster the standing limit price (set,
+change, withdraw), what it wins now, the live market rate beside the organization's metered rate, and what
+the meter charged since ncui started; on any other cluster or organization, one sentence of what stands and
+what does not; everywhere, the spending limit. Every figure follows the staleness rule (``View.problem``)."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
-from ..money import fmt_price
+from ..formatting import fmt_rate
+from ..limits import LIMIT_SLICE, limit_state, spent_since_start
+from ..money import fmt_price, fmt_usd
 from .base import View
+from .market import nodes_won
+
+if TYPE_CHECKING:
+    from ..api import models as m
+
+LABEL = 16  # the width of a row's label
 
 
 class LeaseView(View):
-    NEEDS = ("bid", "spend", "cluster", "vm_capacity")
+    NEEDS = ("bid", "spend", "cluster", "vm_capacity", "ssh_keys", "ladder", "balance", "transactions", LIMIT_SLICE)
     TITLE = "Lease"
     HELP = """\
-[b]Lease[/b]
+[b]Lease[/b]: everything that costs money, in one place.
 
-Your standing limit price. It keeps pulling nodes for any GPU job you apply later, so withdraw it
-when you are done: press [b]w[/b] (you are asked first). Withdrawing pulls no new nodes; nodes that
-still run a job stay until it ends.
+• [b]Limit price[/b] (market clusters): the most you pay per GPU hour. It keeps pulling nodes for any GPU
+  job applied later, so withdraw it when you are done. [b]l[/b] sets or changes it (the same ceiling
+  question as an apply, then a confirmation); [b]w[/b] withdraws it (asked first). Withdrawing pulls no
+  new nodes; nodes that still run a job stay until it ends.
+• [b]Market rate[/b] is live (what the nodes you hold are assessed now); the [b]metered rate[/b] is the
+  meter's last assessment for the whole organization, about ten minutes behind.
+• [b]Spending limit[/b] ([b]b[/b]): the most ncui lets the meter charge, for this session or until a date.
+  It counts the charge transactions recorded after you set it. At 80% ncui warns; at 100% it withdraws
+  your limit price after a 15-second countdown (Esc keeps it: "reached, kept by you"). It is remembered
+  across restarts; National Compute itself enforces none.
+• [b]VM clusters[/b]: [b]k[/b] registers one of your public keys (it installs on nodes granted later, never on a
+  running one); [b]d[/b] declares capacity (GPUs in whole nodes and your ceiling, asked first, the version
+  echoed: if someone else changed it meanwhile you see what changed and are asked again); each allocation
+  shows its state and, once active, its ssh login; [b]R[/b] releases (max_gpus 0 with the same price: every
+  node is destroyed with its disk). At 100% of a spending limit the capacity is released after the countdown.
 """
-    BINDINGS = [Binding("w", "withdraw", "Withdraw limit")]
+    BINDINGS = [
+        Binding("l", "limit", "Limit price"),
+        Binding("w", "withdraw", "Withdraw limit"),
+        Binding("b", "spending_limit", "Spending limit"),
+        Binding("k", "vm('keys')", "Keys", show=False),
+        Binding("d", "vm('declare')", "Declare", show=False),
+        Binding("R", "vm('release')", "Release", show=False),
+    ]
 
     def compose(self) -> ComposeResult:
         yield Static(id="lease")
 
+    # ---- drawing ------------------------------------------------------------------------------
+
+    def _row(self, t: Text, label: str) -> None:
+        t.append(f"\n{label:<{LABEL}}", style="dim")
+
+    def _stale(self, t: Text, *names: str) -> None:
+        """The reason a figure just drawn is stale or unknown, on the line under it."""
+        why = self.problem(*names)
+        if why is not None:
+            t.append(f"\n{'':<{LABEL}}")
+            t.append_text(why)
+
     def refresh_view(self) -> None:
-        bid, spend, info = self.store.value("bid"), self.store.value("spend"), self.store.value("cluster")
+        st = self.store
+        ref, info, who = st.meta.get("cluster"), st.value("cluster"), st.value("whoami")
         t = Text()
-        t.append("Lease\n\n", style="bold")
-        if info is None or not info.market:
-            t.append("No limit price here: this is not a market cluster." if info else "Loading…", style="dim")
-        elif bid is None:
-            t.append_text(self.problem("bid") or Text("Loading…", style="dim"))
-        else:
-            if bid.max_price_per_gpu_hour:
-                t.append("Standing limit price ")
-                t.append(f" {fmt_price(bid.max_price_per_gpu_hour)} ", style="bold black on yellow")
-                t.append("\nIt keeps pulling nodes for any GPU job you apply. Press w to withdraw it.")
+        t.append("Lease", style="bold")
+        t.append(" · everything that costs money\n", style="dim")
+        if who is None:
+            t.append_text(self.problem("whoami") or Text("Loading the account…", style="dim"))
+        elif ref is None:
+            if who.org_kind == "public_research":
+                t.append(
+                    f"{who.org_name} is a public research organization: a node is requested and released only "
+                    "through Marshall's workspace tools, so nothing stands here that ncui sets or withdraws. A node "
+                    "bills until it is released: copy the checkpoint and log off before you release it."
+                )
             else:
-                t.append("No standing limit price: nothing is bid.")
-            stale = self.problem("bid")  # the last limit read, marked: the latest read failed
-            if stale:
-                t.append("\n")
-                t.append_text(stale)
-        if spend is not None and spend.nodes_held:
-            t.append(f"\nHeld: {spend.nodes_held} node(s), {spend.gpus_held} GPUs.")
-        spend_problem = self.problem("spend")
-        if info is not None and info.market and spend_problem:
-            t.append("\n")
-            t.append_text(spend_problem)
+                t.append(f"{who.org_name} has no cluster: nothing stands that costs money here.")
+        elif ref.kind == "slurm":
+            t.append(
+                f"{ref.name} is a Slurm cluster: no limit price and no capacity stand here. sbatch queues a job "
+                "and scancel stops it."
+            )
+        elif ref.kind == "vm":
+            self._vm(t, ref.name)
+        elif info is None or info.name != ref.name:
+            t.append_text(self.problem("cluster") or Text(f"Loading {ref.name}…", style="dim"))
+        elif not info.market:
+            t.append(
+                f"{info.name} is a fixed cluster: there is no limit price to set or withdraw, and nothing is bid. "
+                f"Its {info.reserved_nodes} reserved {info.gpu_model} node{'s' if info.reserved_nodes != 1 else ''} "
+                "run your jobs."
+            )
+        else:
+            self._market(t, info)
+        if who is not None:
+            self._meter(t)
+            self._limit(t)
         self.query_one("#lease", Static).update(t)
+
+    def _vm(self, t: Text, name: str) -> None:
+        from .vmflows import vm_lease_text
+
+        t.append(f"{name} is a VM cluster: nodes arrive as ssh hosts.\n")
+        t.append_text(vm_lease_text(self.store))
+
+    def _market(self, t: Text, info: m.K8sCluster) -> None:
+        st = self.store
+        bid, ladder, spend = st.value("bid"), st.value("ladder"), st.value("spend")
+        self._row(t, "Limit price")
+        if bid is None:
+            t.append_text(self.problem("bid") or Text("…", style="dim"))
+        else:
+            price = bid.max_price_per_gpu_hour
+            if price:
+                t.append(f" {fmt_price(price)} ", style="bold black on yellow")
+                if ladder is not None and ladder.rungs:
+                    won = nodes_won(ladder, price)
+                    if won:
+                        t.append(f"  wins {won} node{'s' if won > 1 else ''} now", style="green")
+                    else:
+                        t.append(
+                            f"  wins no node now (one takes {fmt_price(ladder.rungs[0].price_per_gpu_hour)})",
+                            style="bold red",
+                        )
+                t.append(f"\n{'':<{LABEL}}Pulls nodes for any GPU job here. l changes, w withdraws.")
+            else:
+                t.append("none: nothing is bid. l sets one.")
+            self._stale(t, "bid", "ladder")
+        self._row(t, "Held")
+        if spend is None:
+            t.append_text(self.problem("spend") or Text("…", style="dim"))
+        else:
+            t.append(
+                f"{spend.nodes_held} node{'s' if spend.nodes_held != 1 else ''} ({spend.gpus_held} GPUs)"
+                if spend.nodes_held
+                else "no nodes"
+            )
+            self._row(t, "Market rate")
+            if spend.price_per_gpu_hour is not None and spend.gpus_held:
+                t.append(fmt_rate(spend.spend_ucredits_hr), style="bold")
+                t.append(
+                    f" live: {spend.gpus_held} GPUs at {fmt_price(spend.price_per_gpu_hour)}, as of {spend.as_of:%H:%M}"
+                )
+            else:
+                t.append(f"{fmt_rate(spend.spend_ucredits_hr)} live: no node held")
+            self._stale(t, "spend")
+
+    def _meter(self, t: Text) -> None:
+        st = self.store
+        bal = st.value("balance")
+        t.append("\n")
+        self._row(t, "Metered rate")
+        if bal is None:
+            t.append_text(self.problem("balance") or Text("…", style="dim"))
+        else:
+            t.append(fmt_rate(bal.burn_ucredits_hr), style="bold")
+            at = f", assessed {bal.assessed_at:%H:%M}" if bal.assessed_at else ""
+            t.append(f" org-wide{at} (about 10 min behind)")
+            self._stale(t, "balance")
+        self._row(t, "Since start")  # ncui's start, on the service's clock
+        spent, partial, start = spent_since_start(st)
+        if spent is None:
+            t.append_text(self.problem("transactions") or Text("…", style="dim"))
+        else:
+            t.append(f"{'at least ' if partial else ''}{fmt_usd(spent)}", style="bold")
+            t.append(f" charged since {start:%H:%M} (the meter's charges)" if start else " charged")
+            self._stale(t, "transactions")
+
+    def _limit(self, t: Text) -> None:
+        state = limit_state(self.store)
+        t.append("\n")
+        self._row(t, "Spending limit")
+        if state is None:
+            t.append("none. b sets one (warns at 80%, withdraws at 100%).")
+            return
+        style = {
+            "warn": "bold black on yellow",
+            "reached": "bold white on red",
+            "kept": "bold white on red",
+            "unknown": "bold red",
+        }.get(state.level, "")
+        t.append(state.sentence(), style=style)
+        t.append(f"\n{'':<{LABEL}}Counts charges after it was set. b changes or clears it.")
+        if state.spent is not None:
+            self._stale(t, "transactions")
+
+    # ---- keys ---------------------------------------------------------------------------------
+
+    def action_limit(self) -> None:
+        self.ncapp.change_limit_flow()
 
     def action_withdraw(self) -> None:
         bid = self.store.value("bid")
@@ -59,3 +207,9 @@ still run a job stay until it ends.
             self.notify("There is no standing limit price to withdraw.")
             return
         self.ncapp.confirm_withdraw()
+
+    def action_vm(self, flow: str) -> None:
+        self.ncapp.action_vm(flow)
+
+    def action_spending_limit(self) -> None:
+        self.ncapp.open_spending_limit()

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 def vm_gpu_model(store: Store) -> str | None:
     """The GPU model a VM cluster trades: its allocations', else the first model the feed has."""
     cap = store.value("vm_capacity")
+    if cap is not None and cap.gpu_model:
+        return str(cap.gpu_model)
     if cap is not None and cap.allocations:
         return cap.allocations[0].gpu_model
     models = sorted({t.gpu_model for t in (store.value("ticks") or ())})

@@ -389,6 +389,8 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
             max_price_per_gpu_hour=usd(vm.price),
             allocations=allocs,
             environment=m.VmEnvironment(ssh_user=vm.ssh_user),
+            gpu_model=vm.spec.gpu_model,
+            gpus_per_node=vm.spec.gpus_per_node,
         )
 
     @app.get("/api/vm/capacity", response_model=m.VmCapacity, responses=vm_errors, tags=["vm"])

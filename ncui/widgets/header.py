@@ -6,10 +6,11 @@ from rich.text import Text
 from textual.widgets import Static
 
 from ..formatting import fmt_age, fmt_rate, fmt_runway
+from ..limits import LIMIT_SLICE, limit_state
 from ..money import fmt_price, fmt_usd
 from ..store import Store
 
-WATCH = ("whoami", "summary", "balance", "bid", "cluster", "spend")
+WATCH = ("whoami", "summary", "balance", "bid", "cluster", "spend", "transactions", LIMIT_SLICE)
 STALE_AFTER = 45.0  # seconds without a fresh balance before the header says stale
 # What the light names when a slice the header shows could not be read ("● stale 12s: limit").
 LABELS = {
@@ -19,6 +20,7 @@ LABELS = {
     "cluster": "cluster",
     "spend": "spend",
     "bid": "limit",
+    "transactions": "charges",
 }
 
 
@@ -99,11 +101,37 @@ class StatusHeader(Static):
                 line.append("unknown", style="bold red")  # never read: Lease says why
             else:
                 line.append("…", style="dim")
+        self._spending_limit(line)
         out = Text(no_wrap=True)
         out.append_text(top)
         out.append("\n")
         out.append_text(line)
         return out
+
+    def _spending_limit(self, line: Text) -> None:
+        """The spending limit, short: "cap $50 24%"; highlighted from 80%, red once reached; "?" when the
+        charges could not be read (Lease says why)."""
+        state = limit_state(self.store)
+        if state is None:
+            return
+        amount = state.limit.amount
+        cap = fmt_usd(amount, cents=amount % 1_000_000 != 0)
+        line.append("  ")
+        if state.level == "expired":
+            line.append(f"cap {cap} expired", style="dim")
+        elif state.percent is None:
+            line.append(f"cap {cap} ?", style="bold red")
+        elif state.level == "reached":
+            line.append(f" cap {cap} reached ", style="bold white on red")
+        elif state.level == "kept":
+            line.append(f" cap {cap} kept ", style="bold white on red")
+        elif state.level == "warn":
+            line.append(f" cap {cap} {state.percent}% ", style="bold black on yellow")
+        else:
+            line.append("cap ", style="dim")
+            line.append(f"{cap} {state.percent}%")
+        if state.problem and state.percent is not None:
+            line.append(" stale", style="bold red")
 
     def shown(self) -> tuple[str, ...]:
         """The slices the header shows now: the account's always; on a Kubernetes cluster the cluster's and
@@ -115,6 +143,8 @@ class StatusHeader(Static):
             names += ("cluster", "spend")
             if info is not None and info.market and info.name == ref.name:
                 names += ("bid",)
+        if st.value(LIMIT_SLICE) is not None:  # the spending limit counts the charges
+            names += ("transactions",)
         return names
 
     def _liveness(self) -> Text:

@@ -1,0 +1,387 @@
+"""The spending limit, enforced by the app (``ncui/limits.py`` has the rules and the file): loaded once the
+organization is known, checked on every balance, transactions, bid and capacity update whichever screen is
+shown, a warning at 80%, and at 100% a last warning with a countdown before ncui withdraws what stands.
+
+The balance poller is the clock of the check: a balance that moved (a new assessment) fetches the
+transactions at once, so a limit is acted on within one balance poll interval at any demo speed.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import partial
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from .. import limits as L
+from ..api.errors import NCError
+from ..limits import LIMIT_SLICE, limit_state
+from ..money import fmt_price, fmt_usd, parse_dollars
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+    from typing import Any
+
+    from textual.app import App
+    from textual.widgets import Input
+    from textual.worker import Worker
+
+    from ..api.client import NCClient
+    from ..backend import Backend
+    from ..pollers import Pollers
+    from ..store import Slice, Store
+    from .exitguard import Standing
+
+    _AppBase = App[None]
+else:
+    _AppBase = object
+
+
+class CountdownModal(ModalScreen[bool]):
+    """The last warning: ncui withdraws what stands when the countdown ends (True), or now on y/Enter; Esc or n
+    keeps it (False), and the limit then reads "reached, kept by you"."""
+
+    BINDINGS = [Binding("escape,n", "answer(False)", "Keep"), Binding("y", "answer(True)", "Withdraw now")]
+    DEFAULT_CSS = """
+    CountdownModal { align: center middle; }
+    CountdownModal > Vertical { width: 90%; max-width: 80; height: auto; max-height: 100%; border: thick $error;
+                                background: $surface; padding: 1 2; }
+    CountdownModal #count { text-style: bold; color: $error; margin-top: 1; }
+    CountdownModal Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
+    CountdownModal Button { margin-left: 2; }
+    """
+
+    def __init__(self, body: str, what: str, seconds: float) -> None:
+        super().__init__()
+        self.body, self.what, self.left = body, what, int(round(seconds))
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("[b]Spending limit reached[/b]", markup=True)
+            yield Static(self.body, markup=False)
+            yield Static(self._count(), id="count", markup=False)
+            with Horizontal():
+                yield Button("Keep it (n, Esc)", id="no")
+                yield Button("Withdraw now (y, Enter)", id="yes", variant="error")
+
+    def _count(self) -> str:
+        return f"ncui will {self.what} in {self.left} s. Esc keeps it."
+
+    def on_mount(self) -> None:
+        self.query_one("#yes", Button).focus()  # the safe answer here is to stop spending
+        self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        self.left -= 1
+        if self.left <= 0:
+            self.dismiss(True)
+            return
+        self.query_one("#count", Static).update(self._count())
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+
+class SpendingLimitModal(ModalScreen["tuple[int, datetime | None] | str | None"]):
+    """Set (amount, until), clear ("clear"), or cancel (None) the spending limit. The amount is read strictly
+    (``money.parse_dollars``); the end is blank (this session) or a date (``limits.parse_until``)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    SpendingLimitModal { align: center middle; }
+    SpendingLimitModal > Vertical { width: 90%; max-width: 84; height: auto; max-height: 100%; border: thick $warning;
+                                    background: $surface; padding: 0 2; }
+    SpendingLimitModal Field { width: 30; }
+    SpendingLimitModal Horizontal { height: auto; align-horizontal: right; }
+    SpendingLimitModal Button { margin-left: 2; }
+    """
+
+    def __init__(self, current: L.Limit | None, now: datetime, counts: str) -> None:
+        super().__init__()
+        self.current, self.now, self.counts = current, now, counts
+        self.value: tuple[int, datetime | None] | None = None
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import Label
+
+        from ..money import dollars_text
+        from ..widgets.field import Field
+
+        cur = self.current
+        with Vertical():
+            yield Static("[b]Spending limit[/b]", markup=True)
+            yield Static(
+                f"{self.counts} At 80% ncui warns; at 100% it withdraws your limit price after a "
+                f"{int(L.COUNTDOWN_S)}-second countdown you can cancel.",
+                markup=False,
+            )
+            yield Label("Most the meter may charge, in dollars")
+            yield Field(value=dollars_text(cur.amount) if cur else "", placeholder="e.g. 50.00", id="amount")
+            yield Label("Until (blank: this session; or YYYY-MM-DD, UTC)")
+            yield Field(value=f"{cur.until:%Y-%m-%d %H:%M}" if cur and cur.until else "", id="until")
+            yield Static("", id="why")
+            with Horizontal():
+                yield Button("Cancel (Esc)", id="cancel")
+                if cur is not None:
+                    yield Button("Clear the limit", id="clear")
+                yield Button("Set (Enter)", id="ok", variant="warning")
+
+    def on_mount(self) -> None:
+        from textual.widgets import Input
+
+        self.query_one("#amount", Input).focus()
+        self._judge()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._judge()
+
+    def _judge(self) -> None:
+        from textual.widgets import Input
+
+        why = self.query_one("#why", Static)
+        self.value = None
+        amount_text, until_text = (self.query_one(f"#{i}", Input).value for i in ("amount", "until"))
+        if not amount_text.strip():
+            why.update(Text("Type the most ncui lets the meter charge, like 50.00.", style="dim"))
+            return
+        try:
+            amount = parse_dollars(amount_text)
+            if amount <= 0:
+                raise ValueError("must be more than $0")
+            until = L.parse_until(until_text, self.now)
+        except ValueError as e:
+            why.update(Text(f"✗ {e}", style="bold red"))
+            return
+        self.value = (amount, until)
+        scope = "for this session" if until is None else f"until {until:%Y-%m-%d %H:%M} UTC"
+        why.update(Text(f"✓ {fmt_usd(amount)} {scope}, counted from now.", style="green"))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self._submit()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "ok":
+            self._submit()
+        elif event.button.id == "clear":
+            self.dismiss("clear")
+        else:
+            self.dismiss(None)
+
+    def _submit(self) -> None:
+        if self.value is not None:
+            self.dismiss(self.value)
+        else:
+            self.app.bell()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class LimitGuardMixin(_AppBase):
+    """Mixed into NCApp: the spending limit's life (load, set, clear, keep) and its enforcement."""
+
+    if TYPE_CHECKING:
+        store: Store
+        backend: Backend | None
+        pollers: Pollers | None
+
+        def _client(self) -> NCClient | None: ...
+
+        def start_worker(
+            self, work: Callable[[], Coroutine[Any, Any, object]], *, name: str, group: str = ..., exclusive: bool = ...
+        ) -> Worker[object]: ...
+
+    _limit_key: str | None = None
+    _limit_warned: frozenset[tuple[int, datetime]] = frozenset()  # the limits warned at 80% (amount, set_at)
+    _limit_counting: bool = False  # the countdown is up
+    _limit_nothing_told: frozenset[tuple[int, datetime]] = frozenset()
+    _last_assessment: tuple[int, object] | None = None
+
+    def limit_start(self) -> None:
+        """At connect: the service's clock, when ncui started on it, and the checks on every update."""
+        backend = self.backend
+        if backend is None:
+            return
+        self.store.meta["service_now"] = backend.now
+        self.store.meta.setdefault("session_start", backend.now())
+        self.store.subscribe("whoami", self._limit_load, interested=False)
+        self.store.subscribe("balance", self._limit_balance, interested=False)
+        # interested: the transactions stay polled at the shown rate wherever the human is
+        self.store.subscribe(("transactions", "bid", "vm_capacity", LIMIT_SLICE), self._limit_check, interested=True)
+
+    def _limit_load(self, s: Slice) -> None:
+        if s.value is None or self.backend is None or self.backend.endpoints is None:
+            return
+        key = L.key_for(self.backend.endpoints.api, s.value.org_id)
+        if key != self._limit_key:
+            self._limit_key = key
+            self.store.set(LIMIT_SLICE, L.load(key))
+
+    def _limit_balance(self, s: Slice) -> None:
+        """A new assessment (the balance or its time moved): read the charges now, not a poll later."""
+        bal = s.value
+        if bal is None or s.failing:
+            return
+        mark = (bal.balance_ucredits, bal.assessed_at)
+        if self._last_assessment is not None and mark != self._last_assessment and self.pollers is not None:
+            self.pollers.refresh("transactions")
+        self._last_assessment = mark
+
+    def _limit_save(self, limit: L.Limit | None) -> bool:
+        if self._limit_key is None:
+            self.notify("The organization is still loading; try again in a moment.")
+            return False
+        try:
+            L.save(self._limit_key, limit)
+        except OSError as e:
+            self.notify(
+                f"The spending limit could not be saved in {L.limits_path().parent} ({e.strerror or e}): it "
+                "holds for this run only.",
+                severity="warning",
+                timeout=12,
+            )
+        self.store.set(LIMIT_SLICE, limit)
+        return True
+
+    def open_spending_limit(self) -> None:
+        """Lease, b: set, change or clear the spending limit."""
+        backend = self.backend
+        if backend is None or self._limit_key is None:
+            self.notify("Still connecting; try again in a moment.")
+            return
+        counts = (
+            "What counts: the charges the meter records from now on (billing transactions; the meter assesses "
+            "about every ten minutes, so a charge lands after the minutes it covers)."
+        )
+
+        def done(answer: tuple[int, datetime | None] | str | None) -> None:
+            if answer is None:
+                return
+            if answer == "clear":
+                if self._limit_save(None):
+                    self.notify("Spending limit cleared: ncui enforces none now.")
+                return
+            assert isinstance(answer, tuple)
+            amount, until = answer
+            limit = L.Limit(amount, backend.now(), until)
+            if self._limit_save(limit):
+                self.notify(f"Spending limit {fmt_usd(amount)} {limit.scope()}: counted from now.")
+
+        self.push_screen(SpendingLimitModal(self.store.value(LIMIT_SLICE), backend.now(), counts), done)
+
+    def limit_end_session(self) -> None:
+        """ncui quits with nothing standing: a session limit ends with the session (a dated one stays)."""
+        limit = self.store.value(LIMIT_SLICE)
+        if limit is not None and limit.until is None and self._limit_key is not None:
+            try:
+                L.save(self._limit_key, None)
+            except OSError:
+                pass
+
+    def _limit_check(self, _s: Slice | None = None) -> None:
+        from .exitguard import standing_spend
+
+        state = limit_state(self.store)
+        if state is None or self._limit_counting:
+            return
+        ident = (state.limit.amount, state.limit.set_at)
+        if state.level == "warn" and ident not in self._limit_warned:
+            self._limit_warned |= {ident}
+            self.notify(
+                f"{state.percent}% of your spending limit: {fmt_usd(state.spent)} of {fmt_usd(state.limit.amount)} "
+                f"charged since {state.limit.set_at:%H:%M}. At 100% ncui withdraws your limit price (Lease, 5).",
+                title="Spending limit",
+                severity="warning",
+                timeout=20,
+            )
+        if state.level != "reached":
+            return
+        standing = [s for s in standing_spend(self.store) if not s.unknown]
+        if not standing:
+            if ident not in self._limit_nothing_told:
+                self._limit_nothing_told |= {ident}
+                self.notify(
+                    f"Spending limit reached: {fmt_usd(state.spent)} of {fmt_usd(state.limit.amount)}. Nothing "
+                    "stands that ncui can withdraw; a job still running is billed until it ends (Workloads, x).",
+                    title="Spending limit",
+                    severity="error",
+                    timeout=30,
+                )
+            return
+        what = " and ".join(
+            f"withdraw the limit price of {fmt_price(s.price)} on {s.cluster}"
+            if s.kind == "bid"
+            else f"release the VM capacity on {s.cluster}"
+            for s in standing
+        )
+        body = (
+            f"The meter charged {fmt_usd(state.spent)} since {state.limit.set_at:%H:%M}: your limit is "
+            f"{fmt_usd(state.limit.amount)} {state.limit.scope()}.\n\n"
+            "Withdrawn, no new nodes are pulled; a node still running a job stays, billed, until the job ends "
+            "(stop it on Workloads, x)."
+        )
+        self._limit_counting = True
+        self.push_screen(CountdownModal(body, what, L.COUNTDOWN_S), partial(self._limit_answer, standing))
+
+    def _limit_answer(self, standing: list[Standing], withdraw: bool | None) -> None:
+        self._limit_counting = False
+        limit = self.store.value(LIMIT_SLICE)
+        if withdraw:
+            if limit is not None:  # what follows the withdrawal is said once, not "nothing stands" again
+                self._limit_nothing_told |= {(limit.amount, limit.set_at)}
+            self.start_worker(partial(self._limit_withdraw, standing), name="limit-withdraw")
+            return
+        if limit is not None:
+            self._limit_save(L.kept(limit))
+        self.notify("Spending limit reached, kept by you: nothing was withdrawn.", severity="warning", timeout=12)
+
+    async def _limit_withdraw(self, standing: list[Standing]) -> None:
+        from ..actions import withdraw_bid
+
+        nc = self._client()
+        if nc is None:
+            return
+        for s in standing:
+            try:
+                if s.kind == "bid":
+                    await withdraw_bid(nc, self.store, s.cluster)
+                    self.notify(f"Spending limit reached: the limit price on {s.cluster} is withdrawn.", timeout=15)
+                else:
+                    await self.release_for_limit(s)
+            except NCError as e:
+                self.notify(f"The spending limit could not stop the spending: {e}", severity="error", timeout=20)
+        if self.pollers is not None:
+            self.pollers.refresh("bid", "spend", "ladder", "vm_capacity")
+
+    async def release_for_limit(self, standing: Standing) -> None:
+        """Declared VM capacity at 100%, after the countdown the human let run: release it (max_gpus 0 with the
+        same price; a version race is not overwritten: it is said, and the capacity stays)."""
+        from ..actions import release_vm
+
+        nc = self.backend.nc if self.backend is not None else None
+        if nc is None:
+            return
+        try:
+            await release_vm(nc, self.store)
+        except NCError as e:
+            self.notify(
+                f"Spending limit reached, but the VM capacity on {standing.cluster} was not released: {e}. "
+                "Release it on Lease (5, R).",
+                severity="error",
+                timeout=30,
+            )
+            return
+        self.notify(
+            f"Spending limit reached: the VM capacity on {standing.cluster} is released (its nodes are gone).",
+            severity="warning",
+            timeout=30,
+        )

@@ -1,0 +1,261 @@
+"""Lease, the money control room, and the spending limit (issue 11): against the box over loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+
+import httpx
+import pytest
+
+from ncui import limits as L
+from ncui.limits import Limit, charged_since, evaluate, limit_state, parse_until
+from ncui.screens.limitguard import CountdownModal, SpendingLimitModal
+from ncui.screens.modals import CeilingModal
+from ncui.store import Store
+
+from .apphelp import app_for, loaded, screen_text, type_text, until
+from .conftest import START
+from .test_app_money import confirm_and_check_sent, record_bids
+
+# ---- the rules, without a terminal ---------------------------------------------------------------------
+
+
+class _Tx:
+    def __init__(self, minutes: int, amount: int, kind: str = "charge") -> None:
+        self.at, self.amount_ucredits, self.kind = START + timedelta(minutes=minutes), amount, kind
+
+
+def test_what_counts_and_the_levels():
+    st = Store(clock=lambda: 100.0)
+    limit = Limit(10_000_000, START)
+    # charges after the limit was set count; earlier ones, top-ups and refunds do not
+    txs = (_Tx(-10, -9_000_000), _Tx(10, -3_000_000), _Tx(20, 50_000_000, "topup"), _Tx(20, -5_000_000))
+    assert charged_since(txs, START) == (8_000_000, False)
+    st.set("transactions", txs)
+    s = evaluate(limit, st.get("transactions"), START + timedelta(minutes=30), 100.0)
+    assert (s.level, s.spent, s.percent) == ("warn", 8_000_000, 80)
+    st.set("transactions", txs + (_Tx(30, -2_000_000),))
+    assert evaluate(limit, st.get("transactions"), START, 100.0).level == "reached"
+    assert evaluate(L.kept(limit), st.get("transactions"), START, 100.0).level == "kept"
+    # a count that could not be read is unknown, never $0.00
+    st.clear("transactions")
+    st.fail("transactions", "HTTP 500")
+    s = evaluate(limit, st.get("transactions"), START, 100.0)
+    assert s.level == "unknown" and s.spent is None and "could not read: HTTP 500" in s.sentence()
+    # a dated limit ends
+    dated = Limit(10_000_000, START, START + timedelta(days=1))
+    assert evaluate(dated, st.get("transactions"), START + timedelta(days=2), 100.0).level == "expired"
+
+
+def test_until_is_a_date_or_blank():
+    now = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
+    assert parse_until("", now) is None
+    assert parse_until("2026-11-05", now) == datetime(2026, 11, 6, tzinfo=timezone.utc)
+    assert parse_until("2026-11-05 18:30", now) == datetime(2026, 11, 5, 18, 30, tzinfo=timezone.utc)
+    for bad, why in [
+        ("tomorrow", "is not a date"),
+        ("2026-02-30", "is not a real date"),
+        ("2026-11-01", "has already passed"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            parse_until(bad, now)
+
+
+def test_the_file_keeps_each_key_and_survives_a_broken_file(tmp_path):
+    path = tmp_path / "ncui" / "limits.json"
+    a, b = Limit(5_000_000, START), Limit(7_000_000, START, START + timedelta(days=1), kept=True)
+    L.save("api|org-a", a, path)
+    L.save("api|org-b", b, path)
+    assert (L.load("api|org-a", path), L.load("api|org-b", path)) == (a, b)
+    assert path.stat().st_mode & 0o077 == 0
+    L.save("api|org-a", None, path)
+    assert L.load("api|org-a", path) is None and L.load("api|org-b", path) == b
+    path.write_text("{not json")
+    assert L.load("api|org-b", path) is None  # said in the log, never a crash
+
+
+# ---- the Lease screen --------------------------------------------------------------------------------
+
+SENTENCES = {
+    "k8s-market": "Limit price     none: nothing is bid",
+    "k8s-fixed-amd": "marlin is a fixed cluster: there is no limit price to set or withdraw",
+    "k8s-packing": "Limit price     none: nothing is bid",
+    "vm": "Nothing declared: no node is granted or billed. d declares capacity.",
+    "slurm": "plover is a Slurm cluster: no limit price and no capacity stand here",
+    "public-research": "Puffin Public Research is a public research organization: a node is requested and released "
+    "only through Marshall's workspace tools",
+}
+
+
+@pytest.mark.parametrize("scenario", list(SENTENCES))
+async def test_lease_says_what_stands_on_every_scenario(sim_factory, scenario):
+    sim = sim_factory(scenario)
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance"))
+        await pilot.press("5")
+        await until(pilot, lambda: SENTENCES[scenario] in screen_text(app), what=SENTENCES[scenario])
+        await until(pilot, lambda: "Since start     $0.00 charged since 09:00" in screen_text(app))
+        text = screen_text(app)
+        assert "Loading" not in text
+        assert "Metered rate    $0.00/h org-wide, assessed 09:00 (about 10 min behind)" in text
+        assert "Spending limit  none. b sets one (warns at 80%, withdraws at 100%)" in text
+
+
+async def test_a_count_that_cannot_be_read_is_unknown_not_zero(sim):
+    async with httpx.AsyncClient() as h:
+        await h.post(
+            sim.api_url + "/_sim/faults",
+            json={"path_prefix": "/api/billing/transactions", "status": 500, "count": 10_000},
+            headers={"Authorization": f"Bearer {sim.token}"},
+        )
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance") and app.store.get("transactions").failing)
+        await pilot.press("5")
+        await until(pilot, lambda: "Since start     ⚠ Unknown (could not read:" in screen_text(app))
+        assert "$0.00 charged" not in screen_text(app)
+
+
+async def test_lease_sets_and_changes_the_limit_price_the_figure_confirmed_is_the_figure_sent(sim):
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "cluster", "ladder", "bid", "balance", "summary"))
+        sent = record_bids(app)
+        await pilot.press("5")
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, CeilingModal))
+        assert "A limit price on halcyon pulls nodes for any GPU job applied there; one node is 8 GPUs" in (
+            screen_text(app)
+        )
+        await type_text(pilot, "5.25")
+        await pilot.press("enter")
+        assert await confirm_and_check_sent(pilot, app, sent, "limit price of") == Decimal("5.25")
+        await until(pilot, lambda: sim.world.main_org.k8s["halcyon"].bid == 5_250_000, what="the bid")
+        await until(pilot, lambda: "$5.25/GPU-h   wins" in screen_text(app), what="Lease showing the limit")
+        # change it: the same question, prefilled with what stands
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, CeilingModal))
+        assert app.screen.query_one("#ceiling").value == "5.25"
+        await pilot.press("end", *["backspace"] * 4)
+        await type_text(pilot, "6.5")
+        await pilot.press("enter")
+        assert await confirm_and_check_sent(pilot, app, sent, "limit price of") == Decimal("6.50")
+        await until(pilot, lambda: sim.world.main_org.k8s["halcyon"].bid == 6_500_000)
+        assert sent == [Decimal("5.25"), Decimal("6.50")]
+
+
+# ---- the spending limit at the box's speed -------------------------------------------------------------
+
+
+def _running_job(kube_factory):
+    k = kube_factory("k8s-market")
+    k.set_bid(5.0)
+    k.kubectl("apply", "-f", k.file("nanogpt-job-nvidia.yaml"))
+    k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="running")
+    k.world.advance(20 * 60)  # two assessments with the node held: one whole interval's charge sizes the limit
+    charges = [t for t in k.world.main_org.transactions if t.kind == "charge"]
+    return k, -charges[-1].amount
+
+
+async def _set_spending_limit(pilot, app, dollars: str, until_text: str = "") -> None:
+    await pilot.press("5", "b")
+    await until(pilot, lambda: isinstance(app.screen, SpendingLimitModal))
+    await type_text(pilot, dollars)
+    if until_text:
+        await pilot.press("tab")
+        await type_text(pilot, until_text)
+    await until(pilot, lambda: app.screen.value is not None, what="a valid limit")
+    await pilot.press("enter")
+    await until(pilot, lambda: app.store.value("spend_limit") is not None, what="the limit set")
+
+
+def _assess(app, world) -> None:
+    """Ten minutes on the box's clock (one assessment); the balance poller notices it."""
+    world.advance(10 * 60)
+    app.pollers.refresh("balance")
+
+
+def _header(app) -> str:
+    return app.query_one("StatusHeader").render().plain
+
+
+async def test_the_spending_limit_warns_at_80_and_withdraws_the_limit_price_at_100(kube_factory, monkeypatch):
+    monkeypatch.setattr(L, "COUNTDOWN_S", 2.0)
+    k, charge = _running_job(kube_factory)
+    limit = -(-charge * 115 // 100 // 10_000) * 10_000  # one interval's charge is ~87% of it; two are over
+    dollars = f"{limit // 1_000_000}.{limit % 1_000_000 // 10_000:02d}"
+    app = app_for(k.sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster"))
+        await _set_spending_limit(pilot, app, dollars)
+        assert f"cap ${dollars} 0%" in _header(app)
+        _assess(app, k.world)
+        await until(
+            pilot,
+            lambda: any("of your spending limit" in n.message for n in list(app._notifications)),
+            what="the 80% warning",
+        )
+        assert f" cap ${dollars} 8" in _header(app)  # highlighted, with its share
+        assert "— over 80%" in screen_text(app)
+        assert k.world.main_org.k8s["halcyon"].bid == 5_000_000
+        _assess(app, k.world)
+        await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
+        text = screen_text(app)
+        assert "withdraw the limit price of $5.00/GPU-h on halcyon in 2 s" in text and "Esc keeps it" in text
+        await until(pilot, lambda: k.world.main_org.k8s["halcyon"].bid == 0, timeout=20, what="the withdrawal")
+        await until(pilot, lambda: app.store.value("bid").max_price_per_gpu_hour == 0)
+        assert f" cap ${dollars} reached " in _header(app)
+
+
+async def test_the_countdown_can_be_cancelled_and_the_limit_is_kept_by_you(kube_factory):
+    k, charge = _running_job(kube_factory)
+    app = app_for(k.sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster"))
+        await _set_spending_limit(pilot, app, "1.00")
+        _assess(app, k.world)
+        await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
+        assert "in 15 s" in screen_text(app)  # the countdown a person gets
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, CountdownModal))
+        await until(pilot, lambda: "reached, kept by you" in screen_text(app), what="Lease saying so")
+        assert " cap $1 kept " in _header(app)
+        assert k.world.main_org.k8s["halcyon"].bid == 5_000_000
+        spent = limit_state(app.store).spent
+        _assess(app, k.world)  # more charges: it stays kept, no second countdown
+        await until(pilot, lambda: limit_state(app.store).spent > spent, what="the next charge counted")
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, CountdownModal)
+        saved = json.loads(L.limits_path().read_text())
+        assert [v["kept"] for v in saved["limits"].values()] == [True]
+
+
+async def test_the_spending_limit_survives_a_restart_and_a_session_one_ends_with_q(sim):
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster"))
+        await _set_spending_limit(pilot, app, "40", "2026-11-09")
+    saved = L.limits_path().read_text()
+    assert sim.token not in saved and "40000000" in saved
+    app = app_for(sim)  # ncui started again
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: "cap $40 0%" in _header(app), what="the limit in the header")
+        await pilot.press("5")
+        await until(
+            pilot,
+            lambda: "$40.00 until 2026-11-10 00:00 UTC: $0.00 charged since 09:00 (0%)." in screen_text(app),
+            what="the limit on Lease",
+        )
+        # replaced by a session limit; quitting with nothing standing ends it
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, SpendingLimitModal))
+        app.screen.query_one("#until").value = ""
+        await until(pilot, lambda: app.screen.value == (40_000_000, None))
+        await pilot.press("enter")
+        await until(pilot, lambda: app.store.value("spend_limit").until is None)
+        await pilot.press("q")
+        await until(pilot, lambda: app._exit)
+    assert json.loads(L.limits_path().read_text())["limits"] == {}
