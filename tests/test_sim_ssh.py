@@ -6,21 +6,27 @@ talks to it with the real OpenSSH client (keys made by ssh-keygen in tmp_path, r
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shutil
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from ncui.remote.node import NODE_LOG, ContainerLogFollower, FileFollower, docker_run, start_starter, stop
+from ncui.remote.runner import SshRunner
+from ncui.sim.server import SimServer
 from ncui.sim.ssh.node import STOCK
 from ncui.sim.world import JOIN_MAX
 
-from .conftest import wait_for
+from .conftest import make_world, wait_for
 from .simproc import SimProcess
+from .tmuxterm import env_for
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(x) for x in ("ssh", "scp", "sftp", "ssh-keygen")), reason="needs the OpenSSH client"
@@ -308,11 +314,7 @@ def test_a_reclaim_ends_the_node_too(node):
     wait_for(lambda: scratch is not None and not scratch.exists(), 10, what="the scratch folder to go")
 
 
-def test_the_box_stops_its_ssh_nodes_with_it(sim_factory, tmp_path):
-    from ncui.sim.server import SimServer
-
-    from .conftest import make_world
-
+def test_the_box_stops_its_ssh_nodes_with_it(tmp_path):
     sim = SimServer(make_world("vm", volatility=0.0)).start()
     try:
         box = Box(sim, tmp_path)
@@ -337,8 +339,6 @@ def test_ncui_sim_prints_its_ssh_config():
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 async def test_ctrl_c_in_a_terminal_stops_following_and_the_shell_goes_on(node, tmux_factory, tmp_path):
-    from .tmuxterm import env_for
-
     box, alloc, a, _ = node
     box.ssh(alloc["id"], f"docker run -d --gpus all --name nanogpt {STOCK['nvidia']} python train.py", a)
     term = tmux_factory(env_for(tmp_path), width=100)
@@ -351,3 +351,46 @@ async def test_ctrl_c_in_a_terminal_stops_following_and_the_shell_goes_on(node, 
     term.keys("echo back; frobnicate", "Enter")  # the session goes on; stderr shows in the terminal
     screen = await term.until(lambda s: "frobnicate: not available on this simulated node" in s, 30, "the shell")
     assert "\nback\n" in screen
+
+
+async def test_ncui_remote_runs_the_starter_and_follows_across_a_dropped_session(node):
+    """ncui's own ssh layer against the box's node: the starter, then both followers; the box cuts every
+    session mid-run and each follower reconnects and resumes with nothing lost or repeated."""
+    box, alloc, a, _ = node
+    known = box.sim.ssh.known_hosts_path
+    opts = {"known_hosts": known, "client_keys": [a], "agent_path": None, "config": [], "keepalive_interval": 1}
+    async with SshRunner(alloc["public_ip"], alloc["ssh_port"], "ubuntu", **opts) as r:
+        assert (await start_starter(r, box.sim.access_url)).ok
+        await docker_run(r, STOCK["nvidia"], "python train.py", "mine")
+        from_file: list[str] = []
+        from_docker: list[str] = []
+        ff = FileFollower(r, NODE_LOG, poll=0.2, on_lines=from_file.extend, batch_interval=0.02, backoff=(0.05, 0.5))
+        cf = ContainerLogFollower(r, "mine", on_lines=from_docker.extend, batch_interval=0.02, backoff=(0.05, 0.5))
+        tasks = [asyncio.ensure_future(ff.run()), asyncio.ensure_future(cf.run())]
+        try:
+            box.advance(300)
+            await _until(lambda: any(LOSS.search(x) for x in from_file + from_docker[-1:]), "the first loss lines")
+            assert box.http.post("/_sim/ssh/drop").json()["dropped"] >= 1
+            box.advance(300)  # written while the sessions are down
+            await _until(lambda: ff.streams >= 2 and cf.streams >= 2, "both followers to reconnect")
+            box.advance(100)
+            want_file = (await r.run(f"cat {NODE_LOG}", check=True)).stdout.splitlines()
+            await _until(lambda: from_file == want_file, "every line of the file, once")
+            want_docker = (await r.run("docker logs mine", check=True)).stdout.splitlines()
+            await _until(lambda: from_docker == want_docker, "every line of the container's log, once")
+            assert sum(bool(LOSS.search(x)) for x in want_file) > 20 and LOSS.search(want_docker[-1])
+            await stop(r, "mine")
+            await asyncio.wait_for(tasks[1], 20)  # docker logs -f ends with its container
+            assert cf.ended and from_docker == want_docker
+        finally:
+            ff.stop()
+            cf.stop()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _until(cond, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)

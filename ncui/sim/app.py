@@ -531,6 +531,12 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
         app.state.faults.clear()
         return {"ok": True}
 
+    @app.post("/_sim/ssh/drop", include_in_schema=False)
+    def sim_ssh_drop(org: OrgState = Org) -> dict:
+        """Cut every ssh connection to the box's nodes (they stay up): clients reconnect and resume."""
+        ssh = getattr(app.state, "ssh", None)
+        return {"dropped": ssh.drop_sessions() if ssh is not None else 0}
+
     @app.post("/_sim/k8s/demand", include_in_schema=False)
     def sim_demand(body: DemandBody, org: OrgState = Org, cluster: str | None = None) -> dict:
         with world.lock:

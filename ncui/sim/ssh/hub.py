@@ -122,6 +122,20 @@ class SshHub:
         except Exception as e:  # the node stays "provisioning"; the next read tries again
             log.warning("ssh nodes did not settle: %s", e)
 
+    def drop_sessions(self, timeout: float = 10.0) -> int:
+        """Cut every ssh connection to every node (a fault: the nodes stay up and listening); how many were cut."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return 0
+
+        async def cut() -> int:
+            conns = [c for n in list(self._nodes.values()) for c in list(n.conns)]
+            for c in conns:
+                c.abort()
+            return len(conns)
+
+        return asyncio.run_coroutine_threadsafe(cut(), loop).result(timeout)
+
     def scratch(self, alloc_id: str) -> Path | None:
         with self._lock:
             n = self._nodes.get(alloc_id)

@@ -441,20 +441,19 @@ class Shell:
         return status
 
     async def _tail(self, args: list[str], term: Term) -> int:
-        n, follow, files = 10, False, []
+        n, start, follow, files = 10, 0, False, []  # the last n lines, or from line ``start`` (-n +N) on
         it = iter(args)
         for a in it:
             if a in ("-F", "-f", "--follow", "--follow=name", "--retry"):
                 follow = True
-            elif a in ("-n", "--lines", "-s", "--sleep-interval"):
-                v = next(it, "")
-                if a in ("-n", "--lines"):
-                    if not v.lstrip("+").isdigit():
-                        term.err(f"tail: invalid number of lines: '{v}'\n")
-                        return 1
-                    n = int(v)
-            elif re.fullmatch(r"-n?\d+", a) or a.startswith("--lines="):
-                n = int(a.split("=")[-1].lstrip("-n"))
+            elif a in ("-s", "--sleep-interval"):
+                next(it, "")
+            elif a in ("-n", "--lines") or re.fullmatch(r"-n\+?\d+|--lines=\+?\d+|-\d+", a):
+                v = next(it, "") if a in ("-n", "--lines") else re.sub(r"^(-n|--lines=|-)", "", a)
+                if not re.fullmatch(r"\+?\d+", v):
+                    term.err(f"tail: invalid number of lines: '{v}'\n")
+                    return 1
+                n, start = (0, int(v[1:])) if v.startswith("+") else (int(v), 0)
             elif a.startswith("-") and a != "-":
                 term.err(f"tail: option {a} is not available on this simulated node\n")
                 return 1
@@ -464,20 +463,17 @@ class Shell:
             term.err("tail: give one file (this simulated node follows one file at a time)\n")
             return 1
         p = self.node.local(self._path(files[0]))
-        if not self.node.inside(p.parent if not p.exists() else p):
-            term.err(f"tail: cannot open '{files[0]}' for reading: No such file or directory\n")
-            return 1
         pos = 0
-        if p.is_file():
+        if p.is_file() and self.node.inside(p):
             data = p.read_bytes()
             lines = data.splitlines(keepends=True)
-            term.out(b"".join(lines[-n:] if n else []).decode("utf-8", "replace"))
+            shown = lines[max(0, start - 1) :] if start else (lines[-n:] if n else [])
+            term.out(b"".join(shown).decode("utf-8", "replace"))
             pos = len(data)
-        elif not follow:
-            term.err(f"tail: cannot open '{files[0]}' for reading: No such file or directory\n")
-            return 1
         else:
             term.err(f"tail: cannot open '{files[0]}' for reading: No such file or directory\n")
+            if not follow:
+                return 1
         while follow:
             if await self._wait(term):
                 return 130
