@@ -61,7 +61,7 @@ def view_class(name: str) -> type[View]:
     return view
 
 
-CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity")
+CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity", "ssh_keys")
 
 GLOBAL_HELP = """
 [b]Keys[/b]  1–5 screens · Tab/Shift-Tab move focus · ? help · Ctrl-P commands · r refresh · q quit

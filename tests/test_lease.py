@@ -101,7 +101,7 @@ async def test_lease_says_what_stands_on_every_scenario(sim_factory, scenario):
         text = screen_text(app)
         assert "Loading" not in text
         assert "Metered rate    $0.00/h org-wide, assessed 09:00 (about 10 min behind)" in text
-        assert "Spending limit  none. b sets one (warns at 80%, withdraws at 100%)" in text
+        assert "Spending limit  none. b sets one (warns at 80%, stops spending at 100%)" in text
 
 
 async def test_a_count_that_cannot_be_read_is_unknown_not_zero(sim):

@@ -122,3 +122,47 @@ def test_lease(snap_compare, sim, size):
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_lease_vm(snap_compare, sim_factory, size):
+    """Lease on a VM cluster: a key registered, capacity declared, its node granted and provisioning (a node that
+    is up shows its login on a free port, which no snapshot could hold still)."""
+    import httpx
+
+    from ncui.sim.world import JOIN_MIN
+
+    sim = sim_factory("vm")
+    auth = {"Authorization": f"Bearer {sim.token}"}
+    org_id = httpx.get(sim.api_url + "/api/whoami", headers=auth).json()["org_id"]
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ada@laptop"
+    httpx.post(
+        sim.api_url + f"/api/vm/orgs/{org_id}/ssh-keys", json={"name": "laptop", "public_key": key}, headers=auth
+    ).raise_for_status()
+    sim.world.advance(60)
+    version = httpx.get(sim.api_url + "/api/vm/capacity", headers=auth).json()["version"]
+    httpx.put(
+        sim.api_url + "/api/vm/capacity",
+        json={"max_gpus": 8, "max_price_per_gpu_hour": 4.5, "expected_version": version},
+        headers=auth,
+    ).raise_for_status()
+    sim.world.advance(min(180, JOIN_MIN - 60))  # granted, not yet up
+    app = app_for(sim)
+
+    async def ready(pilot):
+        await until(pilot, lambda: loaded(app, "whoami", "vm_capacity", "balance", "transactions", "ssh_keys"))
+        await pilot.press("5")
+        await until(
+            pilot,
+            lambda: (
+                "Declared  8 GPUs at up to $4.50/GPU-h" in screen_text(app)
+                and "provisioning" in screen_text(app)
+                and "laptop SHA256:" in screen_text(app)
+            ),
+        )
+        await until(pilot, lambda: len(app._notifications) > 0, what="the start-up notice")
+        app.clear_notifications()
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+    assert snap_compare(app, terminal_size=size, run_before=ready)

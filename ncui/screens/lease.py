@@ -50,9 +50,9 @@ class LeaseView(View):
         Binding("l", "limit", "Limit price"),
         Binding("w", "withdraw", "Withdraw limit"),
         Binding("b", "spending_limit", "Spending limit"),
-        Binding("k", "vm('keys')", "Keys", show=False),
-        Binding("d", "vm('declare')", "Declare", show=False),
-        Binding("R", "vm('release')", "Release", show=False),
+        Binding("k", "vm('keys')", "Keys"),
+        Binding("d", "vm('declare')", "Declare"),
+        Binding("R", "vm('release')", "Release"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -70,7 +70,20 @@ class LeaseView(View):
             t.append(f"\n{'':<{LABEL}}")
             t.append_text(why)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The footer offers what this cluster has: the limit price on a market cluster, keys, declare and
+        release on a VM cluster (the keys still answer elsewhere, with a sentence)."""
+        ref = self.store.meta.get("cluster")
+        kind = ref.kind if ref is not None else ""
+        if action in ("limit", "withdraw"):
+            info = self.store.value("cluster")
+            return kind == "kubernetes" and (info is None or info.market)
+        if action == "vm":
+            return kind == "vm"
+        return True
+
     def refresh_view(self) -> None:
+        self.refresh_bindings()
         st = self.store
         ref, info, who = st.meta.get("cluster"), st.value("cluster"), st.value("whoami")
         t = Text()
@@ -183,7 +196,7 @@ class LeaseView(View):
         t.append("\n")
         self._row(t, "Spending limit")
         if state is None:
-            t.append("none. b sets one (warns at 80%, withdraws at 100%).")
+            t.append("none. b sets one (warns at 80%, stops spending at 100%).")
             return
         style = {
             "warn": "bold black on yellow",
