@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BadInput",
     "ContainerLogFollower",
+    "curl_sh_command",
     "DockerRunOptions",
     "FileFollower",
     "NODE_LOG",
@@ -74,12 +75,17 @@ def _check_name(name: str) -> str:
     return name
 
 
-def starter_command(access_url: str) -> str:
-    """``curl -fsSL <access>/first-job/nanogpt-node.sh | sh``: the seed's research-node line (a VM node's too)."""
-    url = access_url.rstrip("/") + "/" + STARTER
+def curl_sh_command(access_url: str, script: str) -> str:
+    """``curl -fsSL <access>/<script> | sh``: how the seed runs a script of the access origin on a node."""
+    url = access_url.rstrip("/") + "/" + script
     if not _URL.fullmatch(url):
         raise BadInput(f"{access_url!r} is not an http(s) address ncui can hand to curl on the node.")
     return f"curl -fsSL {_q(url)} | sh"
+
+
+def starter_command(access_url: str) -> str:
+    """``curl -fsSL <access>/first-job/nanogpt-node.sh | sh``: the seed's research-node line (a VM node's too)."""
+    return curl_sh_command(access_url, STARTER)
 
 
 async def start_starter(runner: Runner, access_url: str, *, timeout: float | None = 600.0) -> Result:
