@@ -183,6 +183,7 @@ class _RemoteFollower(FollowCore):
     """A log followed by a command over a runner, run again after a drop (the subclass says how to resume)."""
 
     timed = True
+    merge_stderr = True  # the command's stderr is part of the log (a container's log has both)
 
     def __init__(self, runner: Runner, **opts: Unpack[FollowOptions]) -> None:
         super().__init__(**opts)
@@ -205,7 +206,7 @@ class _RemoteFollower(FollowCore):
                 self.streams += 1
                 got = False
                 try:
-                    gen = self.runner.follow(cmd, merge_stderr=True)
+                    gen = self.runner.follow(cmd, merge_stderr=self.merge_stderr)
                     try:
                         self._say("following")
                         async for raw in gen:
@@ -268,6 +269,9 @@ class FileFollower(_RemoteFollower):
     count after a drop. Runs until stopped. ``poll``: tail's ``-s`` (GNU tail), for a file not there yet."""
 
     timed = False
+    # tail's own words ("cannot open …", "has appeared") are not the file's lines: in the log they would be
+    # shown as the run's output and counted, and the resumption by line count would skip as many real lines.
+    merge_stderr = False
 
     def __init__(
         self, runner: Runner, path: str = NODE_LOG, *, poll: float | None = None, **opts: Unpack[FollowOptions]

@@ -277,14 +277,21 @@ def _json_refused(e: CommandFailed) -> bool:
 
 
 async def jobs(
-    runner: Runner, *, me: bool = True, ids: list[str] | None = None, now: float | None = None
+    runner: Runner,
+    *,
+    me: bool = True,
+    ids: list[str] | None = None,
+    now: float | None = None,
+    finished: bool = False,
 ) -> list[SlurmJob]:
     """The jobs ``squeue`` lists (the human's own with ``me``; only ``ids`` when given), oldest first.
-    ``--json`` where this Slurm has it (``now``: see ``parse_json``), else the ``-o`` line."""
+    ``--json`` where this Slurm has it (``now``: see ``parse_json``), else the ``-o`` line. Like squeue's
+    own listing, only jobs still queued or running, unless ``finished``: then also the ended jobs Slurm still
+    remembers (``--json`` lists them for a few minutes; the ``-o`` line never does)."""
     if runner not in _NO_JSON:
         try:
             res = await runner.run(jobs_command(me=me, ids=ids), check=True, timeout=60.0)
-            found = parse_json(res.stdout, now)
+            found = [j for j in parse_json(res.stdout, now) if finished or j.active]
             if ids:
                 found = [j for j in found if j.id in ids]
             return sorted(found, key=lambda j: int(j.id.split("_")[0]))
@@ -306,9 +313,9 @@ async def jobs(
 
 
 async def job(runner: Runner, job_id: str | int, *, now: float | None = None) -> SlurmJob | None:
-    """One job as squeue lists it (None: it is no longer in the queue)."""
+    """One job as squeue lists it, ended or not while Slurm remembers it (None: Slurm no longer lists it)."""
     jid = _check_id(job_id)
-    found = [j for j in await jobs(runner, me=False, ids=[jid], now=now) if j.id == jid]
+    found = [j for j in await jobs(runner, me=False, ids=[jid], now=now, finished=True) if j.id == jid]
     return found[0] if found else None
 
 
