@@ -156,7 +156,9 @@ async def test_a_pending_job_says_why_in_plain_words_and_the_o_line_reads_the_sa
             await slurm.cancel(r, jid)
         await until_async(lambda: gone(r, first), what="the first job gone")
         await until_async(lambda: gone(r, second), what="the second job gone")
-        assert await slurm.job(r, second) is None  # squeue -j of a job Slurm dropped is no job, not an error
+        ended = await slurm.job(r, second)  # an ended job, while Slurm remembers it
+        assert ended is not None and ended.state == "CANCELLED" and slurm.explain(ended).startswith("Cancelled")
+        assert await slurm.job(r, 99999) is None  # squeue -j of a job Slurm does not know: no job, not an error
         with pytest.raises(CommandFailed, match="sbatch"):
             await slurm.submit(r, "~/first-job/no such.sbatch")  # sbatch's refusal, in a sentence
 
@@ -176,7 +178,11 @@ def slurm_sshd(real_slurm, box, tmp_path):
     home.mkdir()
     server = Sshd(root)
     env = job_env(real_slurm, box, home)
-    server.extra_config = "SetEnv " + " ".join(f"{k}={v}" for k, v in env.items()) + "\n"
+    # The session starts in that home folder, as a login node's does in the user's (sshd would start root's in
+    # /root, and sbatch puts the log in the folder it is run from).
+    server.extra_config = (
+        "SetEnv " + " ".join(f"{k}={v}" for k, v in env.items()) + '\nForceCommand cd && eval "$SSH_ORIGINAL_COMMAND"\n'
+    )
     server.start()
     yield server, home
     server.stop()
@@ -194,7 +200,7 @@ def ssh_runner(server: Sshd, tmp_path: Path) -> SshRunner:
 async def test_first_job_on_a_real_slurm_over_a_real_sshd(slurm_sshd, box, tmp_path):
     server, home = slurm_sshd
     async with ssh_runner(server, tmp_path) as r:
-        assert (await r.run("cd && pwd")).stdout.strip() == str(home)  # sshd's SetEnv reached the session
+        assert (await r.run("pwd")).stdout.strip() == str(home)  # sshd's SetEnv reached the session
         await first_job(r, box, home)
 
 
