@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -148,10 +149,22 @@ async def test_a_pending_job_says_why_in_plain_words_and_the_o_line_reads_the_sa
         by_o = {x.id: x for x in slurm.parse_format(text)}
         assert (
             by_o[second].state == "PENDING"
-            and by_o[second].reason == j.reason
+            and by_o[second].reason in ("Resources", "Priority")
             and by_o[second].workdir == str(tmp_path)
         )
         assert by_o[first].name == "nanogpt" and by_o[first].user == "root"
+        # A Slurm whose squeue has no --json: jobs() falls back to the -o line by itself, and keeps to it.
+        old = tmp_path / "old-slurm"
+        old.mkdir()
+        (old / "squeue").write_text(
+            '#!/bin/sh\ncase "$*" in *--json*) echo "squeue: unrecognized option \'--json\'" >&2; exit 1;; esac\n'
+            f'echo "$*" >> {old}/calls\nexec {shutil.which("squeue")} "$@"\n'
+        )
+        (old / "squeue").chmod(0o755)
+        async with LocalRunner(env={**job_env(real_slurm, box, tmp_path), "PATH": f"{old}:{os.environ['PATH']}"}) as o:
+            assert [(x.id, x.name) for x in await slurm.jobs(o)] == [(x.id, x.name) for x in await slurm.jobs(r)]
+            await slurm.jobs(o)
+            assert (old / "calls").read_text().count("-h -o") == 2  # --json was asked about once
         for jid in (first, second):
             await slurm.cancel(r, jid)
         await until_async(lambda: gone(r, first), what="the first job gone")
@@ -400,7 +413,7 @@ def make_cert(dir_: Path, name: str, after: str, before: str) -> Path:
 
 
 async def test_signin_certificate_found_as_openssh_finds_it_and_the_seed_steps_when_not(tmp_path):
-    if missing_ssh := [p for p in ("ssh", "ssh-keygen") if not __import__("shutil").which(p)]:
+    if missing_ssh := [p for p in ("ssh", "ssh-keygen") if not shutil.which(p)]:
         pytest.skip(f"no {missing_ssh[0]} here")
     good = make_cert(tmp_path, "good", "-1h", "+24h")
     old = make_cert(tmp_path, "old", "-2d", "-1d")
