@@ -91,6 +91,7 @@ class Sshd:
         write_key(self.host_key_path, self.host_key)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = root / "sshd.log"
+        self.extra_config = ""  # more sshd_config lines (``SetEnv SLURM_CONF=…`` for tests/slurm_support.py)
 
     @property
     def fingerprint(self) -> str:
@@ -102,7 +103,7 @@ class Sshd:
             f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {self.host_key_path}\n"
             f"AuthorizedKeysFile {self.root / 'authorized_keys'}\nPidFile {self.root / 'sshd.pid'}\n"
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-            "PermitRootLogin prohibit-password\nSubsystem sftp internal-sftp\nLogLevel VERBOSE\n"
+            "PermitRootLogin prohibit-password\nSubsystem sftp internal-sftp\nLogLevel VERBOSE\n" + self.extra_config
         )
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BadInput",
     "ContainerLogFollower",
+    "curl_sh_command",
     "DockerRunOptions",
     "FileFollower",
     "NODE_LOG",
@@ -74,12 +75,17 @@ def _check_name(name: str) -> str:
     return name
 
 
-def starter_command(access_url: str) -> str:
-    """``curl -fsSL <access>/first-job/nanogpt-node.sh | sh``: the seed's research-node line (a VM node's too)."""
-    url = access_url.rstrip("/") + "/" + STARTER
+def curl_sh_command(access_url: str, script: str) -> str:
+    """``curl -fsSL <access>/<script> | sh``: how the seed runs a script of the access origin on a node."""
+    url = access_url.rstrip("/") + "/" + script
     if not _URL.fullmatch(url):
         raise BadInput(f"{access_url!r} is not an http(s) address ncui can hand to curl on the node.")
     return f"curl -fsSL {_q(url)} | sh"
+
+
+def starter_command(access_url: str) -> str:
+    """``curl -fsSL <access>/first-job/nanogpt-node.sh | sh``: the seed's research-node line (a VM node's too)."""
+    return curl_sh_command(access_url, STARTER)
 
 
 async def start_starter(runner: Runner, access_url: str, *, timeout: float | None = 600.0) -> Result:
@@ -177,6 +183,7 @@ class _RemoteFollower(FollowCore):
     """A log followed by a command over a runner, run again after a drop (the subclass says how to resume)."""
 
     timed = True
+    merge_stderr = True  # the command's stderr is part of the log (a container's log has both)
 
     def __init__(self, runner: Runner, **opts: Unpack[FollowOptions]) -> None:
         super().__init__(**opts)
@@ -199,7 +206,7 @@ class _RemoteFollower(FollowCore):
                 self.streams += 1
                 got = False
                 try:
-                    gen = self.runner.follow(cmd, merge_stderr=True)
+                    gen = self.runner.follow(cmd, merge_stderr=self.merge_stderr)
                     try:
                         self._say("following")
                         async for raw in gen:
@@ -262,6 +269,9 @@ class FileFollower(_RemoteFollower):
     count after a drop. Runs until stopped. ``poll``: tail's ``-s`` (GNU tail), for a file not there yet."""
 
     timed = False
+    # tail's own words ("cannot open …", "has appeared") are not the file's lines: in the log they would be
+    # shown as the run's output and counted, and the resumption by line count would skip as many real lines.
+    merge_stderr = False
 
     def __init__(
         self, runner: Runner, path: str = NODE_LOG, *, poll: float | None = None, **opts: Unpack[FollowOptions]
