@@ -26,6 +26,7 @@ from .screens.base import View
 from .screens.flows import FlowsMixin
 from .screens.limitguard import LimitGuardMixin
 from .screens.modals import ConfirmModal, HelpModal
+from .screens.slurm import SlurmFlowsMixin
 from .screens.vmflows import VmFlowsMixin
 from .store import Slice, Store
 from .widgets.header import StatusHeader
@@ -68,7 +69,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, App[None]):
+class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True
@@ -164,6 +165,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, App[None]):
         for u in self._unsubs:
             u()
         self.stop_watchers()
+        await self.slurm_close()
         if self.pollers is not None:
             await self.pollers.stop()
         if self._kube is not None:
@@ -213,6 +215,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, App[None]):
         self._kube_for = None
         if self.pollers is not None:
             self.pollers.refresh(*CLUSTER_SLICES)
+        self.slurm_cluster(ref)  # a Slurm cluster's sign-in check and queue (screens/slurm.py)
         if ref is not None and old is not None:
             self.notify(f"Active cluster: {ref.name} ({ref.kind})")
 

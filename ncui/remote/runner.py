@@ -204,6 +204,7 @@ class SshRunner:
         *,
         known_hosts: Path,
         client_keys: Sequence[str | Path] | None = None,
+        client_certs: Sequence[str | Path] = (),
         confirm_host_key: ConfirmHostKey | None = None,
         connect_timeout: float = 15.0,
         keepalive_interval: float = 15.0,
@@ -213,6 +214,7 @@ class SshRunner:
         self.host, self.port, self.user = host, int(port), user
         self.known_hosts = Path(known_hosts)
         self.client_keys = None if client_keys is None else [str(k) for k in client_keys]
+        self.client_certs = [str(c) for c in client_certs]  # paired with the keys by asyncssh (CertificateFile)
         self.confirm_host_key = confirm_host_key
         self.connect_timeout, self.keepalive_interval = connect_timeout, keepalive_interval
         self.agent_path, self.config = agent_path, config
@@ -330,6 +332,8 @@ class SshRunner:
         }
         if self.client_keys is not None:
             kw["client_keys"] = self.client_keys
+        if self.client_certs:
+            kw["client_certs"] = self.client_certs
         if self.agent_path != ():
             kw["agent_path"] = self.agent_path
         try:

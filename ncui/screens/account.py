@@ -33,6 +33,8 @@ class AccountView(View):
         "vm_capacity",
         "ticks",
         "kube_signin",
+        "slurm_signin",
+        "slurm_jobs",
     )
     TITLE = "Account"
     HELP = """\
@@ -224,9 +226,9 @@ it where the terminal allows); open it, approve it, and ncui goes on by itself.
                 return t
             return None
         if active.kind == "slurm":
-            t.append("Slurm: ", style="bold")
-            t.append(f"sign in with the setup script and slurm-login, then ssh {active.name}.")
-            return t
+            from .slurm import slurm_card
+
+            return slurm_card(st, active)
         return None
 
     _tx_sig: list[tuple[str, str, str]] | None = None  # the transactions shown, as text

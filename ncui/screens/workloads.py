@@ -105,7 +105,7 @@ WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices
 
 
 class WorkloadsView(View):
-    NEEDS = WATCHED + ("bid", "ladder", "cluster", "kube_signin")
+    NEEDS = WATCHED + ("bid", "ladder", "cluster", "kube_signin", "slurm_signin", "slurm_jobs")
     TITLE = "Workloads"
     HELP = """\
 [b]Workloads[/b]
@@ -150,6 +150,9 @@ answer, with the reasoning apart when the model sends it.
         with Horizontal(id="log-row"):
             yield LogPane(id="log")
             yield Chart(id="loss-chart", min_interval=LOSS_CHART_INTERVAL)
+        from .slurm import SlurmPanel
+
+        yield SlurmPanel(self.store, id="slurm-panel")  # a Slurm cluster's jobs instead (screens/slurm.py)
 
     def on_mount(self) -> None:
         self._pod_columns()
@@ -184,7 +187,25 @@ answer, with the reasoning apart when the model sends it.
             self.refresh_view()
 
     def focus_target(self) -> DataTable[Any]:
+        if self._slurm():
+            return self.query_one("#slurm-jobs", DataTable)
         return self.query_one("#pods", DataTable)
+
+    K8S_PARTS = ("#wl-state", "#pods", "#explain", "#log-row")
+
+    def _slurm(self) -> bool:
+        """On a Slurm cluster the Slurm panel shows instead of the Kubernetes parts; True then."""
+        from .slurm import SlurmPanel
+
+        active = self.store.meta.get("cluster")
+        slurm = active is not None and active.kind == "slurm"
+        panel = self.query_one(SlurmPanel)
+        if panel.display != slurm:
+            panel.display = slurm
+            panel.shown(slurm)
+        for part in self.K8S_PARTS:
+            self.query_one(part).display = not slurm
+        return slurm
 
     def activate(self, shown: bool) -> None:
         super().activate(shown)
@@ -192,6 +213,8 @@ answer, with the reasoning apart when the model sends it.
             active = self.store.meta.get("cluster")
             if active is not None and active.kind == "kubernetes" and self.ncapp._kube_for != active.name:
                 self.connect()
+            if active is not None and active.kind == "slurm":
+                self.ncapp.slurm_wake()  # the queue now, not at the next idle poll
 
     @work(group="wl-connect", exclusive=True, exit_on_error=False)
     async def connect(self) -> None:
@@ -203,6 +226,11 @@ answer, with the reasoning apart when the model sends it.
         from ..kube import status as S
 
         st = self.store
+        if self._slurm():
+            from .slurm import SlurmPanel
+
+            self.query_one(SlurmPanel).refresh_panel()
+            return
         active = st.meta.get("cluster")
         state = self.query_one("#wl-state", Static)
         if active is None or active.kind != "kubernetes":
