@@ -501,9 +501,16 @@ async def _output(*argv: str, env: Mapping[str, str] | None = None) -> str | Non
             stderr=asyncio.subprocess.DEVNULL,
             env={**os.environ, **(env or {})},
         )
-        out, _ = await asyncio.wait_for(proc.communicate(), 15)
-    except (OSError, asyncio.TimeoutError, TimeoutError):
+    except OSError:
         return None
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), 15)
+    except (asyncio.TimeoutError, TimeoutError):
+        return None
+    finally:  # timed out, or cancelled (the app quit mid-check): ended and reaped, never left to the collector
+        if proc.returncode is None:
+            proc.kill()
+            await asyncio.shield(proc.wait())
     return out.decode("utf-8", "replace") if proc.returncode == 0 else None
 
 

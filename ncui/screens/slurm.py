@@ -23,6 +23,7 @@ import os
 import random
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -156,8 +157,8 @@ class SlurmFlowsMixin(_AppBase):
         if ref is None or ref.kind != "slurm":
             return
         st = self._slurm = _State(ref)
-        self.start_worker(lambda: self._slurm_signin_loop(st), name="slurm-signin", group="slurm")
-        self.start_worker(lambda: self._slurm_jobs_loop(st), name="slurm-jobs", group="slurm")
+        self.start_worker(partial(self._slurm_signin_loop, st), name="slurm-signin", group="slurm")
+        self.start_worker(partial(self._slurm_jobs_loop, st), name="slurm-jobs", group="slurm")
 
     def _slurm_stop(self) -> None:
         st, self._slurm = self._slurm, None
@@ -638,4 +639,4 @@ class SlurmPanel(Vertical):
             self.app.notify("Select a job of yours to cancel.", timeout=4)
             return
         app = self._app()
-        app.start_worker(lambda: app.slurm_cancel_flow(job), name="slurm-cancel", group="slurm-flow", exclusive=True)
+        app.start_worker(partial(app.slurm_cancel_flow, job), name="slurm-cancel", group="slurm-flow", exclusive=True)
