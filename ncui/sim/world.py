@@ -158,7 +158,7 @@ class ResearchState:
 
     def estimate_at(self, now: datetime) -> int:
         """Seconds until the node is expected, assuming every lease ahead runs its full length."""
-        ahead = [f for f, a in zip(self.full_ends, self.actual_ends) if a > now]
+        ahead = [f for f, a in zip(self.full_ends, self.actual_ends, strict=True) if a > now]
         return max(0, round((max(ahead) - now).total_seconds())) if ahead else 0
 
 

@@ -14,6 +14,7 @@ The stock PyTorch image (the one the catalog's ``nanogpt-job*.yaml`` use) plays 
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import hashlib
 import re
 import shlex
@@ -258,6 +259,17 @@ class Shell:
             "Commands: nvidia-smi, docker run/ps/logs/rm, curl … | sh, tail, cat, ls, echo, df -h, exit.\n"
         )
 
+    def _glob(self, word: str) -> list[str]:
+        """sh's pathname expansion in one folder (``tail -F nanogpt-*.out``); no match leaves the word as is."""
+        if not any(c in word for c in "*?["):
+            return [word]
+        folder, _, pat = word.rpartition("/")
+        base = self.node.local(self._path(folder or "."))
+        if not base.is_dir() or not self.node.inside(base):
+            return [word]
+        hits = sorted(e.name for e in base.iterdir() if fnmatch.fnmatchcase(e.name, pat) and not e.name.startswith("."))
+        return [f"{folder}/{h}" if folder else h for h in hits] or [word]
+
     def _path(self, word: str) -> PurePosixPath:
         return PurePosixPath(self.cwd, word)  # an absolute word replaces cwd
 
@@ -292,7 +304,7 @@ class Shell:
             if w == "|":
                 stages.append([])
             else:
-                stages[-1].append(self._expand(w))
+                stages[-1].extend(self._glob(self._expand(w)))
         if any(not s for s in stages):
             term.err("sh: syntax error near '|'\n")
             return 2

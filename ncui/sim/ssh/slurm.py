@@ -456,7 +456,8 @@ class LoginShell(Shell):
         values = {
             "i": str(j.id), "j": j.name, "T": state, "t": COMPACT.get(state, state[:2]),
             "M": slurm_time(j.elapsed(now)), "D": str(j.nodes), "N": j.nodelist(now), "u": j.user, "P": PARTITION,
-            "l": slurm_time(j.time_limit), "S": "N/A" if state == "PENDING" else _iso(j.start), "V": _iso(j.submitted), "r": j.reason(now),
+            "l": slurm_time(j.time_limit), "S": "N/A" if state == "PENDING" else _iso(j.start),
+            "V": _iso(j.submitted), "r": j.reason(now),
             "Z": str(j.workdir), "o": j.script, "e": _iso(j.end(now)) if j.end(now) else "N/A", "C": "1",
             "b": "gres:gpu:8",
         }  # fmt: skip
