@@ -36,6 +36,7 @@ class Login:
         self.sim = sim
         self.http = httpx.Client(base_url=sim.api_url, headers={"Authorization": f"Bearer {sim.token}"}, timeout=20)
         self.config = str(sim.ssh.config_path)
+        wait_for(lambda: sim.ssh.host("plover"), 10, what="the login node to listen")  # from the box's start
 
     def slurm_login(self, **body: str) -> dict:
         r = self.http.post("/_sim/slurm/login", json=body or None)
@@ -187,6 +188,7 @@ def test_squeue_json_scontrol_and_scancel(login):
 
 def test_ncui_sim_prints_the_login_nodes_ssh_config():
     with SimProcess("--scenario", "slurm") as sim:
-        text = Path(sim.env["NC_SSH_CONFIG"]).read_text()
+        path = Path(sim.env["NC_SSH_CONFIG"])
+        text = wait_for(lambda: "Host plover" in path.read_text() and path.read_text(), 10, what="the login node")
         assert "Host plover\n" in text and "User kim\n" in text and "CertificateFile " in text
         assert "UserKnownHostsFile " in text and "StrictHostKeyChecking yes" in text
