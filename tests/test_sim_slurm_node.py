@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ncui.remote.runner import AuthFailed, SshRunner
 from ncui.sim.app import _catalog_file
 from ncui.sim.ssh.slurm import MIN_JOB_AGE
 
@@ -192,3 +193,21 @@ def test_ncui_sim_prints_the_login_nodes_ssh_config():
         text = wait_for(lambda: "Host plover" in path.read_text() and path.read_text(), 10, what="the login node")
         assert "Host plover\n" in text and "User kim\n" in text and "CertificateFile " in text
         assert "UserKnownHostsFile " in text and "StrictHostKeyChecking yes" in text
+
+
+async def test_ncuis_runner_signs_in_with_the_certificate_beside_the_key(login):
+    """ncui's own ssh layer (asyncssh) loads ``<key>-cert.pub`` beside the key, as OpenSSH does: refused without
+    it, in with it, and a redirect to /dev/null keeps the starter's chatter off the output."""
+    ip, port = login.sim.ssh.host("plover")
+    opts = {"known_hosts": login.sim.ssh.known_hosts_path, "client_keys": [login.sim.ssh.key_path], "agent_path": None}
+    with pytest.raises(AuthFailed):
+        async with SshRunner(ip, port, "kim", **opts) as r:
+            await r.run("true")
+    login.slurm_login()
+    async with SshRunner(ip, port, "kim", **opts) as r:
+        prepared = await r.run("curl -fsSL https://access.nationalcompute.com/first-job/prepare.sh | sh > /dev/null")
+        assert prepared.ok and prepared.stdout == ""
+        job = (await r.run("sbatch --parsable --nodes=1 ~/first-job/nanogpt.sbatch", check=True)).stdout.strip()
+        assert (await r.run(f"squeue -h -j {job} -o %T", check=True)).stdout == "PENDING\n"
+        assert (await r.run("scancel --me --name=nanogpt")).ok  # the way nanogpt.sbatch's own comment says
+        assert (await r.run(f"squeue -h -t all -j {job} -o %T", check=True)).stdout == "CANCELLED\n"
