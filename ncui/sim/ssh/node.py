@@ -389,6 +389,10 @@ class Shell:
         self.cwd = PurePosixPath("/", *[p for p in self.node.local(target).relative_to(self.node.root).parts])
         return 0
 
+    async def _clear(self, args: list[str], term: Term) -> int:
+        term.out("\x1b[H\x1b[2J")
+        return 0
+
     async def _whoami(self, args: list[str], term: Term) -> int:
         term.out(f"{self.node.spec.user}\n")
         return 0
@@ -830,6 +834,7 @@ COMMANDS: dict[str, Command] = {
     "pwd": Shell._pwd,
     "cd": Shell._cd,
     "whoami": Shell._whoami,
+    "clear": Shell._clear,
     "hostname": Shell._hostname,
     "df": Shell._df,
     "nvidia-smi": Shell._nvidia_smi,
