@@ -154,6 +154,7 @@ class NodeSessions:
         self.app = app
         self.runners: dict[str, tuple[NodeRow, SshRunner]] = {}
         self.runs: dict[str, NodeRun] = {}  # node id -> what ncui started there
+        self.followers: dict[str, _RemoteFollower] = {}  # node id -> the follower of its log
 
     def runner(self, node: NodeRow) -> SshRunner:
         from ..config import known_hosts_path
@@ -189,6 +190,9 @@ class NodeSessions:
         """The node is gone (released, reclaimed): close its connection, forget what ran there."""
         held = self.runners.pop(node_id, None)
         self.runs.pop(node_id, None)
+        follower = self.followers.pop(node_id, None)
+        if follower is not None:
+            follower.stop()
         if held is not None:
             await held[1].close()
 
@@ -480,7 +484,8 @@ class NodesPane(Vertical):
             cap = self.store.get("vm_capacity")
             state.update(Text(cap.staleness(self.store.now()) or "Reading the VM capacity…", style="dim"))
             return
-        for gone in [n for n in self.sessions.runners if n not in {r.id for r in rows}]:
+        live = {r.id for r in rows}
+        for gone in {*self.sessions.runners, *([self.following] if self.following else [])} - live:
             self._gone(gone)
         if not rows:
             state.update(
@@ -559,11 +564,13 @@ class NodesPane(Vertical):
             self.action_connect()
 
     def _gone(self, node_id: str) -> None:
-        if self.following == node_id and self.follower is not None:
-            self.follower.stop()
-            self.follower = None
+        if self.following == node_id:
+            if self.follower is not None:
+                self.follower.stop()
+            self.follower = self.following = None
             self.pane.set_status(f"log: {node_id} is gone (released or reclaimed); its log so far stays above")
-        self.app.run_worker(self.sessions.forget(node_id), exit_on_error=False)
+        if node_id in self.sessions.runners:
+            self.app.run_worker(self.sessions.forget(node_id), exit_on_error=False)
 
     # ---- connect -----------------------------------------------------------------------------------
 
@@ -754,6 +761,7 @@ class NodesPane(Vertical):
             )
         pane.source = follower.lines
         self.follower, self.following = follower, r.id
+        self.sessions.followers[r.id] = follower
         self._follow(follower)
 
     @work(group="node-log", exclusive=True, exit_on_error=False)

@@ -515,6 +515,8 @@ class VmFlowsMixin(_Base):
                 await self.push_screen_wait(ResultsModal("Nothing was released", str(e)))
                 return
             self.store.set("vm_capacity", new)
+            for a in live:  # their connections and followers go with them
+                await self.vm_sessions().forget(a.id)
             self.notify(f"Released {ref.name}: billing stops; its nodes are gone.", timeout=10)
             self._refresh_slices("vm_capacity", "balance")
             return
