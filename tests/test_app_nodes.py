@@ -140,7 +140,7 @@ async def test_connect_run_the_starter_follow_across_a_drop_stop_copy_off_and_re
         seen = statuses(nodes.pane)
         await pilot.press("y")
         await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following")
-        assert "nanogpt (starter)" in screen_text(app)
+        assert "Runs nanogpt: the starter" in screen_text(app)
         sim.world.advance(300)
         await until(pilot, lambda: any(LOSS.search(x) for x in nodes.pane.lines_log.lines), what="loss lines")
         await until(pilot, lambda: len(nodes.losses.points) >= 3, what="points in the chart")
@@ -165,7 +165,9 @@ async def test_connect_run_the_starter_follow_across_a_drop_stop_copy_off_and_re
 
         await pilot.press("5", "R")  # release: copy off first
         await until(pilot, lambda: isinstance(app.screen, CopyOffModal), what="the copy-off offer")
-        assert "~/first-job" in screen_text(app) or app.screen.remote == "~/first-job"
+        modal = app.screen
+        assert modal.query_one("#remote").value == "~/first-job"
+        assert modal.query_one("#local").value == f"~/ncui-results/{node.id}"
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, CopyProgressModal) and app.screen.done, what="copied")
         progress = app.screen
@@ -276,3 +278,36 @@ def test_the_node_log_line_says_what_the_follower_does():
     f.end_reason = "the container stopped"
     assert node_log_state("ended", f) == "log ended: the container stopped"
     assert node_log_state("following", f) == ""
+
+
+def test_snapshot_workloads_on_a_vm_node(snap_compare, node):
+    """Workloads on a VM node at 80×24: the node's row and login, the starter's log ten minutes in, the loss
+    chart. Frozen clocks; the node's port (the OS picks it) is reported as 2222 once connected."""
+    sim = node.sim
+    app = app_for(sim)
+
+    async def ready(pilot):
+        nodes = await open_nodes(pilot, app, node)
+        await pilot.press("enter")
+        await answer_host_key(pilot, app, node)
+        await until(pilot, lambda: app.vm_sessions().connected(node.id), what="connected")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
+        await pilot.press("y")
+        await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following")
+        sim.world.advance(600)
+        runner = app.vm_sessions().runners[node.id][1]
+        want = (await runner.run(f"cat {NODE_LOG}", check=True)).stdout.splitlines()
+        await until(pilot, lambda: list(nodes.pane.lines_log.lines) == want, what="the log on screen")
+        with sim.world.lock:
+            for a in sim.world.main_org.vm["tern-vm"].allocations:
+                a.ssh_port = 2222
+        app.pollers.refresh("vm_capacity")
+        await until(pilot, lambda: "ssh -p 2222 ubuntu@" in screen_text(app), what="the fixed port")
+        chart = app.query_one("#node-loss-chart")
+        await until(pilot, lambda: not chart.pending, what="the loss chart drawn with the last points")
+        app.clear_notifications()
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=ready)

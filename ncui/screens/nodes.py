@@ -109,7 +109,7 @@ class NodeRun:
     command: str = ""
 
     def label(self) -> str:
-        return f"{self.name} (starter)" if self.starter else self.name
+        return self.name
 
 
 def _vendor(gpu_model: str | None) -> str:
@@ -302,9 +302,10 @@ class CopyOffModal(ModalScreen["tuple[str, str] | None"]):
     CopyOffModal Button { margin-left: 2; }
     """
 
-    def __init__(self, nodes: list[str], remote: str = "~/first-job", local: str = "~/ncui-results/{node}") -> None:
+    def __init__(self, nodes: list[str], remote: str = "~/first-job", local: str = "") -> None:
         super().__init__()
-        self.nodes, self.remote, self.local = nodes, remote, local
+        self.nodes, self.remote = nodes, remote
+        self.local = local or ("~/ncui-results/{node}" if len(nodes) > 1 else f"~/ncui-results/{nodes[0]}")
 
     def compose(self) -> ComposeResult:
         from ..widgets.field import Field
@@ -312,8 +313,13 @@ class CopyOffModal(ModalScreen["tuple[str, str] | None"]):
         with Vertical():
             yield Static("[b]Copy files off first?[/b]", markup=True)
             yield Static(
-                f"A release destroys every node with its disk: {', '.join(self.nodes)}. Copy a folder off each node "
-                "first (SFTP), or skip. {node} in the destination is the node's id; the folder lands inside it.",
+                f"A release destroys every node with its disk: {', '.join(self.nodes)}. Copy a folder off "
+                + (
+                    "each node first (SFTP), or skip. {node} in the destination is the node's id; "
+                    if len(self.nodes) > 1
+                    else "it first (SFTP), or skip. "
+                )
+                + "The folder lands inside the destination.",
                 markup=False,
             )
             yield Label("Folder on the node")
@@ -422,7 +428,8 @@ class NodesPane(Vertical):
     NodesPane #node-log { width: 2fr; height: 1fr; }
     NodesPane #node-loss-chart { width: 1fr; height: 1fr; min-height: 8; }
     """
-    COLUMNS = (("NODE", 12), ("STATE", 12), ("GPUS", 4), ("LOGIN", 30), ("RUNS", 14))
+    # LOGIN takes what is left: at 80 columns the whole "ssh -p 41611 ubuntu@127.10.0.4"
+    COLUMNS = (("NODE", 12), ("STATE", 12), ("GPUS", 4), ("LOGIN", 30), ("RUNS", 9))
 
     def __init__(self, store: Store, rows: Callable[[Store], list[NodeRow] | None] = vm_rows, **kw: Any) -> None:
         super().__init__(**kw)
@@ -536,7 +543,7 @@ class NodesPane(Vertical):
             if not r.reachable:
                 t.append(f". {r.state}: its ssh comes up once it is active.")
             else:
-                t.append(f". By hand: {r.login}")
+                t.append(f". {r.login}")
                 run = self.sessions.runs.get(r.id)
                 if run is not None:
                     what = "the starter (nanoGPT, stock PyTorch image)" if run.starter else f"{run.image}"

@@ -120,6 +120,14 @@ timestamps · [b]G[/b] jump to the end · [b]p[/b] the previous container's log 
 • [b]m[/b] sends a prompt to a serve recipe's endpoint at READY 1/1 (through the service proxy) and shows the
 answer, with the reasoning apart when the model sends it.
 • [b]x[/b] stops the selected pod's job or deployment (asked first).
+
+[b]On a VM cluster[/b] the granted nodes take the pods' place: state, GPUs, the ssh login, what runs there.
+• [b]Enter[/b] (or [b]o[/b]) connects over ssh with your keys and agent; the first time, the node's host key
+fingerprint is shown and asked about (remembered in ncui's known_hosts; a changed key is refused).
+• [b]n[/b] runs the starter (nanoGPT in the stock PyTorch container, detached); [b]u[/b] your own image and
+command (shown whole before it is sent). Its log follows below with the loss chart, and resumes after a
+dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -f, asked first).
+• Releasing (Lease, R) offers to copy a folder off the nodes first: their disks go with them.
 """
     BINDINGS = [
         Binding("f", "follow", "Follow"),
