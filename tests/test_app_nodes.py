@@ -10,6 +10,7 @@ before the capacity is declared, as a person would on Lease."""
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -311,3 +312,33 @@ def test_snapshot_workloads_on_a_vm_node(snap_compare, node):
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=ready)
+
+
+async def test_a_container_started_by_hand_is_found_on_connect_and_its_log_made_safe(node):
+    """From another shell, by hand (OpenSSH and the box's NC_SSH_CONFIG), a container whose command carries
+    terminal escapes; ncui connecting finds it running, follows it, and shows its text without the escapes."""
+    evil = "printf '\x1b[2J\x1b]0;pwned\x07red\x1b[31m alert\n'"
+    r = subprocess.run(
+        ["ssh", "-F", str(node.sim.ssh.config_path), "-i", str(node.key), "-o", "BatchMode=yes", node.id]
+        + [f"docker run -d --name mine alpine:3 sh -c {shlex.quote(evil)}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
+    assert r.returncode == 0, r.stderr
+    node.sim.world.advance(60)
+    app = app_for(node.sim)
+    async with app.run_test(size=(100, 32)) as pilot:
+        nodes = await open_nodes(pilot, app, node)
+        await pilot.press("enter")
+        await answer_host_key(pilot, app, node)
+        await until(pilot, lambda: nodes.follower is not None and nodes.follower.total > 0, what="its log")
+        assert (
+            "Runs mine (alpine:3). x stops it (docker rm -f mine)." in screen_text(app)
+            and app.vm_sessions().runs[node.id].name == "mine"
+        )
+        lines = list(nodes.pane.lines_log.lines)
+        assert any("printf 'red alert" in x for x in lines) and not any("pwned" in x for x in lines)  # OSC gone whole
+        assert any("alpine:3: the simulator does not run images" in x for x in lines)
+        assert not any(c in x for x in lines for c in "\x1b\x07")

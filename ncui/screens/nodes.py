@@ -112,6 +112,22 @@ class NodeRun:
         return self.name
 
 
+def docker_ps(text: str) -> dict[str, str]:
+    """``docker ps``'s table → {name: image} (cleaned), by the header's column positions; {} when unreadable."""
+    lines = text.splitlines()
+    if not lines or "IMAGE" not in lines[0] or "NAMES" not in lines[0]:
+        return {}
+    head = lines[0]
+    image_at, command_at = head.index("IMAGE"), head.find("COMMAND")
+    out = {}
+    for line in lines[1:]:
+        words = line.split()
+        if len(words) >= 2:
+            image = line[image_at:command_at].strip() if command_at > image_at else words[1]
+            out[clean(words[-1])] = clean(image.split()[0] if image else "")
+    return out
+
+
 def _vendor(gpu_model: str | None) -> str:
     return "amd" if (gpu_model or "").upper().startswith(("MI", "AMD")) else "nvidia"
 
@@ -546,8 +562,8 @@ class NodesPane(Vertical):
                 t.append(f". {r.login}")
                 run = self.sessions.runs.get(r.id)
                 if run is not None:
-                    what = "the starter (nanoGPT, stock PyTorch image)" if run.starter else f"{run.image}"
-                    t.append(f"\nRuns {run.name}: {what}. x stops it (docker rm -f {run.name}).")
+                    what = ": the starter (nanoGPT, stock PyTorch image)" if run.starter else f" ({run.image or '?'})"
+                    t.append(f"\nRuns {run.name}{what}. x stops it (docker rm -f {run.name}).")
                 elif self.sessions.connected(r.id):
                     t.append("\nConnected. n runs the starter (nanoGPT); u your own image and command.")
                 else:
@@ -623,12 +639,12 @@ class NodesPane(Vertical):
                 res = await runner.run("docker ps", timeout=30)
             except RemoteError:
                 res = None
-            if res is not None and res.ok:
-                names = [x.split()[-1] for x in res.stdout.splitlines()[1:] if x.split()]
-                if STARTER_NAME in names:
-                    self.sessions.runs[r.id] = NodeRun(STARTER_NAME, True)
-                elif names:
-                    self.sessions.runs[r.id] = NodeRun(clean(names[0]), False)
+            running = docker_ps(res.stdout) if res is not None and res.ok else {}
+            if STARTER_NAME in running:
+                self.sessions.runs[r.id] = NodeRun(STARTER_NAME, True)
+            elif running:
+                name, image = next(iter(running.items()))
+                self.sessions.runs[r.id] = NodeRun(name, False, image)
         self._redraw_rows()
         if r.id in self.sessions.runs and (self.following != r.id or self.follower is None):
             self.follow(r)
