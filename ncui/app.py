@@ -164,6 +164,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, App[None]):
         for u in self._unsubs:
             u()
         self.stop_watchers()
+        await self.vm_sessions_close()  # the nodes' ssh connections
         if self.pollers is not None:
             await self.pollers.stop()
         if self._kube is not None:
