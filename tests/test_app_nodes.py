@@ -93,7 +93,10 @@ def nodes_of(app) -> NodesPane:
 async def open_nodes(pilot, app, node: Node) -> NodesPane:
     await until(pilot, lambda: loaded(app, "whoami", "vm_capacity"), what="the VM capacity")
     await pilot.press("4")
-    await until(pilot, lambda: f"ssh -p {node.alloc['ssh_port']} ubuntu@{node.alloc['public_ip']}" in screen_text(app))
+    login = f"ssh -p {node.alloc['ssh_port']} ubuntu@{node.alloc['public_ip']}"
+    await until(pilot, lambda: login in screen_text(app))
+    await pilot.press("l")  # the login, copied (where the terminal allows)
+    await until(pilot, lambda: app.clipboard == login, what="the ssh command copied")
     return nodes_of(app)
 
 

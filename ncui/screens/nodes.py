@@ -434,6 +434,7 @@ class NodesPane(Vertical):
         Binding("n", "starter", "Starter"),
         Binding("u", "own", "Your image"),
         Binding("x", "stop", "Stop"),
+        Binding("l", "copy_login", "Copy login", show=False),
     ]
     DEFAULT_CSS = """
     NodesPane { height: 1fr; }
@@ -567,7 +568,7 @@ class NodesPane(Vertical):
                 elif self.sessions.connected(r.id):
                     t.append("\nConnected. n runs the starter (nanoGPT); u your own image and command.")
                 else:
-                    t.append("\nEnter (or o) connects over ssh with your keys.")
+                    t.append("\nEnter (or o) connects over ssh with your keys; l copies the ssh command.")
         self.query_one("#node-explain", Static).update(t)
 
     def _chart(self) -> None:
@@ -605,6 +606,15 @@ class NodesPane(Vertical):
             self.notify(f"{r.id} is {r.state}: its ssh comes up once it is active.", timeout=5)
             return None
         return r
+
+    def action_copy_login(self) -> None:
+        """The selected node's ``ssh`` command, to the clipboard where the terminal allows (OSC 52)."""
+        row = self.selected()
+        if row is None or not row.login:
+            self.notify("No node is up to log in to yet.", timeout=4)
+            return
+        self.app.copy_to_clipboard(row.login)
+        self.notify(f"Copied: {row.login}", timeout=5)
 
     def action_connect(self) -> None:
         r = self._target()

@@ -61,8 +61,13 @@ class KeyPickModal(ModalScreen["LocalKey | None"]):
             )
             options = []
             for k in self.keys:
-                mark = "✓ registered  " if k.fingerprint in self.registered else "              "
-                options.append(Option(Text(f"{mark}{k.label()}  ({k.source})", no_wrap=True, overflow="ellipsis")))
+                line = Text(no_wrap=True, overflow="ellipsis")
+                line.append(
+                    "✓ registered " if k.fingerprint in self.registered else "  new        ",
+                    style="green" if k.fingerprint in self.registered else "bold",
+                )
+                line.append(f"{k.fingerprint}  {k.comment}\n             {k.kind} · {k.source}")
+                options.append(Option(line))
             yield OptionList(*options, id="keys")
 
     def on_mount(self) -> None:
