@@ -165,6 +165,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         for u in self._unsubs:
             u()
         self.stop_watchers()
+        await self.vm_sessions_close()  # the nodes' ssh connections
         await self.slurm_close()
         if self.pollers is not None:
             await self.pollers.stop()

@@ -120,6 +120,17 @@ def run_sim(args: argparse.Namespace) -> int:
             f'"$NC_API/api/k8s/cluster/kubeconfig?cluster={k8s[0]}" -o {k8s[0]}.yaml; '
             f"KUBECONFIG={k8s[0]}.yaml kubectl --context {k8s[0]} get nodes"
         )
+    slurm = [c.name for c in server.world.main_org.spec.clusters if c.kind == "slurm"]
+    if slurm:  # the seed's Slurm path by hand: slurm-login (the box's stand-in), then ssh <cluster> and four commands
+        print(
+            f'# Slurm: curl -X POST -H "Authorization: Bearer $NC_TOKEN" $NC_API/_sim/slurm/login  (slurm-login: a '
+            f'24 h certificate); then ssh -F "$NC_SSH_CONFIG" {slurm[0]}'
+        )
+    if server.world.main_org.research is not None:
+        print(
+            '# Research node: curl -H "Authorization: Bearer $NC_TOKEN" $NC_API/_sim/research/status; '
+            'POST $NC_API/_sim/research/assign assigns it now; then ssh -F "$NC_SSH_CONFIG" research-node'
+        )
     sys.stdout.flush()
 
     def interrupt(signum: int, frame: object) -> None:

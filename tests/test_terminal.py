@@ -69,3 +69,19 @@ async def test_a_token_file_readable_by_others_is_shown_with_its_fix(sim, tmux_f
     # on Account (the notification at start says the same), wrapped at the card's width
     assert "readable by others" in screen and "(mode 0644)" in screen and "run: chmod 600" in screen, screen
     assert path.stat().st_mode & 0o777 == 0o644  # shown, not changed behind the person's back
+
+
+@pytest.mark.parametrize("extra", [("TERM=screen",), ("TERM=screen", "NO_COLOR=1")], ids=["screen", "no-color"])
+async def test_on_a_login_node_terminal_it_reads_with_16_colours(sim, tmux_factory, tmp_path, extra):
+    """ssh into a login node, in screen or tmux with TERM=screen (16 colours) or NO_COLOR: ncui draws with what
+    the terminal has (no 256-colour or truecolour sequence reaches it; with TERM=xterm-256color they do) and
+    reads the same."""
+    _token_file(tmp_path, sim.token, 0o600)
+    term = tmux_factory(_env(tmp_path), width=80)
+    term.run(*extra, *_ncui(sim))
+    screen = await term.until(lambda s: "Halcyon Lab" in s and "balance $250.00" in s, what="the app's first screen")
+    assert "1 Account" in screen and "5 Lease" in screen
+    raw = term.raw.read_bytes()
+    for deep in (b"[38;5;", b"[48;5;", b"[38;2;", b"[48;2;", b";38;5;", b";48;5;", b";38;2;", b";48;2;"):
+        assert deep not in raw, f"{deep!r} sent to a 16-colour terminal"
+    term.keys("q")

@@ -5,6 +5,8 @@ a version race is never overwritten silently (409: read again, show what changed
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from ..api import models as m
     from ..remote.keys import LocalKey
     from ..store import Store
+    from .nodes import NodeSessions
 
     _Base = App[None]
 else:
@@ -58,8 +61,13 @@ class KeyPickModal(ModalScreen["LocalKey | None"]):
             )
             options = []
             for k in self.keys:
-                mark = "✓ registered  " if k.fingerprint in self.registered else "              "
-                options.append(Option(Text(f"{mark}{k.label()}  ({k.source})", no_wrap=True, overflow="ellipsis")))
+                line = Text(no_wrap=True, overflow="ellipsis")
+                line.append(
+                    "✓ registered " if k.fingerprint in self.registered else "  new        ",
+                    style="green" if k.fingerprint in self.registered else "bold",
+                )
+                line.append(f"{k.fingerprint}  {k.comment}\n             {k.kind} · {k.source}")
+                options.append(Option(line))
             yield OptionList(*options, id="keys")
 
     def on_mount(self) -> None:
@@ -247,6 +255,59 @@ class VmFlowsMixin(_Base):
 
         def _client(self) -> Any: ...
 
+    # ---- the nodes' ssh connections -----------------------------------------------------------------
+
+    _vm_sessions: NodeSessions | None = None
+
+    def vm_sessions(self) -> NodeSessions:
+        """The ssh connections to the VM nodes (Workloads and the release's copy-off share them)."""
+        if self._vm_sessions is None:
+            from .nodes import NodeSessions
+
+            self._vm_sessions = NodeSessions(self)
+        return self._vm_sessions
+
+    async def vm_sessions_close(self) -> None:
+        if self._vm_sessions is not None:
+            await self._vm_sessions.close()
+
+    async def vm_copy_off(self, cap: m.VmCapacity) -> None:
+        """Before a release: offer to copy a folder off each active node (SFTP), with its progress in bytes."""
+        from ..remote.runner import RemoteError
+        from .nodes import CopyOffModal, CopyProgressModal, connect_failure, vm_rows
+
+        nodes = [r for r in (vm_rows(self.store) or []) if r.reachable]
+        live = {a.id for a in cap.allocations if a.state == "active"}
+        nodes = [r for r in nodes if r.id in live]
+        if not nodes:
+            return
+        got = await self.push_screen_wait(CopyOffModal([r.id for r in nodes]))
+        if got is None:
+            return
+        remote, local = got
+        for r in nodes:
+            dest = Path(os.path.expanduser(local.replace("{node}", r.id)))
+            modal = CopyProgressModal(f"Copying {remote} off {r.id} into {dest}")
+            closed = self.push_screen(modal, wait_for_dismiss=True)  # a future: the human's Enter once it is done
+            runner = self.vm_sessions().runner(r)
+            try:
+                await runner.connect()
+                dest.mkdir(parents=True, exist_ok=True)
+                await runner.copy_from(remote, dest, progress=modal.progress, recurse=True)
+            except RemoteError as e:
+                modal.finish(
+                    Text.assemble(("Not copied. ", "bold red"), connect_failure(r, e)[1], "\n\nEnter goes on.")
+                )
+            except OSError as e:
+                modal.finish(
+                    Text(f"Not copied: cannot make {dest}: {e.strerror or e}.\n\nEnter goes on.", style="bold red")
+                )
+            else:
+                done = modal.seen[-1][0] if modal.seen else 0
+                where = dest / Path(remote.rstrip("/")).name
+                modal.finish(Text(f"Copied {done:,} bytes into {where}.\n\nEnter goes on.", style="green"))
+            await closed
+
     # ---- keys -----------------------------------------------------------------------------------
 
     async def vm_keys_flow(self) -> None:
@@ -419,6 +480,7 @@ class VmFlowsMixin(_Base):
         except NCError as e:
             await self.push_screen_wait(ResultsModal("Cannot read the VM capacity", str(e)))
             return
+        await self.vm_copy_off(cap)  # the disks die with the release: offered first, never required
         for _ in range(MAX_CONFLICTS):
             live = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
             if not cap.max_gpus and not live:
@@ -458,6 +520,8 @@ class VmFlowsMixin(_Base):
                 await self.push_screen_wait(ResultsModal("Nothing was released", str(e)))
                 return
             self.store.set("vm_capacity", new)
+            for a in live:  # their connections and followers go with them
+                await self.vm_sessions().forget(a.id)
             self.notify(f"Released {ref.name}: billing stops; its nodes are gone.", timeout=10)
             self._refresh_slices("vm_capacity", "balance")
             return

@@ -20,6 +20,7 @@ from ..textsafe import clean
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns
 from .modals import ConfirmModal, ResultsModal
+from .nodes import NodesPane
 
 if TYPE_CHECKING:
     from ..kube.client import KubeClient
@@ -105,7 +106,7 @@ WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices
 
 
 class WorkloadsView(View):
-    NEEDS = WATCHED + ("bid", "ladder", "cluster", "kube_signin", "slurm_signin", "slurm_jobs")
+    NEEDS = WATCHED + ("bid", "ladder", "cluster", "kube_signin", "vm_capacity", "slurm_signin", "slurm_jobs")
     TITLE = "Workloads"
     HELP = """\
 [b]Workloads[/b]
@@ -119,6 +120,14 @@ timestamps · [b]G[/b] jump to the end · [b]p[/b] the previous container's log 
 • [b]m[/b] sends a prompt to a serve recipe's endpoint at READY 1/1 (through the service proxy) and shows the
 answer, with the reasoning apart when the model sends it.
 • [b]x[/b] stops the selected pod's job or deployment (asked first).
+
+[b]On a VM cluster[/b] the granted nodes take the pods' place: state, GPUs, the ssh login, what runs there.
+• [b]Enter[/b] (or [b]o[/b]) connects over ssh with your keys and agent; the first time, the node's host key
+fingerprint is shown and asked about (remembered in ncui's known_hosts; a changed key is refused).
+• [b]n[/b] runs the starter (nanoGPT in the stock PyTorch container, detached); [b]u[/b] your own image and
+command (shown whole before it is sent). Its log follows below with the loss chart, and resumes after a
+dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -f, asked first).
+• Releasing (Lease, R) offers to copy a folder off the nodes first: their disks go with them.
 """
     BINDINGS = [
         Binding("f", "follow", "Follow"),
@@ -150,6 +159,7 @@ answer, with the reasoning apart when the model sends it.
         with Horizontal(id="log-row"):
             yield LogPane(id="log")
             yield Chart(id="loss-chart", min_interval=LOSS_CHART_INTERVAL)
+        yield NodesPane(self.store, id="nodes-view")  # a VM cluster's nodes, shown instead of the pods
         from .slurm import SlurmPanel
 
         yield SlurmPanel(self.store, id="slurm-panel")  # a Slurm cluster's jobs instead (screens/slurm.py)
@@ -189,7 +199,23 @@ answer, with the reasoning apart when the model sends it.
     def focus_target(self) -> DataTable[Any]:
         if self._slurm():
             return self.query_one("#slurm-jobs", DataTable)
+        if self._on_nodes():
+            return self.query_one(NodesPane).table()
         return self.query_one("#pods", DataTable)
+
+    def _on_nodes(self) -> bool:
+        """The active cluster's workloads are nodes over ssh (a VM cluster), not pods."""
+        active = self.store.meta.get("cluster")
+        return active is not None and active.kind == "vm"
+
+    def _show_nodes(self, on: bool) -> None:
+        nodes = self.query_one(NodesPane)
+        if nodes.display != on:
+            nodes.display = on
+            for w in ("#wl-state", "#pods", "#explain", "#log-row"):
+                self.query_one(w).display = not on
+            if self.has_focus_within:
+                self.focus_target().focus()
 
     K8S_PARTS = ("#wl-state", "#pods", "#explain", "#log-row")
 
@@ -203,8 +229,12 @@ answer, with the reasoning apart when the model sends it.
         if panel.display != slurm:
             panel.display = slurm
             panel.shown(slurm)
-        for part in self.K8S_PARTS:
-            self.query_one(part).display = not slurm
+            if not slurm and not self._on_nodes():
+                for part in self.K8S_PARTS:
+                    self.query_one(part).display = True
+        if slurm:
+            for part in self.K8S_PARTS:
+                self.query_one(part).display = False
         return slurm
 
     def activate(self, shown: bool) -> None:
@@ -226,6 +256,7 @@ answer, with the reasoning apart when the model sends it.
         from ..kube import status as S
 
         st = self.store
+        self._show_nodes(self._on_nodes())
         if self._slurm():
             from .slurm import SlurmPanel
 
@@ -233,6 +264,9 @@ answer, with the reasoning apart when the model sends it.
             return
         active = st.meta.get("cluster")
         state = self.query_one("#wl-state", Static)
+        if self._on_nodes():
+            self.query_one(NodesPane).refresh_view()
+            return
         if active is None or active.kind != "kubernetes":
             state.update(Text("Workloads are shown for Kubernetes clusters.", style="italic"))
             return
@@ -417,6 +451,8 @@ answer, with the reasoning apart when the model sends it.
     def _pane(self) -> LogPane:
         from ..widgets.logpane import LogPane
 
+        if self._on_nodes():
+            return self.query_one(NodesPane).pane
         return self.query_one("#log", LogPane)
 
     def action_follow(self) -> None:
@@ -512,6 +548,9 @@ answer, with the reasoning apart when the model sends it.
     # ---- stop ---------------------------------------------------------------------------------
 
     def action_stop(self) -> None:
+        if self._on_nodes():
+            self.query_one(NodesPane).action_stop()
+            return
         p = self._pod()
         jobs, deps = self.store.value("k8s_jobs") or {}, self.store.value("k8s_deployments") or {}
         target: tuple[str, str] | None = None

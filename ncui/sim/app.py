@@ -149,6 +149,16 @@ class Speed(BaseModel):
     speed: float = Field(ge=0, le=100_000)
 
 
+class DockerBody(BaseModel):
+    missing: bool = True
+    host: str | None = Field(default=None, max_length=100)  # a Host name of NC_SSH_CONFIG; none: every node
+
+
+class SlurmLogin(BaseModel):
+    public_key: str | None = Field(default=None, max_length=16_000)
+    cluster: str | None = Field(default=None, max_length=100)
+
+
 class DemandBody(BaseModel):
     nodes: int = Field(ge=0, le=64)
 
@@ -543,6 +553,80 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
             st = world.k8s_cluster(org, cluster)
             st.requested_nodes = body.nodes
         return {"ok": True}
+
+    @app.post("/_sim/ssh/docker", include_in_schema=False)
+    def sim_ssh_docker(body: DockerBody, org: OrgState = Org) -> dict:
+        """Make docker missing (or back) on one ssh host by its Host name, or on every node now and from now on."""
+        ssh = getattr(app.state, "ssh", None)
+        return {"hosts": ssh.set_docker(body.missing, body.host) if ssh is not None else 0}
+
+    # The human's side of the seed's slurm-login: sign the box's stand-in key (written where NC_SSH_CONFIG's
+    # CertificateFile points) or a given public key (the certificate comes back) for 24 h; DELETE: signed out.
+    @app.post("/_sim/slurm/login", include_in_schema=False)
+    def sim_slurm_login(body: SlurmLogin | None = None, org: OrgState = Org) -> dict:
+        ssh = getattr(app.state, "ssh", None)
+        if ssh is None:
+            raise SimError(404, "not-found", "This box serves no ssh hosts.")
+        body = body or SlurmLogin()
+        return ssh.sign(body.cluster, body.public_key)
+
+    @app.delete("/_sim/slurm/login", include_in_schema=False)
+    def sim_slurm_logout(org: OrgState = Org) -> dict:
+        ssh = getattr(app.state, "ssh", None)
+        if ssh is not None:
+            ssh.sign_out()
+        return {"ok": True}
+
+    # Marshall's node assignment, which the service exposes only inside a workspace (no API): box-only reads.
+    def _research(org: OrgState) -> dict:
+        _settle_ssh()
+        ssh = getattr(app.state, "ssh", None)
+        with world.lock:
+            now = world.sync()
+            r = world.research_node(org)
+            state = r.state_at(now)
+            if state == "assigned" and ssh is not None and ssh.host("research-node") is None:
+                state = "assigning"  # the node is not listening yet
+            live = state == "assigned"
+            return {
+                "state": state,
+                "requested_at": r.requested_at.isoformat(),
+                "queue_position": r.position_at(now) if state == "queued" else None,
+                "estimated_wait_seconds": r.estimate_at(now) if state == "queued" else None,
+                "assigned_at": r.assigned_time().isoformat() if state in ("assigned", "released") else None,
+                "released_at": r.released_at.isoformat() if r.released_at is not None else None,
+                "public_ip": r.public_ip if live else None,
+                "ssh_user": r.ssh_user if live else None,
+                "ssh_port": r.ssh_port if live else None,
+                "ssh_host": "research-node" if live else None,
+                "hostname": r.host,
+                "gpus": r.gpus,
+                "gpu_model": r.gpu_model,
+                "price_per_gpu_hour": r.price,
+                "lease_seconds": r.lease_seconds,
+                "lease_ucredits": r.price * r.gpus * r.lease_seconds // 3600,
+            }
+
+    @app.get("/_sim/research/status", include_in_schema=False)
+    def sim_research_status(org: OrgState = Org) -> dict:
+        return _research(org)
+
+    @app.post("/_sim/research/assign", include_in_schema=False)
+    def sim_research_assign(org: OrgState = Org) -> dict:
+        with world.lock:
+            r = world.research_node(org)
+            if r.state_at(world.sync()) == "queued":
+                r.assigned_at = world.now()
+        return _research(org)
+
+    @app.post("/_sim/research/release", include_in_schema=False)
+    def sim_research_release(org: OrgState = Org) -> dict:
+        """What Marshall's public_research_release does (ncui never calls it): the node and its disk go."""
+        with world.lock:
+            r = world.research_node(org)
+            if r.released_at is None and r.state_at(world.sync()) == "assigned":
+                r.released_at = world.now()
+        return _research(org)
 
     from .kube import mount_kube  # the Kubernetes API at /k8s/<cluster>, sign-in, /_sim/k8s controls
 

@@ -122,6 +122,47 @@ class VmState:
 
 
 @dataclass
+class ResearchState:
+    """A public-research organization's node request, as the box stands in for Marshall's pool (ours: the service
+    has no API for it). Requested when the world starts, it waits behind the leases ahead: the queue position is
+    how many of them still run, the estimate assumes each runs its full length (as Marshall's pool watch says),
+    and the node is assigned when the last one actually ends (earlier than the estimate), or at once by a sim
+    control. The meter charges the lease's rate from assignment until release."""
+
+    requested_at: datetime
+    full_ends: tuple[datetime, ...]  # when each lease ahead would end at its full length
+    actual_ends: tuple[datetime, ...]  # when each really ends (runs end early)
+    host: str  # the node's hostname
+    public_ip: str
+    gpus: int = 8
+    gpu_model: str = "H100-SXM-80GB"
+    gpu_vendor: str = "nvidia"
+    price: int = 2_500_000  # µcredits per GPU hour of the lease (ours)
+    lease_seconds: int = 2 * 3600  # one full lease: 8 GPUs × $2.50 × 2 h = $40, within the scenario's balance
+    ssh_user: str = "ubuntu"
+    ssh_port: int = 22  # the port its node listens on once assigned (22 on the service; the box's own here)
+    assigned_at: datetime | None = None  # set by the sim control (assign now)
+    released_at: datetime | None = None
+
+    def assigned_time(self) -> datetime:
+        natural = max(self.actual_ends) if self.actual_ends else self.requested_at
+        return natural if self.assigned_at is None else min(natural, self.assigned_at)
+
+    def state_at(self, now: datetime) -> str:
+        if self.released_at is not None and now >= self.released_at:
+            return "released"
+        return "assigned" if now >= self.assigned_time() else "queued"
+
+    def position_at(self, now: datetime) -> int:
+        return sum(1 for a in self.actual_ends if a > now)
+
+    def estimate_at(self, now: datetime) -> int:
+        """Seconds until the node is expected, assuming every lease ahead runs its full length."""
+        ahead = [f for f, a in zip(self.full_ends, self.actual_ends, strict=True) if a > now]
+        return max(0, round((max(ahead) - now).total_seconds())) if ahead else 0
+
+
+@dataclass
 class SshKeyState:
     id: str
     name: str
@@ -156,6 +197,7 @@ class OrgState:
     k8s: dict[str, K8sState] = field(default_factory=dict)
     vm: dict[str, VmState] = field(default_factory=dict)
     ssh_keys: list[SshKeyState] = field(default_factory=list)
+    research: ResearchState | None = None  # a public_research organization's node (the box's stand-in)
 
 
 def token_for(seed: int, scenario: str, org: str) -> str:
@@ -238,6 +280,15 @@ class World:
                 org.k8s[c.name] = st
             elif c.kind == "vm":
                 org.vm[c.name] = VmState(c)
+        if spec.org_kind == "public_research":
+            rng = random.Random(f"research:{self.seed}:{spec.key}")
+            lease = ResearchState.lease_seconds
+            # Three leases ahead, each started some time ago; each run ends early, somewhere in its last part.
+            full = sorted(self.start + timedelta(seconds=round(rng.uniform(0.1, 0.9) * lease)) for _ in range(3))
+            actual = tuple(f - timedelta(seconds=round(rng.uniform(0.05, 0.3) * (f - self.start).total_seconds()))
+                           for f in full)  # fmt: skip
+            org.research = ResearchState(self.start, tuple(full), actual, f"pr-h100-{rng.randrange(1, 200):04d}",
+                                         "127.12.0.1")  # fmt: skip
         self.orgs[spec.key] = org
 
     def _id(self, prefix: str) -> str:
@@ -394,6 +445,8 @@ class World:
                 for a in vm.allocations:
                     if a.state_at(t) == "active":
                         self._accrue(org, price, a.gpus)
+            if org.research is not None and org.research.state_at(t) == "assigned":
+                self._accrue(org, org.research.price, org.research.gpus)
 
     def _accrue(self, org: OrgState, price: int, gpus: int) -> None:
         amount = Fraction(price * gpus, 60)
@@ -500,6 +553,11 @@ class World:
                     a.state = "released"
                     self._emit("vm-released", a)
         return vm
+
+    def research_node(self, org: OrgState) -> ResearchState:
+        if org.research is None:
+            raise SimError(404, "not-found", f"{org.spec.org_name} is not a public research organization: no node.")
+        return org.research
 
     def add_ssh_key(self, org: OrgState, name: str, public_key: str) -> SshKeyState:
         fp = fingerprint(public_key)

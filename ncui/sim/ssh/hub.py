@@ -1,11 +1,17 @@
-"""The box's ssh endpoints: one asyncssh server per granted VM node, all on one asyncio loop in its own thread.
+"""The box's ssh endpoints: one asyncssh server per simulated host, all on one asyncio loop in its own thread.
 
-``SshHub(world, folder)`` listens to the World: a grant makes the node's host key (ed25519, kept for the
-node's life) and remembers the keys installed then; when the allocation becomes ``active`` by the clock
-the node listens on its ``public_ip`` and a free port; a release or a reclaim ends its sessions, closes the
-listener (connection refused afterwards) and deletes its scratch folder. ``folder/ssh_config`` (what ``ncui
-sim`` prints as ``NC_SSH_CONFIG``) has a ``Host`` block per listening node and pins the host keys in
-``folder/known_hosts``; both are rewritten as nodes come and go.
+Three kinds of host, one server: **VM nodes** (``SshHub`` listens to the World: a grant makes the node's host
+key, kept for the node's life, and remembers the keys installed then; when the allocation becomes ``active``
+by the clock the node listens on its ``public_ip`` and a free port; a release or a reclaim ends its sessions,
+closes the listener, connection refused afterwards, and deletes its scratch folder), **a Slurm cluster's
+login node** (listens for the box's life on 127.11.0.N under the cluster's name; user certificates signed by
+the cluster's CA only, see ``sign``) and **a public-research node** (listens from its assignment until its
+release, on ``ResearchState.public_ip``; the workspace key and the organization's keys installed then).
+
+``folder/ssh_config`` (what ``ncui sim`` prints as ``NC_SSH_CONFIG``) has a ``Host`` block per listening host
+and pins the host keys in ``folder/known_hosts``; both are rewritten as hosts come and go. ``folder/id_ed25519``
+stands in for the human's own key where the service expects one (the key ``slurm-login`` certifies, the
+Marshall workspace's key on a research node): the ssh_config names it for those hosts.
 
 Locking: the World calls ``_on_event`` with its lock held, so that only records and wakes the loop. The loop
 takes the World's lock for short reads; nobody waits on the loop while holding the World's lock (the HTTP
@@ -22,15 +28,20 @@ import posixpath
 import shutil
 import tempfile
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import asyncssh
 
-from ..world import AllocationState, World
+from ..world import AllocationState, OrgState, SimError, World, fingerprint
 from .node import NodeSpec, Shell, SimNode, Term
+from .slurm import LoginNode, LoginShell
 
 TICK_EVERY = 0.25  # real seconds between looks at the clock (activations, reclaims, files the runs write)
+CERT_HOURS = 24  # what slurm-login gives: a certificate valid 24 h (of the box's clock)
 log = logging.getLogger(__name__)
 
 
@@ -38,11 +49,28 @@ log = logging.getLogger(__name__)
 class _Node:
     spec: NodeSpec
     host_key: asyncssh.SSHKey
+    alias: str = ""  # its Host name in the ssh_config (the allocation id, the cluster's name, research-node)
+    # Its state at a time, asked with the World's lock held: "active" listens, "released"/"reclaimed"/None ends it.
+    state: Callable[[datetime], str | None] = lambda _now: None
+    make: Callable[[NodeSpec, Path], SimNode] | None = None  # its SimNode (default: a GPU node)
+    shell: type[Shell] = Shell
+    keys: Callable[[], frozenset[str]] | None = None  # the keys installed when it starts listening (else spec's)
+    on_port: Callable[[int], None] | None = None  # tell the World the port it listens on
+    ca: str | None = None  # a login node: user certificates of this cluster's CA only, no plain keys
+    identity: bool = False  # the ssh_config names the box's stand-in key for it (and the certificate for a ca)
+    docker: bool = True
     sim: SimNode | None = None
     server: asyncssh.SSHAcceptor | None = None
     port: int | None = None
     conns: set[asyncssh.SSHServerConnection] = field(default_factory=set)
     gone: bool = False  # released or reclaimed
+
+
+@dataclass
+class _Cert:
+    principal: str  # unique to this certificate: what lets the box expire it on its own clock
+    user: str
+    valid_before: datetime  # box time
 
 
 class SshHub:
@@ -58,15 +86,27 @@ class SshHub:
         self._reconciling: asyncio.Lock | None = None
         self._written = ""
         self._stopping = False
+        self._docker_missing = False  # hosts that start from now on have no docker (a sim control)
+        self._cas: dict[str, asyncssh.SSHKey] = {}  # cluster name -> its CA's key
+        self._certs: dict[str, list[_Cert]] = {}  # cluster name -> the certificates it issued
+        self._serial = 0
+        self.key_path = folder / "id_ed25519"
+        self.cert_path = folder / "id_ed25519-cert.pub"
         folder.mkdir(parents=True, exist_ok=True)
-        self._write_config([])
-        with world.lock:  # allocations granted before the hub existed
+        with world.lock:  # allocations granted before the hub existed; the login and research nodes
             for org in world.orgs.values():
                 for vm in org.vm.values():
                     for a in vm.allocations:
                         if a.state not in ("released", "reclaimed"):
                             self._granted(a)
+                self._static_hosts(org)
             world.listeners.append(self._on_event)
+        if any(n.identity for n in self._nodes.values()):
+            key = asyncssh.generate_private_key("ssh-ed25519", comment="you@ncui-sim")
+            key.write_private_key(self.key_path)
+            self.key_path.chmod(0o600)
+            key.write_public_key(self.key_path.with_suffix(".pub"))
+        self._write_config([])
 
     # ---- the World's side (its lock held) ----------------------------------------------------
 
@@ -94,7 +134,110 @@ class SshHub:
             frozenset(a.keys),
         )
         with self._lock:
-            self._nodes[a.id] = _Node(spec, asyncssh.generate_private_key("ssh-ed25519"))
+            state = a.state_at
+            n = _Node(spec, asyncssh.generate_private_key("ssh-ed25519"), a.id, state, docker=not self._docker_missing)
+            n.on_port = lambda p: setattr(a, "ssh_port", p)
+            self._nodes[a.id] = n
+
+    def _static_hosts(self, org: OrgState) -> None:
+        """The organization's Slurm login nodes and its research node (the World's lock held)."""
+        user = org.spec.email.split("@")[0]
+        slurm = [c for c in org.spec.clusters if c.kind == "slurm"]
+        for i, c in enumerate(slurm, start=1):
+            spec = NodeSpec(f"{c.name}-login1", f"127.11.0.{i}", user, 0, c.gpu_model, c.gpu_vendor, self.world.seed,
+                            frozenset())  # fmt: skip
+            self._cas[c.name] = asyncssh.generate_private_key("ssh-ed25519", comment=f"{c.name} user CA")
+            self._certs[c.name] = []
+
+            def login(spec: NodeSpec, root: Path, cluster: str = c.name) -> SimNode:
+                return LoginNode(spec, root, self.world.now, cluster)
+
+            self._nodes[f"slurm:{c.name}"] = _Node(
+                spec, asyncssh.generate_private_key("ssh-ed25519"), c.name, lambda _now: "active", login, LoginShell,
+                ca=c.name, identity=True,
+            )  # fmt: skip
+        r = org.research
+        if r is not None:
+            spec = NodeSpec(r.host, r.public_ip, r.ssh_user, r.gpus, r.gpu_model, r.gpu_vendor, self.world.seed,
+                            frozenset())  # fmt: skip
+
+            def keys(org: OrgState = org) -> frozenset[str]:
+                box = self.key_path.with_suffix(".pub")
+                mine = {fingerprint(box.read_text())} if box.is_file() else set()
+                return frozenset(mine | {k.fingerprint for k in org.ssh_keys})
+
+            def port(p: int, r=r) -> None:
+                r.ssh_port = p
+
+            state = {"assigned": "active", "queued": "pending"}
+            self._nodes[f"research:{org.spec.key}"] = _Node(
+                spec, asyncssh.generate_private_key("ssh-ed25519"), "research-node",
+                lambda now, r=r: state.get(r.state_at(now), "released"), keys=keys, on_port=port, identity=True,
+            )  # fmt: skip
+
+    # ---- slurm-login (the human's side), docker missing ---------------------------------------
+
+    def sign(self, cluster: str | None = None, public_key: str | None = None) -> dict:
+        """What ``slurm-login`` does for the human: sign a public key (default: the box's stand-in key, then the
+        certificate is written where the ssh_config's CertificateFile points) into a user certificate of the
+        cluster's CA for the cluster's user, valid 24 h. Its dates are real time, as ``ssh-keygen -L`` shows
+        them; the login node also expires it after 24 h of the box's clock (a test or a fast demo shows the
+        expiry). SimError when there is no such cluster or the key is not an OpenSSH public key."""
+        name = cluster or next(iter(self._cas), None)
+        if name is None or name not in self._cas:
+            raise SimError(404, "not-found", f"No Slurm cluster named {name} in this box." if name else
+                           "This scenario has no Slurm cluster.")  # fmt: skip
+        user = self._nodes[f"slurm:{name}"].spec.user
+        text = public_key or self.key_path.with_suffix(".pub").read_text()
+        fingerprint(text)  # SimError(422) when it is not a public key line
+        key = asyncssh.import_public_key(text)
+        now_box, now = self.world.now(), time.time()
+        with self._lock:
+            self._serial += 1
+            serial = self._serial
+            principal = f"{name}-login-{serial}"
+            self._certs[name].append(_Cert(principal, user, now_box + timedelta(hours=CERT_HOURS)))
+        cert = self._cas[name].generate_user_certificate(
+            key, f"{user}@{name} (slurm-login, National Compute in a box)", principals=[user, principal],
+            serial=serial, valid_after=int(now) - 300, valid_before=int(now) + CERT_HOURS * 3600,
+        )  # fmt: skip
+        data = cert.export_certificate().decode()
+        out = {"cluster": name, "user": user, "certificate": data, "valid_hours": CERT_HOURS,
+               "valid_before": (now_box + timedelta(hours=CERT_HOURS)).isoformat()}  # fmt: skip
+        if public_key is None:
+            tmp = self.cert_path.with_name(self.cert_path.name + ".tmp")
+            tmp.write_text(data)
+            os.replace(tmp, self.cert_path)
+            out["certificate_file"] = str(self.cert_path)
+        return out
+
+    def sign_out(self) -> None:
+        """Forget the stand-in key's certificate (the missing case): the file goes."""
+        self.cert_path.unlink(missing_ok=True)
+
+    def _principals(self, cluster: str, user: str) -> list[str]:
+        now = self.world.now()
+        with self._lock:
+            return [c.principal for c in self._certs.get(cluster, []) if c.user == user and now < c.valid_before]
+
+    def set_docker(self, missing: bool, alias: str | None = None) -> int:
+        """Make docker missing (or back) on one host by its Host name, or on every host now and from now on.
+        How many hosts changed."""
+        with self._lock:
+            if alias is None:
+                self._docker_missing = missing
+            nodes = [n for n in self._nodes.values() if (alias is None and n.ca is None) or n.alias == alias]
+            for n in nodes:
+                n.docker = not missing
+                if n.sim is not None:
+                    n.sim.docker = not missing
+        return len(nodes)
+
+    def host(self, alias: str) -> tuple[str, int] | None:
+        """(ip, port) of a listening host by its Host name."""
+        with self._lock:
+            n = next((n for n in self._nodes.values() if n.alias == alias), None)
+            return None if n is None or n.port is None or n.gone else (n.spec.ip, n.port)
 
     def _poke(self) -> None:
         loop, wake = self._loop, self._wake
@@ -144,8 +287,8 @@ class SshHub:
     # ---- running -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Run the loop and its thread, in worlds that have VM clusters (no thread, nothing to tick elsewhere)."""
-        if self._thread is not None or not any(o.vm for o in self.world.orgs.values()):
+        """Run the loop and its thread, in worlds with ssh hosts (no thread, nothing to tick elsewhere)."""
+        if self._thread is not None or not (self._nodes or any(o.vm for o in self.world.orgs.values())):
             return
         ready = threading.Event()
 
@@ -191,16 +334,14 @@ class SshHub:
     async def _reconcile(self) -> None:
         assert self._reconciling is not None
         async with self._reconciling:
-            with self.world.lock:
-                now = self.world.sync()
-                states = {
-                    a.id: a.state_at(now)
-                    for o in self.world.orgs.values()
-                    for vm in o.vm.values()
-                    for a in vm.allocations
-                }
             with self._lock:
                 nodes = list(self._nodes.items())
+            with self.world.lock:
+                now = self.world.sync()
+                states = {key: n.state(now) for key, n in nodes}
+                for n in nodes:
+                    if n[1].keys is not None and n[1].server is None and states[n[0]] == "active":
+                        n[1].spec.fingerprints = n[1].keys()  # installed as it starts (assignment)
             changed = False
             for aid, n in nodes:
                 state = states.get(aid)
@@ -221,9 +362,11 @@ class SshHub:
 
     async def _listen(self, n: _Node) -> None:
         root = Path(tempfile.mkdtemp(prefix=f"ncui-sim-{n.spec.name}-"))
-        n.sim = SimNode(n.spec, root, self.world.now)
+        n.sim = n.make(n.spec, root) if n.make is not None else SimNode(n.spec, root, self.world.now)
+        if n.ca is None:
+            n.sim.docker = n.docker
         n.server = await asyncssh.create_server(
-            lambda: _NodeServer(n),
+            lambda: _NodeServer(n, self),
             host=n.spec.ip,
             port=0,
             server_host_keys=[n.host_key],
@@ -235,12 +378,9 @@ class SshHub:
             keepalive_interval=0,
         )
         n.port = n.server.sockets[0].getsockname()[1]
-        with self.world.lock:  # the allocation reports the port its node listens on (ours; 22 on the service)
-            for o in self.world.orgs.values():
-                for vm in o.vm.values():
-                    for a in vm.allocations:
-                        if a.id == n.spec.name:
-                            a.ssh_port = n.port
+        if n.on_port is not None:  # the allocation reports the port its node listens on (ours; 22 on the service)
+            with self.world.lock:
+                n.on_port(n.port)
 
     async def _end(self, n: _Node) -> None:
         server, n.server, n.gone = n.server, None, True
@@ -269,15 +409,17 @@ class SshHub:
 
     def _write_config(self, live: list[_Node]) -> None:
         kh = "".join(
-            f"[{n.spec.ip}]:{n.port} {n.host_key.export_public_key('openssh').decode().strip()} {n.spec.name}\n"
+            f"[{n.spec.ip}]:{n.port} {n.host_key.export_public_key('openssh').decode().strip()} {n.alias}\n"
             for n in live
         )
         cfg = "# National Compute in a box: one Host block per simulated ssh host, rewritten as hosts come and go\n"
-        for n in sorted(live, key=lambda n: n.spec.name):
-            cfg += (
-                f"\nHost {n.spec.name}\n    HostName {n.spec.ip}\n    Port {n.port}\n    User {n.spec.user}\n"
-                f"    UserKnownHostsFile {self.known_hosts_path}\n    StrictHostKeyChecking yes\n"
-            )
+        for n in sorted(live, key=lambda n: n.alias):
+            cfg += f"\nHost {n.alias}\n    HostName {n.spec.ip}\n    Port {n.port}\n    User {n.spec.user}\n"
+            if n.identity:
+                cfg += f"    IdentityFile {self.key_path}\n    IdentitiesOnly yes\n"
+            if n.ca is not None:  # what slurm-login refreshes (POST /_sim/slurm/login writes it)
+                cfg += f"    CertificateFile {self.cert_path}\n"
+            cfg += f"    UserKnownHostsFile {self.known_hosts_path}\n    StrictHostKeyChecking yes\n"
         if cfg + kh == self._written:
             return
         for path, text in ((self.known_hosts_path, kh), (self.config_path, cfg)):
@@ -291,10 +433,11 @@ class SshHub:
 
 
 class _NodeServer(asyncssh.SSHServer):
-    """Public keys only: the node's user, with a key installed at grant."""
+    """Public keys only: the node's user, with a key installed at grant; on a login node, only the user's
+    certificates of the cluster's CA that the box's clock still finds valid."""
 
-    def __init__(self, n: _Node) -> None:
-        self.n = n
+    def __init__(self, n: _Node, hub: SshHub) -> None:
+        self.n, self.hub = n, hub
         self.conn: asyncssh.SSHServerConnection | None = None
 
     def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
@@ -306,6 +449,16 @@ class _NodeServer(asyncssh.SSHServer):
             self.n.conns.discard(self.conn)
 
     def begin_auth(self, username: str) -> bool:
+        if self.n.ca is not None and self.conn is not None:
+            # Certificates are checked against real time by asyncssh; the box's clock expires them here: only the
+            # principals of this user's certificates still valid now are trusted (each certificate has its own).
+            valid = self.hub._principals(self.n.ca, username) if username == self.n.spec.user else []
+            ca = self.hub._cas[self.n.ca].export_public_key("openssh").decode().strip()
+            self.conn.set_authorized_keys(
+                asyncssh.import_authorized_keys(
+                    f'cert-authority,principals="{",".join(valid)}" {ca}\n' if valid else ""
+                )
+            )
         return True
 
     def password_auth_supported(self) -> bool:
@@ -315,6 +468,8 @@ class _NodeServer(asyncssh.SSHServer):
         return True
 
     def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        if self.n.ca is not None:
+            return False
         return username == self.n.spec.user and key.get_fingerprint("sha256") in self.n.spec.fingerprints
 
 
@@ -352,7 +507,7 @@ async def _session(n: _Node, process: asyncssh.SSHServerProcess) -> None:
     if sim is None:
         process.exit(255)
         return
-    shell = Shell(sim)
+    shell = n.shell(sim)
     pty = process.get_terminal_type() is not None  # a terminal shows both streams as one, as sshd's pty does
     term = Term(
         out=lambda s: _write(process.stdout, s), err=lambda s: _write((process.stdout if pty else process.stderr), s)
@@ -374,10 +529,7 @@ async def _session(n: _Node, process: asyncssh.SSHServerProcess) -> None:
             status = await _run(shell, process.command, term, process, interactive=False)
         else:
             if pty:
-                term.out(
-                    f"Welcome to {n.spec.name}, a simulated {n.spec.gpu_model} node (National Compute in a box).\n"
-                    "Commands: nvidia-smi, docker run/ps/logs/rm, curl … | sh, tail, cat, ls, echo, df -h, exit.\n"
-                )
+                term.out(shell.welcome())
             while shell.exited is None:
                 if pty:
                     cwd = str(shell.cwd).replace(str(sim.home), "~", 1)

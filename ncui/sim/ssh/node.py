@@ -14,6 +14,7 @@ The stock PyTorch image (the one the catalog's ``nanogpt-job*.yaml`` use) plays 
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import hashlib
 import re
 import shlex
@@ -22,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
+from typing import ClassVar
 
 from ..app import _catalog_file
 from ..kube import profiles
@@ -94,10 +96,13 @@ class Container:
     out: Path | None = None  # the run's output goes to this file (the starter), not to docker logs
     written: int = 0  # lines of the plan already in ``out``
     removed: bool = False
+    workdir: Path | None = None  # where train.py runs (its checkpoints): ``out``'s folder/nanoGPT unless set
+    stop_at: datetime | None = None  # stopped then (a Slurm job cancelled or out of time): nothing after it
 
     def ends(self) -> datetime | None:
         end = self.plan.end()
-        return None if end is None else self.started + timedelta(seconds=end)
+        at = None if end is None else self.started + timedelta(seconds=end)
+        return self.stop_at if self.stop_at is not None and (at is None or self.stop_at < at) else at
 
     def running(self, now: datetime) -> bool:
         end = self.ends()
@@ -105,6 +110,8 @@ class Container:
 
     def lines(self, until: datetime) -> list[tuple[datetime, str]]:
         out = []
+        if self.stop_at is not None and self.stop_at < until:
+            until = self.stop_at
         for off, text in self.plan.logs.get("main", []):
             at = self.started + timedelta(seconds=off)
             if at > until:
@@ -122,6 +129,7 @@ class SimNode:
         self.local(self.home).mkdir(parents=True, exist_ok=True)
         self.containers: dict[str, Container] = {}
         self._n = 0
+        self.docker = True  # False: docker is "missing" on this node (a sim control), as the seed's starter checks
 
     # ---- the disk -----------------------------------------------------------------------------
 
@@ -163,7 +171,7 @@ class SimNode:
                 for _at, text in new:
                     f.write(text + "\n")
                     if text.startswith("saving checkpoint to "):
-                        ck = c.out.parent / "nanoGPT" / text.split()[-1] / "ckpt.pt"
+                        ck = (c.workdir or c.out.parent / "nanoGPT") / text.split()[-1] / "ckpt.pt"
                         ck.parent.mkdir(parents=True, exist_ok=True)
                         ck.write_text(f"simulated nanoGPT checkpoint (National Compute in a box), {_at}\n")
             c.written = len(lines)
@@ -172,19 +180,15 @@ class SimNode:
         for name in [n for n, c in self.containers.items() if c.removed]:
             del self.containers[name]
 
-    def start_container(
-        self, name: str | None, image: str, command: list[str], env: dict[str, str], rm: bool, out: Path | None
-    ) -> Container:
+    def context(self, name: str, image: str, command: list[str], env: dict[str, str], gpus: int | None = None):
+        """What a run's plan is made from (``profiles``): seeded by the node, the run's name and its number."""
         self._n += 1
-        name = name or f"sim_{self._n}"
-        cid = hashlib.sha256(f"{self.spec.name}:{name}:{self._n}".encode()).hexdigest()
-        vendor = self.spec.gpu_vendor
-        ctx = profiles.Context(
+        return profiles.Context(
             seed=self.spec.seed,
             pod=f"{self.spec.name}/{name}/{self._n}",
             node=self.spec.name,
-            gpus=self.spec.gpus,
-            vendor=vendor,
+            gpus=self.spec.gpus if gpus is None else gpus,
+            vendor=self.spec.gpu_vendor,
             gpu_model=self.spec.gpu_model,
             attempt=0,
             shared_at=lambda _flag: None,
@@ -196,6 +200,13 @@ class SimNode:
             defective=None,
             backend_ready_at=None,
         )
+
+    def start_container(
+        self, name: str | None, image: str, command: list[str], env: dict[str, str], rm: bool, out: Path | None
+    ) -> Container:
+        name = name or f"sim_{self._n + 1}"
+        ctx = self.context(name, image, command, env)
+        cid = hashlib.sha256(f"{self.spec.name}:{name}:{self._n}".encode()).hexdigest()
         stock = image in STOCK.values()
         plan = profiles.nanogpt(ctx) if stock else profiles.generic(ctx, ["main"])
         c = Container(cid, name, image, command, self.now(), plan, rm=rm, out=out)
@@ -217,7 +228,14 @@ class Term:
 
 
 class Shell:
-    """One session's interpreter: ``await shell.run(line, term)`` → exit status."""
+    """One session's interpreter: ``await shell.run(line, term)`` → exit status.
+
+    ``commands`` (name → method) and ``scripts`` (a catalog file run by ``curl -fsSL <access>/first-job/<file> | sh``
+    → method) are what this kind of host understands; a kind of host extends them (``slurm.LoginShell``).
+    """
+
+    commands: ClassVar[dict[str, Command]]
+    scripts: ClassVar[dict[str, Callable[[Shell, Term], int]]]
 
     def __init__(self, node: SimNode) -> None:
         self.node = node
@@ -232,6 +250,25 @@ class Shell:
         if word == "~" or word.startswith("~/"):
             word = home + word[1:]
         return word
+
+    def welcome(self) -> str:
+        """What an interactive session (with a pty) prints first."""
+        spec = self.node.spec
+        return (
+            f"Welcome to {spec.name}, a simulated {spec.gpu_model} node (National Compute in a box).\n"
+            "Commands: nvidia-smi, docker run/ps/logs/rm, curl … | sh, tail, cat, ls, echo, df -h, exit.\n"
+        )
+
+    def _glob(self, word: str) -> list[str]:
+        """sh's pathname expansion in one folder (``tail -F nanogpt-*.out``); no match leaves the word as is."""
+        if not any(c in word for c in "*?["):
+            return [word]
+        folder, _, pat = word.rpartition("/")
+        base = self.node.local(self._path(folder or "."))
+        if not base.is_dir() or not self.node.inside(base):
+            return [word]
+        hits = sorted(e.name for e in base.iterdir() if fnmatch.fnmatchcase(e.name, pat) and not e.name.startswith("."))
+        return [f"{folder}/{h}" if folder else h for h in hits] or [word]
 
     def _path(self, word: str) -> PurePosixPath:
         return PurePosixPath(self.cwd, word)  # an absolute word replaces cwd
@@ -267,11 +304,13 @@ class Shell:
             if w == "|":
                 stages.append([])
             else:
-                stages[-1].append(self._expand(w))
+                stages[-1].extend(self._glob(self._expand(w)))
         if any(not s for s in stages):
             term.err("sh: syntax error near '|'\n")
             return 2
         if len(stages) == 2 and stages[0][0] == "curl" and stages[1][0] in ("sh", "bash"):
+            if stages[1][1:] == [">", "/dev/null"]:  # the script's chatter discarded
+                term = Term(lambda _s: None, term.err, term.stopped, term.drain)
             return await self._curl(stages[0][1:], term, pipe_to_sh=True)
         if len(stages) > 1:  # simple filters over the whole output of the first command
             buf: list[str] = []
@@ -299,13 +338,15 @@ class Shell:
                     return 2
                 argv, target, append = argv[:i], argv[i + 1], w == ">>"
                 break
-        fn = COMMANDS.get(argv[0]) if argv else None
+        fn = self.commands.get(argv[0]) if argv else None
         if fn is None:
             term.err(f"{argv[0] if argv else '>'}: not available on this simulated node\n")
             return NOT_AVAILABLE
         self.node.sync()
         if target is None:
             return await fn(self, argv[1:], term)
+        if target == "/dev/null":
+            return await fn(self, argv[1:], Term(lambda _s: None, term.err, term.stopped, term.drain))
         p = self.node.local(self._path(target))
         if not p.parent.is_dir() or not self.node.inside(p.parent) or p.is_dir():
             term.err(f"sh: cannot create {target}: No such file or directory\n")
@@ -346,6 +387,10 @@ class Shell:
             term.err(f"sh: cd: {args[0]}: No such file or directory\n")
             return 1
         self.cwd = PurePosixPath("/", *[p for p in self.node.local(target).relative_to(self.node.root).parts])
+        return 0
+
+    async def _clear(self, args: list[str], term: Term) -> int:
+        term.out("\x1b[H\x1b[2J")
         return 0
 
     async def _whoami(self, args: list[str], term: Term) -> int:
@@ -538,15 +583,22 @@ class Shell:
                 return 23
             p.write_bytes(data)
             return 0
-        if m is None or m.group(1) != STARTER:
-            term.err(f"sh: this simulated node runs only the box's {STARTER} starter\n")
+        script = self.scripts.get(m.group(1)) if m else None
+        if script is None:
+            term.err(f"sh: this simulated host runs only the box's {', '.join(sorted(self.scripts))} with curl | sh\n")
             return NOT_AVAILABLE
-        return self._starter(term)
+        return script(self, term)
 
     def _starter(self, term: Term) -> int:
         """What nanogpt-node.sh does, in the node's terms: fetch under ~/first-job, docker run -d nanogpt."""
         node = self.node
         image = STOCK.get(node.spec.gpu_vendor)
+        if not node.docker:  # the seed: "when docker is missing from the node it says so and stops"
+            term.err(
+                "nanogpt-node: docker is not installed on this node, so nothing was started. Install docker "
+                "(with the GPU container runtime) or run the job another way.\n"
+            )
+            return 1
         if image is None or not node.spec.gpus:
             term.err("nanogpt-node: no NVIDIA or AMD GPU found on this node\n")
             return 1
@@ -581,6 +633,9 @@ class Shell:
     # ---- docker -------------------------------------------------------------------------------
 
     async def _docker(self, args: list[str], term: Term) -> int:
+        if not self.node.docker:
+            term.err("sh: 1: docker: not found\n")
+            return NOT_AVAILABLE
         if not args:
             term.err("docker: give a command: run, ps, logs, rm\n")
             return 1
@@ -779,6 +834,7 @@ COMMANDS: dict[str, Command] = {
     "pwd": Shell._pwd,
     "cd": Shell._cd,
     "whoami": Shell._whoami,
+    "clear": Shell._clear,
     "hostname": Shell._hostname,
     "df": Shell._df,
     "nvidia-smi": Shell._nvidia_smi,
@@ -788,6 +844,8 @@ COMMANDS: dict[str, Command] = {
     "curl": Shell._curl,
     "docker": Shell._docker,
 }
+Shell.commands = COMMANDS
+Shell.scripts = {STARTER: Shell._starter}
 
 
 # ---- filters after a pipe (over the whole output of the command before them) --------------------

@@ -1,0 +1,844 @@
+"""Nodes over ssh, as Workloads shows them: a VM cluster's allocations (and, later, a Slurm login node or the
+research node): each node's state, GPUs and ssh login, what ncui started on it; connect (host key asked the
+first time), run the starter or the human's own image detached, follow its log with the loss chart (resumed
+after a dropped connection with nothing lost or repeated), stop it with ``docker rm -f``.
+
+``NodeSessions`` holds the app's ssh connections (one ``SshRunner`` per node, ncui's own known_hosts, the
+human's keys and agent): ``NodesPane`` and the release flow's copy-off share them. ``NodeRow`` is what the
+pane lists; ``vm_rows(store)`` makes them of the VM capacity. Everything from a node is cleaned
+(``textsafe``) before the screen: the followers clean log lines, this module cleans the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, DataTable, Label, Static
+
+from ..logfollow import LossCurve
+from ..textsafe import clean
+from ..widgets.chart import Chart
+from .base import fit_columns
+from .modals import ConfirmModal, ResultsModal
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from ..remote.node import _RemoteFollower
+    from ..remote.runner import SshRunner
+    from ..store import Store
+    from ..widgets.logpane import LogPane
+
+STARTER_NAME = "nanogpt"  # the container the starter runs (nanogpt-node.sh), stopped with docker rm -f nanogpt
+LOG_BATCH_INTERVAL = 0.1  # as Workloads' pod log
+LOSS_CHART_INTERVAL = 2.0
+
+
+# ---- the nodes --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """A node ncui can reach over ssh: ``id`` names it (an allocation id), ``host``/``port``/``user`` log in."""
+
+    id: str
+    state: str
+    gpus: int = 0
+    gpu_model: str = ""
+    host: str | None = None
+    port: int = 22
+    user: str = ""
+    since: str = ""  # when it was granted ("09:14"), or ""
+
+    @property
+    def reachable(self) -> bool:
+        return self.state == "active" and bool(self.host)
+
+    @property
+    def login(self) -> str:
+        """The command a person types: ``ssh [-p PORT] user@host``."""
+        if not self.host:
+            return ""
+        return f"ssh{'' if self.port == 22 else f' -p {self.port}'} {self.user}@{self.host}"
+
+
+def vm_rows(store: Store) -> list[NodeRow] | None:
+    """The VM cluster's live allocations as nodes (None while the capacity is unread)."""
+    cap = store.value("vm_capacity")
+    if cap is None:
+        return None
+    user = clean(cap.environment.ssh_user)
+    out = []
+    for a in cap.allocations:
+        if a.state in ("released", "reclaimed"):
+            continue
+        since = a.granted_at.astimezone(timezone.utc).strftime("%H:%M") if a.granted_at else ""
+        out.append(
+            NodeRow(
+                clean(a.id),
+                clean(a.state),
+                a.gpus,
+                clean(a.gpu_model),
+                clean(a.public_ip) if a.public_ip else None,
+                a.ssh_port,
+                user,
+                since,
+            )
+        )
+    return out
+
+
+@dataclass
+class NodeRun:
+    """What ncui started on a node: the starter (its log is ``~/first-job/nanogpt.out``) or a container."""
+
+    name: str  # the container's name (docker rm -f NAME stops it)
+    starter: bool
+    image: str = ""
+    command: str = ""
+
+    def label(self) -> str:
+        return self.name
+
+
+def docker_ps(text: str) -> dict[str, str]:
+    """``docker ps``'s table → {name: image} (cleaned), by the header's column positions; {} when unreadable."""
+    lines = text.splitlines()
+    if not lines or "IMAGE" not in lines[0] or "NAMES" not in lines[0]:
+        return {}
+    head = lines[0]
+    image_at, command_at = head.index("IMAGE"), head.find("COMMAND")
+    out = {}
+    for line in lines[1:]:
+        words = line.split()
+        if len(words) >= 2:
+            image = line[image_at:command_at].strip() if command_at > image_at else words[1]
+            out[clean(words[-1])] = clean(image.split()[0] if image else "")
+    return out
+
+
+def _vendor(gpu_model: str | None) -> str:
+    return "amd" if (gpu_model or "").upper().startswith(("MI", "AMD")) else "nvidia"
+
+
+async def stock_image(app: Any, gpu_model: str | None) -> str:
+    """The stock PyTorch image, as the catalog's Train recipe names it (``image:`` of nanogpt-job[-vendor].yaml);
+    '' when the catalog cannot be read."""
+    from ..api.errors import NCError
+
+    nc = app._client()
+    if nc is None:
+        return ""
+    try:
+        f = await nc.recipe_file("nanogpt-job", _vendor(gpu_model))
+    except NCError:
+        return ""
+    m = re.search(r"^\s*image:\s*['\"]?([^\s'\"]+)", f.text, re.M)
+    return m.group(1) if m else ""
+
+
+# ---- the connections --------------------------------------------------------------------------------
+
+
+def host_key_question(node: NodeRow, fingerprint: str, known_hosts: Path) -> str:
+    """The first-use question: the fingerprint, what a yes does, and that the safe answer is no."""
+    return (
+        f"ncui has never connected to {node.id} ({node.user}@{node.host}, port {node.port}). It presents this "
+        f"host key:\n\n  {fingerprint}\n\n"
+        "Trust it only if that is the node you asked for (a node National Compute just granted you is). A yes "
+        f"remembers it in {known_hosts}, and ncui then refuses this address if its key ever changes. "
+        "A no connects nothing and remembers nothing."
+    )
+
+
+class NodeSessions:
+    """The app's ssh connections, one ``SshRunner`` per node, made on first use; the host key of a node never
+    seen is asked about in a modal (default: no). ``close()`` when the app ends."""
+
+    def __init__(self, app: App[Any]) -> None:
+        self.app = app
+        self.runners: dict[str, tuple[NodeRow, SshRunner]] = {}
+        self.runs: dict[str, NodeRun] = {}  # node id -> what ncui started there
+        self.followers: dict[str, _RemoteFollower] = {}  # node id -> the follower of its log
+
+    def runner(self, node: NodeRow) -> SshRunner:
+        from ..config import known_hosts_path
+        from ..remote.runner import SshRunner
+
+        held = self.runners.get(node.id)
+        if held is not None and (held[0].host, held[0].port, held[0].user) == (node.host, node.port, node.user):
+            return held[1]
+        if held is not None:
+            self.app.run_worker(held[1].close(), exit_on_error=False)
+        known = known_hosts_path()
+
+        async def ask(host: str, port: int, fingerprint: str) -> bool:
+            answer = await self.app.push_screen_wait(
+                ConfirmModal(
+                    "A node's host key, the first time",
+                    host_key_question(node, clean(fingerprint), known),
+                    yes="Trust and connect",
+                    no="Do not connect",
+                )
+            )
+            return bool(answer)
+
+        r = SshRunner(node.host or "", node.port, node.user, known_hosts=known, confirm_host_key=ask)
+        self.runners[node.id] = (node, r)
+        return r
+
+    def connected(self, node_id: str) -> bool:
+        held = self.runners.get(node_id)
+        return held is not None and held[1].connected
+
+    async def forget(self, node_id: str) -> None:
+        """The node is gone (released, reclaimed): close its connection, forget what ran there."""
+        held = self.runners.pop(node_id, None)
+        self.runs.pop(node_id, None)
+        follower = self.followers.pop(node_id, None)
+        if follower is not None:
+            follower.stop()
+        if held is not None:
+            await held[1].close()
+
+    async def close(self) -> None:
+        for node_id in list(self.runners):
+            await self.forget(node_id)
+
+
+def connect_failure(node: NodeRow, e: Exception) -> tuple[str, Text]:
+    """A failed connection as a title and a body: the runner's sentence, and what the human can do."""
+    from ..remote.runner import AuthFailed, HostKeyChanged, HostKeyUnknown
+
+    t = Text(str(e))  # the runner's messages are cleaned where they are made
+    if isinstance(e, HostKeyChanged):
+        t.append("\n\nNothing was sent to the node.", style="bold")
+        return f"Refused: the host key of {node.id} changed", t
+    if isinstance(e, AuthFailed):
+        t.append(
+            "\n\nRegister one of these keys with the cluster: k on Lease (5). Keys install on nodes granted after "
+            "they are registered, never on a running node: a node granted before your key was registered needs a "
+            "new grant (release it and declare again) to get it."
+        )
+        return f"{node.id} refused your keys", t
+    if isinstance(e, HostKeyUnknown):
+        return f"Not connected to {node.id}", t
+    return f"Cannot connect to {node.id}", t
+
+
+# ---- the forms ---------------------------------------------------------------------------------------
+
+
+class RunImageModal(ModalScreen["tuple[str, str, str] | None"]):
+    """Your own image and command, run detached on the node: (image, command, name), judged as typed."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    DEFAULT_CSS = """
+    RunImageModal { align: center middle; }
+    RunImageModal > Vertical { width: 90%; max-width: 90; height: auto; max-height: 100%; border: thick $accent;
+                               background: $surface; padding: 0 2; overflow-y: auto; }
+    RunImageModal Horizontal { height: auto; align-horizontal: right; }
+    RunImageModal Button { margin-left: 2; }
+    """
+
+    def __init__(self, node: str, image: str = "", name: str = "my-job") -> None:
+        super().__init__()
+        self.node, self.image, self.name_ = node, image, name
+
+    def compose(self) -> ComposeResult:
+        from ..widgets.field import Field
+
+        with Vertical():
+            yield Static(f"[b]Your container on {self.node}, detached, on every GPU[/b]", markup=True)
+            yield Label("Image")
+            yield Field(value=self.image, placeholder="e.g. ghcr.io/you/trainer:1.2", id="image")
+            yield Label("Command (run with sh -c; blank: the image's own)")
+            yield Field(placeholder="e.g. python train.py --epochs 3", id="command")
+            yield Label("Container name")
+            yield Field(value=self.name_, id="name")
+            yield Static("", id="why")
+            with Horizontal():
+                yield Button("Cancel (Esc)", id="cancel")
+                yield Button("Review (Enter)", id="ok", variant="primary")
+
+    def on_mount(self) -> None:
+        from textual.widgets import Input
+
+        self.query_one("#command" if self.image else "#image", Input).focus()
+
+    def _values(self) -> tuple[str, str, str]:
+        from textual.widgets import Input
+
+        return tuple(self.query_one(f"#{i}", Input).value.strip() for i in ("image", "command", "name"))  # type: ignore[return-value]
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "ok":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def on_input_submitted(self, _event: Any) -> None:
+        self._submit()
+
+    def _submit(self) -> None:
+        from ..remote.node import BadInput, docker_run_command
+
+        image, command, name = self._values()
+        try:
+            docker_run_command(image, command, name)
+        except BadInput as e:
+            self.query_one("#why", Static).update(Text(f"✗ {clean(str(e))}", style="bold red"))
+            return
+        self.dismiss((image, command, name))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class CopyOffModal(ModalScreen["tuple[str, str] | None"]):
+    """Before a release: which folder of the node(s) to copy off, and where to. (remote, local) or None (skip)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Skip")]
+    DEFAULT_CSS = """
+    CopyOffModal { align: center middle; }
+    CopyOffModal > Vertical { width: 90%; max-width: 90; height: auto; max-height: 100%; border: thick $warning;
+                              background: $surface; padding: 0 2; overflow-y: auto; }
+    CopyOffModal Horizontal { height: auto; align-horizontal: right; }
+    CopyOffModal Button { margin-left: 2; }
+    """
+
+    def __init__(self, nodes: list[str], remote: str = "~/first-job", local: str = "") -> None:
+        super().__init__()
+        self.nodes, self.remote = nodes, remote
+        self.local = local or ("~/ncui-results/{node}" if len(nodes) > 1 else f"~/ncui-results/{nodes[0]}")
+
+    def compose(self) -> ComposeResult:
+        from ..widgets.field import Field
+
+        with Vertical():
+            yield Static("[b]Copy files off first?[/b]", markup=True)
+            yield Static(
+                f"A release destroys every node with its disk: {', '.join(self.nodes)}. Copy a folder off "
+                + (
+                    "each node first (SFTP), or skip. {node} in the destination is the node's id; "
+                    if len(self.nodes) > 1
+                    else "it first (SFTP), or skip. "
+                )
+                + "The folder lands inside the destination.",
+                markup=False,
+            )
+            yield Label("Folder on the node")
+            yield Field(value=self.remote, id="remote")
+            yield Label("Into (on this machine)")
+            yield Field(value=self.local, id="local")
+            yield Static("", id="why")
+            with Horizontal():
+                yield Button("Skip (Esc)", id="skip")
+                yield Button("Copy (Enter)", id="copy", variant="warning")
+
+    def on_mount(self) -> None:
+        self.query_one("#copy", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "copy":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def on_input_submitted(self, _event: Any) -> None:
+        self._submit()
+
+    def _submit(self) -> None:
+        from textual.widgets import Input
+
+        remote, local = (self.query_one(f"#{i}", Input).value.strip() for i in ("remote", "local"))
+        if not remote or not local:
+            self.query_one("#why", Static).update(Text("✗ Give both folders (or Esc skips).", style="bold red"))
+            return
+        self.dismiss((remote, local))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class CopyProgressModal(ModalScreen[None]):
+    """A copy off a node: bytes so far, then where it went (or why not); Enter goes on once it is done."""
+
+    BINDINGS = [Binding("escape,enter", "close", "Continue")]
+    DEFAULT_CSS = """
+    CopyProgressModal { align: center middle; }
+    CopyProgressModal > Vertical { width: 90%; max-width: 90; height: auto; border: round $accent;
+                                   background: $surface; padding: 1 2; }
+    """
+
+    def __init__(self, title: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.done = False
+        self.seen: list[tuple[int, int]] = []  # every (bytes done, bytes in all) shown
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(f"[b]{clean(self.title_text)}[/b]", markup=True)
+            yield Static("Starting…", id="progress", markup=False)
+            yield Static("", id="then", markup=False)
+
+    def progress(self, done: int, total: int) -> None:
+        self.seen.append((done, total))
+        if self.is_mounted:
+            pct = f" ({100 * done // total}%)" if total else ""
+            self.query_one("#progress", Static).update(f"{done:,} of {total:,} bytes{pct}")
+
+    def finish(self, text: str | Text) -> None:
+        self.done = True
+        if self.is_mounted:
+            self.query_one("#then", Static).update(text)
+
+    def action_close(self) -> None:
+        if self.done:
+            self.dismiss(None)
+
+
+# ---- the pane ----------------------------------------------------------------------------------------
+
+
+def node_log_state(state: str, follower: _RemoteFollower) -> str:
+    """The line under a node's log for its follower's state ('' while lines simply flow)."""
+    if state == "resuming":
+        why = f" ({follower.error})" if follower.error else ""
+        return f"log: the connection dropped{why}; reconnecting, resuming where it stopped (no line lost or repeated)"
+    if state == "failed":
+        return f"log stopped: {follower.error or 'the node refused the connection'}"
+    if state == "ended":
+        return f"log ended: {follower.end_reason}"
+    return ""
+
+
+class NodesPane(Vertical):
+    """The node view (see the module's docstring). ``rows()`` lists the nodes; the app's ``vm_sessions()``
+    holds the connections."""
+
+    BINDINGS = [
+        Binding("o", "connect", "Connect"),
+        Binding("n", "starter", "Starter"),
+        Binding("u", "own", "Your image"),
+        Binding("x", "stop", "Stop"),
+        Binding("l", "copy_login", "Copy login", show=False),
+    ]
+    DEFAULT_CSS = """
+    NodesPane { height: 1fr; }
+    NodesPane #nodes-state, NodesPane #node-explain { height: auto; }
+    NodesPane #node-explain { color: $text-muted; }
+    NodesPane #nodes { height: auto; max-height: 6; }
+    NodesPane #node-log-row { height: 1fr; min-height: 8; }
+    NodesPane #node-log { width: 2fr; height: 1fr; }
+    NodesPane #node-loss-chart { width: 1fr; height: 1fr; min-height: 8; }
+    """
+    # LOGIN takes what is left: at 80 columns the whole "ssh -p 41611 ubuntu@127.10.0.4"
+    COLUMNS = (("NODE", 12), ("STATE", 12), ("GPUS", 4), ("LOGIN", 30), ("RUNS", 9))
+
+    def __init__(self, store: Store, rows: Callable[[Store], list[NodeRow] | None] = vm_rows, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.store, self.rows = store, rows
+        self.node: str | None = None  # the selected node's id
+        self.follower: _RemoteFollower | None = None
+        self.following: str | None = None  # the node whose log the pane shows
+        self._shown: list[NodeRow] = []
+        self.losses = LossCurve()
+        self.display = False  # shown by Workloads on a VM cluster
+
+    @property
+    def sessions(self) -> NodeSessions:
+        sessions: NodeSessions = self.app.vm_sessions()  # type: ignore[attr-defined]
+        return sessions
+
+    def compose(self) -> ComposeResult:
+        from ..widgets.logpane import LogPane
+
+        yield Static(id="nodes-state")
+        yield DataTable(id="nodes", cursor_type="row")
+        yield Static(id="node-explain")
+        with Horizontal(id="node-log-row"):
+            yield LogPane(id="node-log")
+            yield Chart(id="node-loss-chart", min_interval=LOSS_CHART_INTERVAL)
+
+    def on_mount(self) -> None:
+        self._columns()
+        self._chart()
+
+    def _columns(self) -> bool:
+        if fit_columns(self.query_one("#nodes", DataTable), self.COLUMNS, flex=3, flex_min=20):
+            self._shown = []
+            return True
+        return False
+
+    def on_resize(self) -> None:
+        if self._columns():
+            self.refresh_view()
+
+    @property
+    def pane(self) -> LogPane:
+        from ..widgets.logpane import LogPane
+
+        return self.query_one("#node-log", LogPane)
+
+    def table(self) -> DataTable[Any]:
+        return self.query_one("#nodes", DataTable)
+
+    def selected(self) -> NodeRow | None:
+        return next((r for r in self._shown if r.id == self.node), None)
+
+    # ---- drawing ----------------------------------------------------------------------------------
+
+    def refresh_view(self) -> None:
+        rows = self.rows(self.store)
+        state = self.query_one("#nodes-state", Static)
+        if rows is None:
+            cap = self.store.get("vm_capacity")
+            state.update(Text(cap.staleness(self.store.now()) or "Reading the VM capacity…", style="dim"))
+            return
+        live = {r.id for r in rows}
+        for gone in {*self.sessions.runners, *([self.following] if self.following else [])} - live:
+            self._gone(gone)
+        if not rows:
+            state.update(
+                Text(
+                    "No node: declare capacity on Lease (5, then d); a granted node shows here once it is up.",
+                    style="dim",
+                )
+            )
+        else:
+            active = sum(r.reachable for r in rows)
+            state.update(
+                Text(
+                    f"{len(rows)} node{'s' if len(rows) != 1 else ''}, {active} up. Enter connects; n runs the "
+                    "starter (nanoGPT), u your own image; x stops it.",
+                    style="dim",
+                )
+            )
+        table = self.table()
+        if rows != self._shown:
+            self._shown = rows
+            table.clear()
+            for r in rows:
+                run = self.sessions.runs.get(r.id)
+                table.add_row(
+                    Text(r.id),
+                    Text(r.state, style="green" if r.state == "active" else "yellow"),
+                    Text(str(r.gpus)),
+                    Text(r.login or "—"),
+                    Text(run.label() if run else ("connected" if self.sessions.connected(r.id) else "—")),
+                    key=r.id,
+                )
+            if rows:
+                ids = [r.id for r in rows]
+                table.move_cursor(row=ids.index(self.node) if self.node in ids else 0)
+                if self.node not in ids:
+                    self.node = ids[0]
+        self._explain()
+
+    def _redraw_rows(self) -> None:
+        self._shown = []
+        self.refresh_view()
+
+    def _explain(self) -> None:
+        r = self.selected()
+        t = Text()
+        if r is not None:
+            t.append(f"{r.id}: {r.gpus}× {r.gpu_model}" + (f", granted {r.since}" if r.since else ""))
+            if not r.reachable:
+                t.append(f". {r.state}: its ssh comes up once it is active.")
+            else:
+                t.append(f". {r.login}")
+                run = self.sessions.runs.get(r.id)
+                if run is not None:
+                    what = ": the starter (nanoGPT, stock PyTorch image)" if run.starter else f" ({run.image or '?'})"
+                    t.append(f"\nRuns {run.name}{what}. x stops it (docker rm -f {run.name}).")
+                elif self.sessions.connected(r.id):
+                    t.append("\nConnected. n runs the starter (nanoGPT); u your own image and command.")
+                else:
+                    t.append("\nEnter (or o) connects over ssh with your keys; l copies the ssh command.")
+        self.query_one("#node-explain", Static).update(t)
+
+    def _chart(self) -> None:
+        from .workloads import loss_chart
+
+        self.query_one("#node-loss-chart", Chart).set_data(loss_chart(self.losses))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value if event.row_key is not None else None
+        if event.data_table.id == "nodes" and key is not None and key != self.node:
+            self.node = key
+            self._explain()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "nodes":
+            event.stop()
+            self.action_connect()
+
+    def _gone(self, node_id: str) -> None:
+        if self.following == node_id:
+            if self.follower is not None:
+                self.follower.stop()
+            self.follower = self.following = None
+            self.pane.set_status(f"log: {node_id} is gone (released or reclaimed); its log so far stays above")
+        if node_id in self.sessions.runners:
+            self.app.run_worker(self.sessions.forget(node_id), exit_on_error=False)
+
+    # ---- connect -----------------------------------------------------------------------------------
+
+    def _target(self) -> NodeRow | None:
+        r = self.selected()
+        if r is None:
+            self.notify("No node is selected.", timeout=4)
+        elif not r.reachable:
+            self.notify(f"{r.id} is {r.state}: its ssh comes up once it is active.", timeout=5)
+            return None
+        return r
+
+    def action_copy_login(self) -> None:
+        """The selected node's ``ssh`` command, to the clipboard where the terminal allows (OSC 52)."""
+        row = self.selected()
+        if row is None or not row.login:
+            self.notify("No node is up to log in to yet.", timeout=4)
+            return
+        self.app.copy_to_clipboard(row.login)
+        self.notify(f"Copied: {row.login}", timeout=5)
+
+    def action_connect(self) -> None:
+        r = self._target()
+        if r is not None:
+            self.connect(r)
+
+    async def _connected(self, r: NodeRow) -> SshRunner | None:
+        """The node's runner, connected (the host key asked about the first time); None when it failed (said)."""
+        from ..remote.runner import RemoteError
+
+        runner = self.sessions.runner(r)
+        try:
+            await runner.connect()
+        except RemoteError as e:
+            title, body = connect_failure(r, e)
+            await self.app.push_screen_wait(ResultsModal(title, body))
+            return None
+        return runner
+
+    @work(group="node-connect", exclusive=True, exit_on_error=False)
+    async def connect(self, r: NodeRow) -> None:
+        from ..remote.runner import RemoteError
+
+        was = self.sessions.connected(r.id)
+        runner = await self._connected(r)
+        if runner is None:
+            return
+        if not was:
+            self.notify(f"Connected to {r.id} ({runner.where}).", timeout=4)
+        if r.id not in self.sessions.runs:  # what runs there already (started by an earlier ncui, or by hand)
+            try:
+                res = await runner.run("docker ps", timeout=30)
+            except RemoteError:
+                res = None
+            running = docker_ps(res.stdout) if res is not None and res.ok else {}
+            if STARTER_NAME in running:
+                self.sessions.runs[r.id] = NodeRun(STARTER_NAME, True)
+            elif running:
+                name, image = next(iter(running.items()))
+                self.sessions.runs[r.id] = NodeRun(name, False, image)
+        self._redraw_rows()
+        if r.id in self.sessions.runs and (self.following != r.id or self.follower is None):
+            self.follow(r)
+
+    # ---- run -----------------------------------------------------------------------------------------
+
+    def action_starter(self) -> None:
+        r = self._target()
+        if r is not None:
+            self.run_starter(r)
+
+    def action_own(self) -> None:
+        r = self._target()
+        if r is not None:
+            self.run_own(r)
+
+    def _access(self) -> str:
+        backend = self.app.backend  # type: ignore[attr-defined]
+        return str(backend.endpoints.access) if backend is not None else ""
+
+    async def _busy(self, r: NodeRow) -> bool:
+        run = self.sessions.runs.get(r.id)
+        if run is not None:
+            await self.app.push_screen_wait(
+                ResultsModal(
+                    f"{run.name} runs on {r.id}",
+                    Text(f"Stop it first (x: docker rm -f {run.name}), then start another run."),
+                )
+            )
+            return True
+        return False
+
+    @work(group="node-run", exclusive=True, exit_on_error=False)
+    async def run_starter(self, r: NodeRow) -> None:
+        from ..remote.node import BadInput, start_starter, starter_command
+        from ..remote.runner import RemoteError
+
+        try:
+            line = starter_command(self._access())
+        except BadInput as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return
+        runner = await self._connected(r)
+        if runner is None or await self._busy(r):
+            return
+        if not await self.app.push_screen_wait(
+            ConfirmModal(
+                f"Run the starter on {r.id}?",
+                f"On {runner.where}:\n\n  {line}\n\nThe seed's starter: it fetches nanoGPT under ~/first-job and runs "
+                f"it detached in the stock PyTorch container named {STARTER_NAME}, on every GPU, time-boxed to about "
+                "an hour; its log is ~/first-job/nanogpt.out. The node is billed as it is now, running or not.",
+                yes="Run it",
+                no="Cancel",
+            )
+        ):
+            return
+        try:
+            await start_starter(runner, self._access())
+        except RemoteError as e:
+            await self.app.push_screen_wait(ResultsModal(f"The starter did not start on {r.id}", str(e)))
+            return
+        self.sessions.runs[r.id] = NodeRun(STARTER_NAME, True)
+        self.notify(f"Started {STARTER_NAME} on {r.id}; following its log.", timeout=5)
+        self._redraw_rows()
+        self.follow(r, fresh=True)
+
+    @work(group="node-run", exclusive=True, exit_on_error=False)
+    async def run_own(self, r: NodeRow) -> None:
+        from ..remote.node import docker_run, docker_run_command
+        from ..remote.runner import RemoteError
+
+        runner = await self._connected(r)
+        if runner is None or await self._busy(r):
+            return
+        image = await stock_image(self.app, r.gpu_model)
+        got = await self.app.push_screen_wait(RunImageModal(r.id, image))
+        if got is None:
+            return
+        image, command, name = got
+        line = docker_run_command(image, command, name)
+        if not await self.app.push_screen_wait(
+            ConfirmModal(
+                f"Run your container on {r.id}?",
+                f"Image: {image}\nCommand: {command or '(the image’s own)'}\n\nSent to {runner.where}, as one line "
+                f"(every word quoted):\n\n  {line}\n\nIt runs detached on every GPU of the node; x stops it "
+                f"(docker rm -f {name}). The node is billed as it is now, running or not.",
+                yes="Run it",
+                no="Cancel",
+            )
+        ):
+            return
+        try:
+            await docker_run(runner, image, command, name)
+        except RemoteError as e:
+            await self.app.push_screen_wait(ResultsModal(f"{name} did not start on {r.id}", str(e)))
+            return
+        self.sessions.runs[r.id] = NodeRun(name, False, image, command)
+        self.notify(f"Started {name} on {r.id}; following its log.", timeout=5)
+        self._redraw_rows()
+        self.follow(r, fresh=True)
+
+    # ---- follow --------------------------------------------------------------------------------------
+
+    def follow(self, r: NodeRow, fresh: bool = False) -> None:
+        """Follow what runs on ``r`` into the pane: the starter's file (``tail -F``, resumed by line) or the
+        container's log (``docker logs -f -t``, resumed ``--since``), loss lines into the chart."""
+        from ..remote.node import NODE_LOG, ContainerLogFollower, FileFollower
+
+        run = self.sessions.runs.get(r.id)
+        held = self.sessions.runners.get(r.id)
+        if run is None or held is None:
+            return
+        if self.follower is not None:
+            self.follower.stop()
+        pane = self.pane
+        pane.clear()
+        pane.set_status("")
+        self.losses.clear()
+        self._chart()
+
+        def on_entries(entries: list[str]) -> None:
+            pane.write_entries(entries)
+            if self.losses.add(entries, entries=True):
+                self._chart()
+
+        def on_state(state: str) -> None:
+            pane.set_status(node_log_state(state, follower))
+
+        follower: _RemoteFollower
+        if run.starter:
+            follower = FileFollower(
+                held[1], NODE_LOG, on_entries=on_entries, on_state=on_state, batch_interval=LOG_BATCH_INTERVAL
+            )
+        else:
+            follower = ContainerLogFollower(
+                held[1], run.name, on_entries=on_entries, on_state=on_state, batch_interval=LOG_BATCH_INTERVAL
+            )
+        pane.source = follower.lines
+        self.follower, self.following = follower, r.id
+        self.sessions.followers[r.id] = follower
+        self._follow(follower)
+
+    @work(group="node-log", exclusive=True, exit_on_error=False)
+    async def _follow(self, follower: _RemoteFollower) -> None:
+        await follower.run()
+
+    # ---- stop ----------------------------------------------------------------------------------------
+
+    def action_stop(self) -> None:
+        r = self.selected()
+        run = self.sessions.runs.get(r.id) if r is not None else None
+        if r is None or run is None:
+            self.notify("Nothing ncui knows of runs on this node (Enter connects and looks).", timeout=5)
+            return
+        self.stop_run(r, run)
+
+    @work(group="node-run", exclusive=True, exit_on_error=False)
+    async def stop_run(self, r: NodeRow, run: NodeRun) -> None:
+        from ..remote.node import stop, stop_command
+        from ..remote.runner import RemoteError
+
+        if not await self.app.push_screen_wait(
+            ConfirmModal(
+                f"Stop {run.name} on {r.id}?",
+                f"Sent: {stop_command(run.name)}\n\nThe container stops and is removed. Files it wrote on the node's "
+                "disk stay until the node is released. The node stays granted and billed: release it on Lease (5).",
+                yes="Stop it",
+                no="Keep it",
+            )
+        ):
+            return
+        runner = await self._connected(r)
+        if runner is None:
+            return
+        try:
+            await stop(runner, run.name)
+        except RemoteError as e:
+            await self.app.push_screen_wait(ResultsModal(f"{run.name} was not stopped", str(e)))
+            return
+        self.sessions.runs.pop(r.id, None)
+        if self.following == r.id and self.follower is not None:
+            f, self.follower = self.follower, None
+            if not f.ended:  # a file's tail -F runs on; a container's log ends by itself
+                f.stop()
+            self.pane.set_status(f"log ended: {run.name} was stopped (docker rm -f {run.name})")
+        self.notify(f"Stopped {run.name} on {r.id}. The node is still billed until you release it (Lease, R).")
+        self._redraw_rows()
