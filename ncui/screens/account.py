@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
@@ -52,6 +53,15 @@ it where the terminal allows); open it, approve it, and ncui goes on by itself.
   ceiling. The line shows that sum and, when short, the exact top-up to ask for.
 • [b]Transactions[/b]: charges, top-ups and refunds, newest first. The chart shows the balance over time.
 """
+
+    BINDINGS = [Binding("L", "demo_slurm_login", "slurm-login (demo)", show=False)]
+
+    def action_demo_slurm_login(self) -> None:
+        """The demo's stand-in for the human's slurm-login (a Slurm cluster in the demo only)."""
+        ref = self.store.meta.get("cluster")
+        if ref is None or ref.kind != "slurm":
+            return
+        self.ncapp.start_worker(self.ncapp.slurm_demo_login, name="slurm-demo-login", group="slurm-login")
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="row"):
@@ -228,7 +238,7 @@ it where the terminal allows); open it, approve it, and ncui goes on by itself.
         if active.kind == "slurm":
             from .slurm import slurm_card
 
-            return slurm_card(st, active)
+            return slurm_card(st, active, demo=self.ncapp.backend is not None and self.ncapp.backend.demo is not None)
         return None
 
     _tx_sig: list[tuple[str, str, str]] | None = None  # the transactions shown, as text

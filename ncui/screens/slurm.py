@@ -94,7 +94,7 @@ def money_statement(store: Store, cluster: str) -> str:
     return "\n".join(lines)
 
 
-def slurm_card(store: Store, ref: m.ClusterRef) -> Text:
+def slurm_card(store: Store, ref: m.ClusterRef, *, demo: bool = False) -> Text:
     """Account's Slurm card: the sign-in and what to do next."""
     t = Text()
     t.append("Slurm: ", style="bold")
@@ -105,6 +105,8 @@ def slurm_card(store: Store, ref: m.ClusterRef) -> Text:
         return t
     if not check.ok:
         t.append(check.message, style="bold yellow")
+        if demo:
+            t.append("\nIn the demo, L plays your slurm-login (the box signs you in).", style="bold")
         return t
     t.append(check.message, style="green")
     jobs = store.value("slurm_jobs")
@@ -177,6 +179,25 @@ class SlurmFlowsMixin(_AppBase):
             st.stopped = True
             if st.runner is not None:
                 await st.runner.close()
+
+    async def slurm_demo_login(self) -> None:
+        """In the demo only: the box plays the human's ``slurm-login`` (signs the box's stand-in key into a
+        24-hour certificate where the box's ssh_config points), then the sign-in is checked again at once.
+        Against a real cluster this is the human's own step, and ncui never does it."""
+        import asyncio
+
+        sim = self.backend.sim if self.backend is not None else None
+        st = self._slurm
+        if sim is None or st is None:
+            self.notify("slurm-login is your step: run it in a shell on this machine.", timeout=8)
+            return
+        try:
+            await asyncio.to_thread(sim.ssh.sign, st.ref.name)
+        except Exception as e:  # noqa: BLE001 - the box's own error, said in a sentence
+            self.notify(f"The box could not sign you in: {e}", severity="error", timeout=10)
+            return
+        self.notify(f"The box signed you in to {st.ref.name} as slurm-login would (24 hours).", timeout=8)
+        st.recheck.set()
 
     def slurm_wake(self) -> None:
         """Read the jobs now (a screen that shows them appeared, an action changed them)."""
