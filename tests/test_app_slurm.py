@@ -24,7 +24,9 @@ from tests.sshd_support import SSHD, Sshd, free_port
 
 from .apphelp import app_for, loaded, screen_text, until
 
-DELAY = "0.25"  # seconds between the stand-in's loss lines (30 lines: about 8 s)
+# seconds between the stand-in's loss lines (30 lines: about 30 s): the test cancels the job after a few lines and a
+# cut connection, so the run must outlast them however loaded the machine is (an 8 s run could end first)
+DELAY = "1.0"
 
 
 @pytest.fixture(scope="module")
