@@ -1,0 +1,72 @@
+"""The Slurm path in the app against the box's own simulated login node (scenario `slurm`), with nothing
+injected: `ssh plover` through the box's NC_SSH_CONFIG, the certificate the box's slurm-login signs, the
+first job's PENDING reason in plain words, then RUNNING on the box's clock, its loss lines followed and
+charted, and `scancel` after a yes."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ncui.screens.modals import ConfirmModal
+from ncui.screens.slurm import SlurmPanel
+
+from .apphelp import app_for, loaded, screen_text, until
+
+pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenSSH's ssh (ssh -G reads the config)")
+
+
+def _notes(app) -> str:
+    return "\n".join(n.message for n in list(app._notifications))
+
+
+async def test_the_first_job_on_the_boxs_login_node(sim_factory, tmp_path, monkeypatch):
+    sim = sim_factory("slurm")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NC_SSH_CONFIG", str(sim.ssh.config_path))
+    sim.ssh.sign("plover")  # the human's slurm-login, played by the box
+    app = app_for(sim, frozen=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "summary", "slurm_signin"), 30)
+        await until(pilot, lambda: app.store.value("slurm_signin").ok, 30, "signed in with the box's certificate")
+        await pilot.press("4")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, "the login node's host key, first use")
+        await pilot.press("y")
+        await until(pilot, lambda: "No job of yours in the queue" in screen_text(app), 30, "the empty queue")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, "the first job's question")
+        assert "sbatch --nodes=1 ~/first-job/nanogpt.sbatch" in app.screen.body
+        await pilot.press("y")
+        await until(pilot, lambda: "Submitted batch job" in _notes(app), 30, "sbatch's job id")
+        await until(pilot, lambda: bool(app.store.value("slurm_jobs")), 30, "the job in squeue --me")
+        job = app.store.value("slurm_jobs")[0]
+        assert job.state == "PENDING" and job.name == "nanogpt"
+        await until(pilot, lambda: "waits" in screen_text(app) or "waiting" in screen_text(app), 15, "the reason")
+        for _ in range(60):  # the box's clock: PENDING for a few minutes, then RUNNING and writing its log
+            if (jobs := app.store.value("slurm_jobs")) and jobs[0].running:
+                break
+            sim.world.advance(30)
+            app.slurm_wake()
+            await pilot.pause(0.05)
+        await until(pilot, lambda: (jobs := app.store.value("slurm_jobs")) and jobs[0].running, 30, "RUNNING")
+        panel = app.screen.query_one(SlurmPanel)
+        for _ in range(60):
+            if len(panel.losses.points) >= 3:
+                break
+            sim.world.advance(30)
+            await pilot.pause(0.05)
+        await until(pilot, lambda: len(panel.losses.points) >= 3, 30, "loss points charted from the node's file")
+        await pilot.press("x")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the cancel question")
+        assert f"scancel {job.id}" in app.screen.body
+        await pilot.press("y")
+        await until(pilot, lambda: f"Cancelled job {job.id}" in _notes(app), 30)
+        await until(
+            pilot,
+            lambda: (
+                app.store.value("slurm_jobs") in ((), None) or app.store.value("slurm_jobs")[0].state == "CANCELLED"
+            ),
+            30,
+            "cancelled in squeue",
+        )
