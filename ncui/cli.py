@@ -9,6 +9,7 @@ ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… N
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -68,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--demo", action="store_true", help="run against National Compute in a box (offline)")
     p.add_argument("--api", metavar="URL", help="API origin (default https://nationalcompute.com)")
     p.add_argument("--access", metavar="URL", help="recipe catalog origin (default https://access.nationalcompute.com)")
+    p.add_argument(
+        "--login-node",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="ncui runs on the Slurm cluster's login node itself: Slurm commands run here, not over ssh "
+        "(default: detected from sbatch and a Slurm config; also NCUI_LOGIN_NODE=1/0)",
+    )
     _sim_args(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     s = sub.add_parser(
@@ -84,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "login_node", None) is not None:  # one place reads it: remote.local.on_login_node
+        os.environ["NCUI_LOGIN_NODE"] = "1" if args.login_node else "0"
     if args.command == "sim":
         return run_sim(args)
     if args.demo:

@@ -61,3 +61,14 @@ def test_app_without_token_says_where_to_put_it(tmp_path):
     env["HOME"] = str(tmp_path)
     r = subprocess.run([sys.executable, "-m", "ncui.cli"], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 2 and "~/.config/nationalcompute/token" in r.stderr and "ncui --demo" in r.stderr
+
+
+def test_login_node_flag_decides_where_slurm_commands_run(monkeypatch):
+    from ncui import cli
+    from ncui.remote.local import on_login_node
+
+    monkeypatch.setenv("NCUI_LOGIN_NODE", "")  # (so that what main() sets is undone after the test)
+    monkeypatch.delenv("NCUI_LOGIN_NODE")
+    monkeypatch.setattr(cli, "run_app", lambda args: 10 + on_login_node())  # what the app would see
+    assert cli.main(["--login-node"]) == 11
+    assert cli.main(["--no-login-node"]) == 10
