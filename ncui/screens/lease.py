@@ -5,7 +5,7 @@ what does not; everywhere, the spending limit. Every figure follows the stalenes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -25,7 +25,8 @@ LABEL = 16  # the width of a row's label
 
 
 class LeaseView(View):
-    NEEDS = ("bid", "spend", "cluster", "vm_capacity", "ssh_keys", "ladder", "balance", "transactions", LIMIT_SLICE)
+    NEEDS: ClassVar[tuple[str, ...]] = ("bid", "spend", "cluster", "vm_capacity", "ssh_keys", "ladder", "balance", "transactions")
+    NEEDS += (LIMIT_SLICE, "summary", "research", "research_typed")  # summary, research: a public-research org
     TITLE = "Lease"
     HELP = """\
 [b]Lease[/b]: everything that costs money, in one place.
@@ -93,11 +94,11 @@ class LeaseView(View):
             t.append_text(self.problem("whoami") or Text("Loading the account…", style="dim"))
         elif ref is None:
             if who.org_kind == "public_research":
-                t.append(
-                    f"{who.org_name} is a public research organization: a node is requested and released only "
-                    "through Marshall's workspace tools, so nothing stands here that ncui sets or withdraws. A node "
-                    "bills until it is released: copy the checkpoint and log off before you release it."
-                )
+                from .research import research_text
+
+                t.append(f"{who.org_name} is a public research organization: nothing stands here that ncui sets or "
+                         "withdraws.\n")  # fmt: skip
+                t.append_text(research_text(st))
             else:
                 t.append(f"{who.org_name} has no cluster: nothing stands that costs money here.")
         elif ref.kind == "slurm":
