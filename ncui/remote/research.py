@@ -20,6 +20,7 @@ import asyncio
 import ipaddress
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ import asyncssh
 from ..textsafe import clean
 from .node import BadInput
 
-__all__ = ["Login", "SshSetup", "lease_cover", "parse_login", "pinned_keys", "ssh_setup"]
+__all__ = ["Login", "SshSetup", "config_ports", "lease_cover", "parse_login", "pinned_keys", "ssh_setup"]
 
 RESEARCH_PORT = 22  # the seed: "Port 22 is the only way in"
 _USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # a POSIX login name, never an option
@@ -49,9 +50,9 @@ class Login:
         return f"{self.user}@{self.host}" + ("" if self.port == RESEARCH_PORT else f" (port {self.port})")
 
 
-def parse_login(text: str, *, box_port: int | None = None) -> Login:
+def parse_login(text: str, *, box_ports: Collection[int] = ()) -> Login:
     """``user@ip`` as the seed's ``ssh <ssh_user>@<public_ip>`` names it (also ``ssh user@ip``, and ``user@ip:PORT``
-    or ``-p PORT`` when the port is 22 or ``box_port``, the box's own). ``BadInput`` says what is wrong."""
+    or ``-p PORT`` when the port is 22 or one of ``box_ports``, the box's own). ``BadInput`` says what is wrong."""
     words = text.strip().split()
     if words[:1] == ["ssh"]:
         words = words[1:]
@@ -85,7 +86,7 @@ def parse_login(text: str, *, box_port: int | None = None) -> Login:
         if not _HOSTNAME.fullmatch(host):
             raise BadInput(f"{clean(host)!r} is not an IP address or a host name.") from None
     port = RESEARCH_PORT if port is None else port
-    if port != RESEARCH_PORT and port != box_port:
+    if port != RESEARCH_PORT and port not in box_ports:
         raise BadInput(f"Port 22 is the only way in to a research node (the seed): port {port} is refused.")
     return Login(user, host, port)
 
@@ -127,8 +128,8 @@ async def ssh_setup(host: str, user: str, port: int, ssh_config: Path | None = N
                 idents.append(value)
             elif key in ("userknownhostsfile", "globalknownhostsfile"):
                 known += value.split()
-    if not known:
-        known = ["~/.ssh/known_hosts", "~/.ssh/known_hosts2"]
+    if not ssh_config:  # ssh expands ~ by the password database; asyncssh and a changed HOME by $HOME
+        known += ["~/.ssh/known_hosts", "~/.ssh/known_hosts2"]
     idents += [f"~/.ssh/{name}" for name in _DEFAULT_IDS]
 
     def existing(paths: list[str]) -> tuple[Path, ...]:
@@ -163,3 +164,12 @@ def lease_cover(price_per_gpu_hour: int, gpus: int, lease_seconds: int, balance:
     when it covers it): the seed's "a node request needs a balance for one full lease"."""
     need = -(-price_per_gpu_hour * gpus * lease_seconds // 3600)
     return need, max(0, need - balance)
+
+
+def config_ports(ssh_config: Path | None) -> set[int]:
+    """The ports an ssh_config names (``Port N``): the box's ``NC_SSH_CONFIG`` serves its hosts on ports of its own."""
+    try:
+        text = ssh_config.read_text(encoding="utf-8") if ssh_config is not None else ""
+    except OSError:
+        return set()
+    return {int(m) for m in re.findall(r"(?im)^\s*Port\s+(\d{1,5})\s*$", text)}

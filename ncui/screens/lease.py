@@ -25,7 +25,16 @@ LABEL = 16  # the width of a row's label
 
 
 class LeaseView(View):
-    NEEDS: ClassVar[tuple[str, ...]] = ("bid", "spend", "cluster", "vm_capacity", "ssh_keys", "ladder", "balance", "transactions")
+    NEEDS: ClassVar[tuple[str, ...]] = (
+        "bid",
+        "spend",
+        "cluster",
+        "vm_capacity",
+        "ssh_keys",
+        "ladder",
+        "balance",
+        "transactions",
+    )
     NEEDS += (LIMIT_SLICE, "summary", "research", "research_typed")  # summary, research: a public-research org
     TITLE = "Lease"
     HELP = """\

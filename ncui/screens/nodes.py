@@ -1009,10 +1009,10 @@ class NodesPane(Vertical):
 
     @work(group="node-add", exclusive=True, exit_on_error=False)
     async def add_node(self) -> None:
-        from .research import TYPED, AddNodeModal, box_status
+        from ..remote.research import config_ports
+        from .research import TYPED, AddNodeModal, box_ssh_config
 
-        s = box_status(self.store)
-        login = await self.app.push_screen_wait(AddNodeModal(s.ssh_port if s is not None else None))
+        login = await self.app.push_screen_wait(AddNodeModal(config_ports(box_ssh_config(self.app))))
         if login is None:
             return
         self.store.set(TYPED, login)

@@ -11,6 +11,7 @@ Workloads). Nothing defines a place where the workspace leaves the status for ot
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from datetime import timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -189,9 +190,9 @@ class AddNodeModal(ModalScreen["Login | None"]):
     AddNodeModal Button { margin-left: 2; }
     """
 
-    def __init__(self, box_port: int | None = None) -> None:
+    def __init__(self, box_ports: Collection[int] = ()) -> None:
         super().__init__()
-        self.box_port = box_port
+        self.box_ports = box_ports
 
     def compose(self) -> ComposeResult:
         from ..remote.research import EXAMPLE
@@ -232,7 +233,7 @@ class AddNodeModal(ModalScreen["Login | None"]):
         from ..remote.research import parse_login
 
         try:
-            login = parse_login(self.query_one("#login", Input).value, box_port=self.box_port)
+            login = parse_login(self.query_one("#login", Input).value, box_ports=self.box_ports)
         except BadInput as e:
             self.query_one("#why", Static).update(Text(f"✗ {e}", style="bold red"))
             return
