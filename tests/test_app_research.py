@@ -98,8 +98,10 @@ async def connect_and_start(pilot, app, box: Box, nodes: NodesPane, s: dict) -> 
     assert not isinstance(app.screen, ConfirmModal) and app.vm_sessions().connected(s["hostname"])
     assert f"[127.12.0.1]:{s['ssh_port']} ssh-ed25519" in known_hosts_path().read_text()  # remembered as pinned
     await pilot.press("n")
-    await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
-    assert f"curl -fsSL {box.sim.access_url}/first-job/nanogpt-node.sh | sh" in screen_text(app)
+    await until(pilot, lambda: "nanogpt-node.sh" in screen_text(app), what="the starter's question")
+    assert isinstance(
+        app.screen, ConfirmModal
+    ) and f"curl -fsSL {box.sim.access_url}/first-job/nanogpt-node.sh | sh" in screen_text(app)
     assert "until it is released through Marshall" in screen_text(app)
     await pilot.press("y")
     await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following", what="following")
@@ -171,7 +173,8 @@ async def test_the_node_connect_the_starter_its_loss_lines_stop_and_copy_off_nev
 
         seen = statuses(nodes.pane)
         await pilot.press("x")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the stop question")
+        await until(pilot, lambda: "Sent: docker rm -f" in screen_text(app), what="the stop question")
+        await until(pilot, lambda: app.screen.focused is not None, what="focus")
         text = " ".join(screen_text(app).split())
         assert "Sent: docker rm -f nanogpt" in text and app.screen.focused.id == "no"
         assert "through Marshall's workspace (public_research_release); ncui never releases it" in text
@@ -219,8 +222,10 @@ async def test_a_run_that_ends_by_itself_is_noticed_and_the_copy_off_offered(box
         seen = statuses(nodes.pane)
         sim.world.advance(3700)  # past the run's end (it is time-boxed to about an hour)
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, what="the run's end")
+        await until(pilot, lambda: "dies with the lease" in screen_text(app), what="the question's body")
         text = " ".join(screen_text(app).split())
         assert f"The run on {s['hostname']} ended" in text and "dies with the lease" in text
+        await until(pilot, lambda: app.screen.focused is not None, what="focus")
         assert app.screen.focused.id == "yes"  # copying is the safe answer here
         assert any("the run ended (nanogpt exited)" in x for x in seen)
         want = box.file("first-job/nanogpt.out").read_text().splitlines()
@@ -242,7 +247,8 @@ async def test_docker_missing_is_said_plainly(box):
         await pilot.press("n")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
         await pilot.press("y")
-        await until(pilot, lambda: isinstance(app.screen, ResultsModal), what="the starter's answer")
+        await until(pilot, lambda: "did not start" in screen_text(app), what="the starter's answer")
+        assert isinstance(app.screen, ResultsModal)
         text = " ".join(screen_text(app).split())
         assert f"The starter did not start on {s['hostname']}" in text
         assert "docker is not installed on this node, so nothing was started." in text
@@ -286,6 +292,7 @@ async def test_a_node_typed_in_is_checked_then_asked_about_and_a_wrong_pin_is_re
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, (ResultsModal, ConfirmModal)), what="the refusal")
         assert isinstance(app.screen, ResultsModal)  # never asked: refused
+        await until(pilot, lambda: "Refused" in screen_text(app), what="the refusal's body")
         text = " ".join(screen_text(app).split())
         assert f"Refused: the host key of {typed} changed" in text and other.get_fingerprint("sha256") in text
         assert str(pins) in text and "Nothing was sent to the node." in text
@@ -294,9 +301,10 @@ async def test_a_node_typed_in_is_checked_then_asked_about_and_a_wrong_pin_is_re
 
         pins.write_text("")  # no pin: the first-use question
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the host key question")
+        await until(pilot, lambda: "SHA256:" in screen_text(app), what="the host key question")
         line = next(x for x in box.sim.ssh.known_hosts_path.read_text().splitlines() if x.endswith(" research-node"))
         fp = asyncssh.import_public_key(" ".join(line.split()[1:3])).get_fingerprint("sha256")
+        await until(pilot, lambda: app.screen.focused is not None, what="focus")
         assert fp in screen_text(app) and app.screen.focused.id == "no"  # the node's own key, the safe answer first
         await pilot.press("y")
         await until(pilot, lambda: app.vm_sessions().connected(typed), what="connected with the human's own key")
