@@ -309,3 +309,28 @@ async def test_a_node_typed_in_is_checked_then_asked_about_and_a_wrong_pin_is_re
         await pilot.press("y")
         await until(pilot, lambda: app.vm_sessions().connected(typed), what="connected with the human's own key")
         assert f"[127.12.0.1]:{s['ssh_port']} ssh-ed25519" in known_hosts_path().read_text()
+
+
+def test_snapshot_workloads_on_the_research_node(snap_compare, box):
+    """Workloads on the research node at 80×24: its row and login, the starter's log ten minutes in, the loss
+    chart, the meter's sentence. Frozen clocks; the node's port (the OS picks it) is reported as 2222."""
+    sim = box.sim
+    app = app_for(sim)
+
+    async def ready(pilot):
+        nodes, s = await assigned_row(pilot, app, box)
+        await connect_and_start(pilot, app, box, nodes, s)
+        sim.world.advance(600)
+        want = box.file("first-job/nanogpt.out").read_text().splitlines()
+        await until(pilot, lambda: list(nodes.pane.lines_log.lines) == want, what="the log on screen")
+        with sim.world.lock:
+            sim.world.main_org.research.ssh_port = 2222
+        app.pollers.refresh("research")
+        await until(pilot, lambda: "ssh -p 2222 ubuntu@" in screen_text(app), what="the fixed port")
+        chart = app.query_one("#node-loss-chart")
+        await until(pilot, lambda: not chart.pending, what="the loss chart drawn with the last points")
+        app.clear_notifications()
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=ready)
