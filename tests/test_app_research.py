@@ -135,7 +135,7 @@ async def test_account_and_lease_say_who_releases_and_whether_the_balance_covers
         text = " ".join(screen_text(app).split())
         assert "Only Marshall's workspace requests and releases a public-research node" in text
         assert "ncui never requests or releases one" in text
-        assert "One full lease: 8 × H100-SXM-80GB at $2.50/GPU-h for 2 h = $40.00" in text
+        assert "One full lease (what a node request needs): 8 × H100-SXM-80GB at $2.50/GPU-h for 2 h = $40.00" in text
         assert "The balance $60.00 covers it." in text and "Loading" not in text
         await pilot.press("5")
         await until(pilot, lambda: "The node:" in screen_text(app), what="Lease")

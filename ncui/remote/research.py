@@ -87,7 +87,7 @@ def parse_login(text: str, *, box_ports: Collection[int] = ()) -> Login:
             raise BadInput(f"{clean(host)!r} is not an IP address or a host name.") from None
     port = RESEARCH_PORT if port is None else port
     if port != RESEARCH_PORT and port not in box_ports:
-        raise BadInput(f"Port 22 is the only way in to a research node (the seed): port {port} is refused.")
+        raise BadInput(f"Port 22 is the only way in to a research node: port {port} is refused.")
     return Login(user, host, port)
 
 

@@ -55,6 +55,9 @@ class LeaseView(View):
   echoed: if someone else changed it meanwhile you see what changed and are asked again); each allocation
   shows its state and, once active, its ssh login; [b]R[/b] releases (max_gpus 0 with the same price: every
   node is destroyed with its disk). At 100% of a spending limit the capacity is released after the countdown.
+• [b]Public research[/b]: only Marshall's workspace requests and releases the node (no API; ncui does neither).
+  Shown: whether the balance covers one full lease, where the node comes from, and that the meter runs until
+  the release.
 """
     BINDINGS = [
         Binding("l", "limit", "Limit price"),

@@ -1058,7 +1058,7 @@ class NodesPane(Vertical):
         if follower is not None and self.follower is follower:
             self.follower = None
             follower.stop()
-            self.pane.set_status(f"log ended: the run ended ({STARTER_NAME} exited); the node is still billed")
+            self.pane.set_status(f"log ended: the run ended ({STARTER_NAME} exited)")
         self._redraw_rows()
         if await self.app.push_screen_wait(
             ConfirmModal(

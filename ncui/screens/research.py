@@ -134,7 +134,7 @@ def research_text(store: Store, *, short: bool = False) -> Text:
     t.append(WHO_RELEASES)
     bal = store.value("balance") or store.value("summary")
     purchases = getattr(store.value("summary"), "purchases", False)
-    t.append("\n\nOne full lease: ", style="bold")
+    t.append("\n\nOne full lease (what a node request needs): ", style="bold")
     if s is not None and s.lease_ucredits is not None and s.price_per_gpu_hour is not None:
         need = s.lease_ucredits
         t.append(
@@ -148,7 +148,8 @@ def research_text(store: Store, *, short: bool = False) -> Text:
         else:
             short_by = need - bal.balance_ucredits
             t.append(
-                f"The balance {fmt_usd(bal.balance_ucredits)} is {fmt_usd(short_by)} short: a request needs it all. "
+                f"The balance {fmt_usd(bal.balance_ucredits)} is {fmt_usd(short_by)} short of it: a new node request "
+                "needs it all. "
                 + ("Top up on the console's Billing page." if purchases else "Ask your organization's admin."),
                 style="bold red",
             )
@@ -201,8 +202,9 @@ class AddNodeModal(ModalScreen["Login | None"]):
         with Vertical():
             yield Static("[b]Your research node[/b]", markup=True)
             yield Static(
-                "Marshall's status (public_research_status) names the node's public_ip and ssh_user once it is "
-                "assigned. Type them as user@ip. Port 22 is the only way in." + NO_PLACE.split(", so")[0] + ".",
+                "Marshall's status (public_research_status, a workspace tool) names the node's public_ip and "
+                "ssh_user once it is assigned; nothing defines a place where the workspace leaves it for other "
+                "programs, so type them here as user@ip. Port 22 is the only way in.",
                 markup=False,
             )
             yield Label("Login")
