@@ -193,6 +193,8 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         who = s.value
         if who is None:
             return
+        if who.org_kind == "public_research" and self.pollers is not None:  # its node's status (enabled by whoami)
+            self.pollers.refresh("research")
         active = self.store.meta.get("cluster")
         names = [c.name for c in who.clusters]
         if active is None or active.name not in names:

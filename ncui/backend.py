@@ -169,6 +169,20 @@ class Backend:
             ),
             PollSpec("ssh_keys", ssh_keys, 120, 600, enabled=lambda: kind() == "vm" and org_id() is not None),
             PollSpec("catalog", nc.catalog, 600, 0),
+            # A public research organization's node: the box's stand-in for Marshall's status (the service has
+            # none: read once, "unavailable", then left alone).
+            PollSpec(
+                "research",
+                nc.research_status,
+                10,
+                60,
+                fast_interval=3,
+                fast_when=lambda: getattr(store.value("research"), "state", "") == "assigning",
+                enabled=lambda: (
+                    getattr(store.value("whoami"), "org_kind", "") == "public_research"
+                    and getattr(store.value("research"), "state", "") != "unavailable"
+                ),
+            ),
         ]
         return Pollers(store, specs)
 

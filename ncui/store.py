@@ -70,6 +70,7 @@ SLICES = (
     "catalog",
     "pods",
     "balance_history",
+    "research",
 )
 
 

@@ -84,8 +84,7 @@ SENTENCES = {
     "k8s-packing": "Limit price     none: nothing is bid",
     "vm": "Nothing declared: no node is granted or billed. d declares capacity.",
     "slurm": "plover is a Slurm cluster: no limit price and no capacity stand here",
-    "public-research": "Puffin Public Research is a public research organization: a node is requested and released "
-    "only through Marshall's workspace tools",
+    "public-research": "Only Marshall's workspace requests and releases a public-research node",
 }
 
 

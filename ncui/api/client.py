@@ -256,6 +256,15 @@ class NCClient:
             "POST", f"/api/vm/orgs/{_seg(org_id)}/ssh-keys", body, m.SshKey, what="registering the ssh key"
         )
 
+    async def research_status(self) -> m.ResearchStatus:
+        """The box's stand-in for Marshall's node status (``/_sim/research/status``). The service has no such
+        route (the status lives inside a Marshall workspace): a 404 reads ``state="unavailable"``."""
+        what = "reading the research node's status"
+        resp = await self._send("GET", self._api("/_sim/research/status"), what=what, accept_404=True)
+        if resp.status_code == 404:
+            return m.ResearchStatus(state="unavailable")
+        return _parse(resp, m.ResearchStatus, what)
+
     # ---- recipe catalog -------------------------------------------------------------------------
 
     async def catalog(self) -> list[m.Recipe]:

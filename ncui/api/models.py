@@ -201,6 +201,31 @@ class SshKeyRequest(Model):
     public_key: str = Field(min_length=1, max_length=16_384)
 
 
+# ---- public research node (the box's stand-in for Marshall's status: no API on the service) ----------
+
+
+class ResearchStatus(Model):
+    """``GET /_sim/research/status`` (the box only; ours): Marshall's pool watch and ``public_research_status``,
+    which the service keeps inside a workspace. ``state``: queued | assigning | assigned | released, or
+    ``unavailable`` (made by the client: no such route, as on the real service). Prices in micro-credits."""
+
+    state: str
+    queue_position: int | None = None
+    estimated_wait_seconds: int | None = None  # assumes every lease ahead runs its full length
+    assigned_at: datetime | None = None
+    released_at: datetime | None = None
+    public_ip: str | None = None
+    ssh_user: str | None = None
+    ssh_port: int | None = None
+    ssh_host: str | None = None  # its Host name in the box's NC_SSH_CONFIG
+    hostname: str | None = None
+    gpus: int | None = None
+    gpu_model: str | None = None
+    price_per_gpu_hour: int | None = None
+    lease_seconds: int | None = None
+    lease_ucredits: int | None = None
+
+
 # ---- recipe catalog -------------------------------------------------------------------------------
 
 

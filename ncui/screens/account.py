@@ -36,6 +36,7 @@ class AccountView(View):
         "kube_signin",
         "slurm_signin",
         "slurm_jobs",
+        "research",
     )
     TITLE = "Account"
     HELP = """\
@@ -135,8 +136,7 @@ it where the terminal allows); open it, approve it, and ncui goes on by itself.
                 note.update(
                     Text(
                         "A public research organization has no clusters: its members get whole GPU nodes "
-                        "from Marshall inside a workspace (public_research_request), reached over ssh. "
-                        "A node request needs a balance for one full lease.",
+                        "from Marshall inside a workspace, reached over ssh (Workloads, 4).",
                         style="italic",
                     )
                 )
@@ -197,7 +197,9 @@ it where the terminal allows); open it, approve it, and ncui goes on by itself.
         info, bid, ladder = st.value("cluster"), st.value("bid"), st.value("ladder")
         t = Text()
         if active is None:
-            return None
+            from .research import research_org, research_text
+
+            return research_text(st, short=True) if research_org(st) else None
         if active.kind == "kubernetes":
             if info is None or info.name != active.name:
                 return None

@@ -5,7 +5,7 @@ what does not; everywhere, the spending limit. Every figure follows the stalenes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -25,7 +25,17 @@ LABEL = 16  # the width of a row's label
 
 
 class LeaseView(View):
-    NEEDS = ("bid", "spend", "cluster", "vm_capacity", "ssh_keys", "ladder", "balance", "transactions", LIMIT_SLICE)
+    NEEDS: ClassVar[tuple[str, ...]] = (
+        "bid",
+        "spend",
+        "cluster",
+        "vm_capacity",
+        "ssh_keys",
+        "ladder",
+        "balance",
+        "transactions",
+    )
+    NEEDS += (LIMIT_SLICE, "summary", "research", "research_typed")  # summary, research: a public-research org
     TITLE = "Lease"
     HELP = """\
 [b]Lease[/b]: everything that costs money, in one place.
@@ -45,6 +55,9 @@ class LeaseView(View):
   echoed: if someone else changed it meanwhile you see what changed and are asked again); each allocation
   shows its state and, once active, its ssh login; [b]R[/b] releases (max_gpus 0 with the same price: every
   node is destroyed with its disk). At 100% of a spending limit the capacity is released after the countdown.
+• [b]Public research[/b]: only Marshall's workspace requests and releases the node (no API; ncui does neither).
+  Shown: whether the balance covers one full lease, where the node comes from, and that the meter runs until
+  the release.
 """
     BINDINGS = [
         Binding("l", "limit", "Limit price"),
@@ -93,11 +106,11 @@ class LeaseView(View):
             t.append_text(self.problem("whoami") or Text("Loading the account…", style="dim"))
         elif ref is None:
             if who.org_kind == "public_research":
-                t.append(
-                    f"{who.org_name} is a public research organization: a node is requested and released only "
-                    "through Marshall's workspace tools, so nothing stands here that ncui sets or withdraws. A node "
-                    "bills until it is released: copy the checkpoint and log off before you release it."
-                )
+                from .research import research_text
+
+                t.append(f"{who.org_name} is a public research organization: nothing stands here that ncui sets or "
+                         "withdraws.\n")  # fmt: skip
+                t.append_text(research_text(st))
             else:
                 t.append(f"{who.org_name} has no cluster: nothing stands that costs money here.")
         elif ref.kind == "slurm":

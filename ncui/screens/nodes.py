@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from ..remote.node import _RemoteFollower
+    from ..remote.research import SshSetup
     from ..remote.runner import SshRunner
     from ..store import Store
     from ..widgets.logpane import LogPane
@@ -60,6 +61,20 @@ class NodeRow:
     port: int = 22
     user: str = ""
     since: str = ""  # when it was granted ("09:14"), or ""
+    kind: str = "vm"  # "vm" (a VM cluster's allocation) or "research" (a public-research node)
+    alias: str = ""  # its Host name in the box's ssh_config (research-node), where ssh -G finds its key and pin
+    note: str = ""  # why it cannot be reached yet (a research node's queue position), or where it came from
+
+    @property
+    def research(self) -> bool:
+        return self.kind == "research"
+
+    @property
+    def release_hint(self) -> str:
+        """How the node stops being billed: Lease's release on a VM cluster; only Marshall for a research node."""
+        if self.research:
+            return "through Marshall's workspace (public_research_release); ncui never releases it"
+        return "on Lease (5, then R)"
 
     @property
     def reachable(self) -> bool:
@@ -97,6 +112,13 @@ def vm_rows(store: Store) -> list[NodeRow] | None:
             )
         )
     return out
+
+
+def node_rows(store: Store) -> list[NodeRow] | None:
+    """The nodes of what the human has: a public-research organization's node, else the VM cluster's."""
+    from .research import research_org, research_rows
+
+    return research_rows(store) if research_org(store) else vm_rows(store)
 
 
 @dataclass
@@ -172,9 +194,11 @@ class NodeSessions:
         self.runs: dict[str, NodeRun] = {}  # node id -> what ncui started there
         self.followers: dict[str, _RemoteFollower] = {}  # node id -> the follower of its log
 
-    def runner(self, node: NodeRow) -> SshRunner:
+    def runner(self, node: NodeRow, setup: SshSetup | None = None) -> SshRunner:
+        """The node's runner. ``setup`` (a research node): the identities ssh would offer it, and the known_hosts
+        files that pin its host key: a pinned key is trusted without the question, another key is refused."""
         from ..config import known_hosts_path
-        from ..remote.runner import SshRunner
+        from ..remote.runner import HostKeyChanged, SshRunner
 
         held = self.runners.get(node.id)
         if held is not None and (held[0].host, held[0].port, held[0].user) == (node.host, node.port, node.user):
@@ -184,6 +208,23 @@ class NodeSessions:
         known = known_hosts_path()
 
         async def ask(host: str, port: int, fingerprint: str) -> bool:
+            if setup is not None:
+                from ..remote.research import pinned_keys
+
+                pins = pinned_keys(setup.known_hosts, host, port)
+                fps = sorted({k.get_fingerprint("sha256") for k in pins})
+                if fingerprint in fps:
+                    self.app.notify(f"{node.id}: its host key {fingerprint} is pinned where ssh keeps it; trusted.")
+                    return True
+                if fps:
+                    files = ", ".join(str(p) for p in setup.known_hosts)
+                    raise HostKeyChanged(
+                        f"{node.user}@{node.host} presents the host key {clean(fingerprint)}, but {files} pins "
+                        f"{', '.join(fps)} for it. ncui refused to connect: it could be another machine answering at "
+                        "this address.",
+                        fps,
+                        fingerprint,
+                    )
             answer = await self.app.push_screen_wait(
                 ConfirmModal(
                     "A node's host key, the first time",
@@ -194,7 +235,8 @@ class NodeSessions:
             )
             return bool(answer)
 
-        r = SshRunner(node.host or "", node.port, node.user, known_hosts=known, confirm_host_key=ask)
+        keys = list(setup.identities) if setup is not None and setup.identities else None
+        r = SshRunner(node.host or "", node.port, node.user, known_hosts=known, confirm_host_key=ask, client_keys=keys)
         self.runners[node.id] = (node, r)
         return r
 
@@ -225,6 +267,12 @@ def connect_failure(node: NodeRow, e: Exception) -> tuple[str, Text]:
     if isinstance(e, HostKeyChanged):
         t.append("\n\nNothing was sent to the node.", style="bold")
         return f"Refused: the host key of {node.id} changed", t
+    if isinstance(e, AuthFailed) and node.research:
+        t.append(
+            "\n\nThe workspace's key is on the node from its assignment; your own keys get in when they were "
+            "registered with the organization before the node was assigned."
+        )
+        return f"{node.id} refused your keys", t
     if isinstance(e, AuthFailed):
         t.append(
             "\n\nRegister one of these keys with the cluster: k on Lease (5). Keys install on nodes granted after "
@@ -318,9 +366,9 @@ class CopyOffModal(ModalScreen["tuple[str, str] | None"]):
     CopyOffModal Button { margin-left: 2; }
     """
 
-    def __init__(self, nodes: list[str], remote: str = "~/first-job", local: str = "") -> None:
+    def __init__(self, nodes: list[str], remote: str = "~/first-job", local: str = "", intro: str = "") -> None:
         super().__init__()
-        self.nodes, self.remote = nodes, remote
+        self.nodes, self.remote, self.intro = nodes, remote, intro
         self.local = local or ("~/ncui-results/{node}" if len(nodes) > 1 else f"~/ncui-results/{nodes[0]}")
 
     def compose(self) -> ComposeResult:
@@ -329,7 +377,8 @@ class CopyOffModal(ModalScreen["tuple[str, str] | None"]):
         with Vertical():
             yield Static("[b]Copy files off first?[/b]", markup=True)
             yield Static(
-                f"A release destroys every node with its disk: {', '.join(self.nodes)}. Copy a folder off "
+                self.intro
+                or f"A release destroys every node with its disk: {', '.join(self.nodes)}. Copy a folder off "
                 + (
                     "each node first (SFTP), or skip. {node} in the destination is the node's id; "
                     if len(self.nodes) > 1
@@ -338,7 +387,7 @@ class CopyOffModal(ModalScreen["tuple[str, str] | None"]):
                 + "The folder lands inside the destination.",
                 markup=False,
             )
-            yield Label("Folder on the node")
+            yield Label("On the node" if self.intro else "Folder on the node")
             yield Field(value=self.remote, id="remote")
             yield Label("Into (on this machine)")
             yield Field(value=self.local, id="local")
@@ -410,6 +459,65 @@ class CopyProgressModal(ModalScreen[None]):
             self.dismiss(None)
 
 
+def starter_refusal(node: NodeRow, e: Exception) -> Text:
+    """The starter stopped by itself (docker missing from the node, no GPU): its own words, plainly, then what
+    that means. Nothing was started; the node is billed as before."""
+    from ..remote.runner import CommandFailed
+
+    said = clean(e.stderr, multiline=True).strip() if isinstance(e, CommandFailed) else ""
+    said = "\n".join(x.removeprefix("nanogpt-node: ") for x in said.splitlines() if x.strip()) or str(e)
+    t = Text(f"{node.id} says:\n\n", style="bold")
+    t.append(said + "\n\n", style="")
+    t.append(
+        "Nothing was started and nothing is running there. The node stays "
+        f"{'assigned' if node.research else 'granted'} and billed until it is released {node.release_hint}.",
+        style="",
+    )
+    return t
+
+
+async def copy_off_node(app: App[Any], runner: SshRunner, node: NodeRow, remotes: list[str], dest: Path) -> int:
+    """Copy ``remotes`` (files or folders) off one node into ``dest`` over SFTP, with one progress modal for
+    them all (bytes so far of every item started), then what was copied and what was not; returns the bytes
+    copied once the human pressed Enter. The VM release and the research node's copy-off share it."""
+    from ..remote.runner import RemoteError
+
+    what = remotes[0] if len(remotes) == 1 else " and ".join(remotes)
+    modal = CopyProgressModal(f"Copying {what} off {node.id} into {dest}")
+    closed = app.push_screen(modal, wait_for_dismiss=True)  # a future: the human's Enter once it is done
+    base, done_items, failed = 0, [], []  # bytes of the items already copied
+    for remote in remotes:
+
+        def progress(done: int, total: int, base: int = base) -> None:
+            modal.progress(base + done, base + total)
+
+        try:
+            await runner.connect()
+            dest.mkdir(parents=True, exist_ok=True)
+            await runner.copy_from(remote, dest, progress=progress, recurse=True)
+        except RemoteError as e:
+            failed.append(Text.assemble((f"{remote}: not copied. ", "bold red"), connect_failure(node, e)[1]))
+            if not runner.connected:
+                break
+            continue
+        except OSError as e:
+            failed.append(Text(f"Not copied: cannot make {dest}: {e.strerror or e}.", style="bold red"))
+            break
+        base = modal.seen[-1][0] if modal.seen else base
+        done_items.append(dest / Path(remote.rstrip("/")).name)
+    end = Text()
+    if done_items:
+        where = str(done_items[0]) if len(done_items) == 1 else f"{dest}: " + ", ".join(p.name for p in done_items)
+        end.append(f"Copied {base:,} bytes into {where}.", style="green")
+    for f in failed:
+        end.append("\n" if end else "")
+        end.append_text(f)
+    end.append("\n\nEnter goes on.")
+    modal.finish(end)
+    await closed
+    return base
+
+
 # ---- the pane ----------------------------------------------------------------------------------------
 
 
@@ -435,7 +543,10 @@ class NodesPane(Vertical):
         Binding("u", "own", "Your image"),
         Binding("x", "stop", "Stop"),
         Binding("l", "copy_login", "Copy login", show=False),
+        Binding("a", "add_node", "Add node"),  # a research node typed in as user@ip
+        Binding("c", "copy_off", "Copy off"),  # a research node's checkpoint and log
     ]
+    RUN_CHECK = 5.0  # seconds between looks at whether a research node's run still runs (docker ps)
     DEFAULT_CSS = """
     NodesPane { height: 1fr; }
     NodesPane #nodes-state, NodesPane #node-explain { height: auto; }
@@ -448,7 +559,7 @@ class NodesPane(Vertical):
     # LOGIN takes what is left: at 80 columns the whole "ssh -p 41611 ubuntu@127.10.0.4"
     COLUMNS = (("NODE", 12), ("STATE", 12), ("GPUS", 4), ("LOGIN", 30), ("RUNS", 9))
 
-    def __init__(self, store: Store, rows: Callable[[Store], list[NodeRow] | None] = vm_rows, **kw: Any) -> None:
+    def __init__(self, store: Store, rows: Callable[[Store], list[NodeRow] | None] = node_rows, **kw: Any) -> None:
         super().__init__(**kw)
         self.store, self.rows = store, rows
         self.node: str | None = None  # the selected node's id
@@ -477,6 +588,16 @@ class NodesPane(Vertical):
         self._columns()
         self._chart()
 
+    def _research(self) -> bool:
+        from .research import research_org
+
+        return research_org(self.store)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("add_node", "copy_off"):
+            return self._research()
+        return True
+
     def _columns(self) -> bool:
         if fit_columns(self.query_one("#nodes", DataTable), self.COLUMNS, flex=3, flex_min=20):
             self._shown = []
@@ -504,17 +625,35 @@ class NodesPane(Vertical):
     def refresh_view(self) -> None:
         rows = self.rows(self.store)
         state = self.query_one("#nodes-state", Static)
+        self.refresh_bindings()
         if rows is None:
+            if self._research():
+                why = self.store.get("research").staleness(self.store.now())
+                state.update(Text(why or "Reading the research node's status…", style="dim"))
+                return
             cap = self.store.get("vm_capacity")
             state.update(Text(cap.staleness(self.store.now()) or "Reading the VM capacity…", style="dim"))
             return
         live = {r.id for r in rows}
         for gone in {*self.sessions.runners, *([self.following] if self.following else [])} - live:
             self._gone(gone)
-        if not rows:
+        if not rows and self._research():
+            from .research import NO_PLACE, box_status, where_from
+
+            s = box_status(self.store)
+            state.update(Text(f"No node: {where_from(s)}. a adds one." if s is not None else f"No node. {NO_PLACE}"))
+        elif not rows:
             state.update(
                 Text(
                     "No node: declare capacity on Lease (5, then d); a granted node shows here once it is up.",
+                    style="dim",
+                )
+            )
+        elif self._research():
+            state.update(
+                Text(
+                    "Your research node (Marshall assigns and releases it). Enter connects; n starter; x stops it; "
+                    "c copies results off; a adds a node by user@ip.",
                     style="dim",
                 )
             )
@@ -536,7 +675,7 @@ class NodesPane(Vertical):
                 table.add_row(
                     Text(r.id),
                     Text(r.state, style="green" if r.state == "active" else "yellow"),
-                    Text(str(r.gpus)),
+                    Text(str(r.gpus) if r.gpus else "?"),
                     Text(r.login or "—"),
                     Text(run.label() if run else ("connected" if self.sessions.connected(r.id) else "—")),
                     key=r.id,
@@ -556,9 +695,11 @@ class NodesPane(Vertical):
         r = self.selected()
         t = Text()
         if r is not None:
-            t.append(f"{r.id}: {r.gpus}× {r.gpu_model}" + (f", granted {r.since}" if r.since else ""))
+            gpus = f"{r.gpus}× {r.gpu_model}" if r.gpus else "GPUs unknown"
+            when = f", {'assigned' if r.research else 'granted'} {r.since}" if r.since else ""
+            t.append(f"{r.id}: {gpus}{when}" + (f" ({r.note})" if r.note and r.reachable else ""))
             if not r.reachable:
-                t.append(f". {r.state}: its ssh comes up once it is active.")
+                t.append(f". {r.note}." if r.note else f". {r.state}: its ssh comes up once it is active.")
             else:
                 t.append(f". {r.login}")
                 run = self.sessions.runs.get(r.id)
@@ -569,6 +710,10 @@ class NodesPane(Vertical):
                     t.append("\nConnected. n runs the starter (nanoGPT); u your own image and command.")
                 else:
                     t.append("\nEnter (or o) connects over ssh with your keys; l copies the ssh command.")
+            if r.research:
+                from .research import METER
+
+                t.append(f"\n{METER} ncui never releases it.", style="yellow")
         self.query_one("#node-explain", Static).update(t)
 
     def _chart(self) -> None:
@@ -625,7 +770,14 @@ class NodesPane(Vertical):
         """The node's runner, connected (the host key asked about the first time); None when it failed (said)."""
         from ..remote.runner import RemoteError
 
-        runner = self.sessions.runner(r)
+        setup = None
+        if r.research and not self.sessions.connected(r.id):
+            from ..remote.research import ssh_setup
+            from .research import box_ssh_config
+
+            config = box_ssh_config(self.app) if r.alias else None
+            setup = await ssh_setup(r.alias if config is not None else r.host or "", r.user, r.port, config)
+        runner = self.sessions.runner(r, setup)
         try:
             await runner.connect()
         except RemoteError as e:
@@ -658,6 +810,7 @@ class NodesPane(Vertical):
         self._redraw_rows()
         if r.id in self.sessions.runs and (self.following != r.id or self.follower is None):
             self.follow(r)
+            self._watch(r)
 
     # ---- run -----------------------------------------------------------------------------------------
 
@@ -690,7 +843,7 @@ class NodesPane(Vertical):
     @work(group="node-run", exclusive=True, exit_on_error=False)
     async def run_starter(self, r: NodeRow) -> None:
         from ..remote.node import BadInput, start_starter, starter_command
-        from ..remote.runner import RemoteError
+        from ..remote.runner import CommandFailed, RemoteError
 
         try:
             line = starter_command(self._access())
@@ -705,7 +858,8 @@ class NodesPane(Vertical):
                 f"Run the starter on {r.id}?",
                 f"On {runner.where}:\n\n  {line}\n\nThe seed's starter: it fetches nanoGPT under ~/first-job and runs "
                 f"it detached in the stock PyTorch container named {STARTER_NAME}, on every GPU, time-boxed to about "
-                "an hour; its log is ~/first-job/nanogpt.out. The node is billed as it is now, running or not.",
+                "an hour; its log is ~/first-job/nanogpt.out. The node is billed as it is now, running or not"
+                + (", until it is released through Marshall." if r.research else "."),
                 yes="Run it",
                 no="Cancel",
             )
@@ -713,6 +867,9 @@ class NodesPane(Vertical):
             return
         try:
             await start_starter(runner, self._access())
+        except CommandFailed as e:  # the starter said why it stopped (docker missing, no GPU): its words, plainly
+            await self.app.push_screen_wait(ResultsModal(f"The starter did not start on {r.id}", starter_refusal(r, e)))
+            return
         except RemoteError as e:
             await self.app.push_screen_wait(ResultsModal(f"The starter did not start on {r.id}", str(e)))
             return
@@ -720,6 +877,7 @@ class NodesPane(Vertical):
         self.notify(f"Started {STARTER_NAME} on {r.id}; following its log.", timeout=5)
         self._redraw_rows()
         self.follow(r, fresh=True)
+        self._watch(r)
 
     @work(group="node-run", exclusive=True, exit_on_error=False)
     async def run_own(self, r: NodeRow) -> None:
@@ -820,7 +978,8 @@ class NodesPane(Vertical):
             ConfirmModal(
                 f"Stop {run.name} on {r.id}?",
                 f"Sent: {stop_command(run.name)}\n\nThe container stops and is removed. Files it wrote on the node's "
-                "disk stay until the node is released. The node stays granted and billed: release it on Lease (5).",
+                f"disk stay until the node is released. The node stays {'assigned' if r.research else 'granted'} and "
+                f"billed until it is released {r.release_hint}.",
                 yes="Stop it",
                 no="Keep it",
             )
@@ -840,5 +999,116 @@ class NodesPane(Vertical):
             if not f.ended:  # a file's tail -F runs on; a container's log ends by itself
                 f.stop()
             self.pane.set_status(f"log ended: {run.name} was stopped (docker rm -f {run.name})")
-        self.notify(f"Stopped {run.name} on {r.id}. The node is still billed until you release it (Lease, R).")
+        self.notify(f"Stopped {run.name} on {r.id}. The node is still billed until it is released {r.release_hint}.")
         self._redraw_rows()
+
+    # ---- a research node: add one by hand, notice the run's end, copy the results off ------------------
+
+    def action_add_node(self) -> None:
+        self.add_node()
+
+    @work(group="node-add", exclusive=True, exit_on_error=False)
+    async def add_node(self) -> None:
+        from ..remote.research import config_ports
+        from .research import TYPED, AddNodeModal, box_ssh_config
+
+        login = await self.app.push_screen_wait(AddNodeModal(config_ports(box_ssh_config(self.app))))
+        if login is None:
+            return
+        self.store.set(TYPED, login)
+        self.node = f"{login.user}@{login.host}"
+        self.notify(f"Added {login}. Enter connects (its host key is checked first).", timeout=5)
+
+    def _watch(self, r: NodeRow) -> None:
+        """On a research node, look every ``RUN_CHECK`` seconds whether the starter still runs."""
+        if r.research and (run := self.sessions.runs.get(r.id)) is not None and run.starter:
+            self._watch_run(r)
+
+    @work(group="node-watch", exclusive=True, exit_on_error=False)
+    async def _watch_run(self, r: NodeRow) -> None:
+        """The run ended by itself (time-boxed, or it finished): the last lines in, the log stopped, then the
+        copy-off offered. Ends quietly when the run is stopped (x) or the node goes."""
+        import asyncio
+        import time
+
+        from ..remote.node import NODE_LOG
+        from ..remote.runner import RemoteError
+
+        while True:
+            await asyncio.sleep(self.RUN_CHECK)
+            run, held = self.sessions.runs.get(r.id), self.sessions.runners.get(r.id)
+            if run is None or not run.starter or held is None:
+                return
+            try:
+                res = await held[1].run("docker ps", timeout=30)
+            except RemoteError:
+                continue  # dropped: the follower reconnects; look again next time
+            if not res.ok or STARTER_NAME in docker_ps(res.stdout):
+                continue
+            break
+        try:  # every line the run wrote, into the pane before its follower stops
+            lines = int((await held[1].run(f"cat {NODE_LOG} | wc -l", timeout=30)).stdout)
+        except (RemoteError, ValueError):
+            lines = 0
+        deadline = time.monotonic() + 10
+        follower = self.follower if self.following == r.id else None
+        while follower is not None and follower.total < lines and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        self.sessions.runs.pop(r.id, None)
+        if follower is not None and self.follower is follower:
+            self.follower = None
+            follower.stop()
+            self.pane.set_status(f"log ended: the run ended ({STARTER_NAME} exited)")
+        self._redraw_rows()
+        if await self.app.push_screen_wait(
+            ConfirmModal(
+                f"The run on {r.id} ended",
+                f"{STARTER_NAME} ran to its end. The node's disk is scratch and dies with the lease: copy the "
+                "checkpoint (~/first-job/nanoGPT/out-shakespeare-char) and the log (~/first-job/nanogpt.out) off it "
+                f"now? The node stays assigned and billed until it is released {r.release_hint}.",
+                yes="Copy them off",
+                no="Not now (c later)",
+                default="yes",
+            )
+        ):
+            await self._copy_off(r)
+
+    def action_copy_off(self) -> None:
+        r = self._target()
+        if r is not None:
+            self.copy_off(r)
+
+    @work(group="node-copy", exclusive=True, exit_on_error=False)
+    async def copy_off(self, r: NodeRow) -> None:
+        await self._copy_off(r)
+
+    async def _copy_off(self, r: NodeRow) -> None:
+        """The copy-off form (the seed's two items), then the copy with its progress, then the meter's reminder."""
+        import os
+        import shlex
+
+        from .research import METER, RESULTS
+
+        got = await self.app.push_screen_wait(
+            CopyOffModal(
+                [r.id],
+                " ".join(RESULTS),
+                intro=f"The node's disk dies with the lease. Copy the checkpoint and the log off {r.id} (SFTP), or "
+                "skip. "
+                "Several items: separate them with spaces. They land inside the destination.",
+            )
+        )
+        if got is None:
+            return
+        runner = await self._connected(r)
+        if runner is None:
+            return
+        remote, local = got
+        try:
+            items = shlex.split(remote)
+        except ValueError:
+            items = remote.split()
+        dest = Path(os.path.expanduser(local.replace("{node}", r.id)))
+        copied = await copy_off_node(self.app, runner, r, items, dest)
+        if copied:
+            self.notify(f"{METER} ncui never releases it.", timeout=10)

@@ -273,8 +273,7 @@ class VmFlowsMixin(_Base):
 
     async def vm_copy_off(self, cap: m.VmCapacity) -> None:
         """Before a release: offer to copy a folder off each active node (SFTP), with its progress in bytes."""
-        from ..remote.runner import RemoteError
-        from .nodes import CopyOffModal, CopyProgressModal, connect_failure, vm_rows
+        from .nodes import CopyOffModal, copy_off_node, vm_rows
 
         nodes = [r for r in (vm_rows(self.store) or []) if r.reachable]
         live = {a.id for a in cap.allocations if a.state == "active"}
@@ -287,26 +286,7 @@ class VmFlowsMixin(_Base):
         remote, local = got
         for r in nodes:
             dest = Path(os.path.expanduser(local.replace("{node}", r.id)))
-            modal = CopyProgressModal(f"Copying {remote} off {r.id} into {dest}")
-            closed = self.push_screen(modal, wait_for_dismiss=True)  # a future: the human's Enter once it is done
-            runner = self.vm_sessions().runner(r)
-            try:
-                await runner.connect()
-                dest.mkdir(parents=True, exist_ok=True)
-                await runner.copy_from(remote, dest, progress=modal.progress, recurse=True)
-            except RemoteError as e:
-                modal.finish(
-                    Text.assemble(("Not copied. ", "bold red"), connect_failure(r, e)[1], "\n\nEnter goes on.")
-                )
-            except OSError as e:
-                modal.finish(
-                    Text(f"Not copied: cannot make {dest}: {e.strerror or e}.\n\nEnter goes on.", style="bold red")
-                )
-            else:
-                done = modal.seen[-1][0] if modal.seen else 0
-                where = dest / Path(remote.rstrip("/")).name
-                modal.finish(Text(f"Copied {done:,} bytes into {where}.\n\nEnter goes on.", style="green"))
-            await closed
+            await copy_off_node(self, self.vm_sessions().runner(r), r, [remote], dest)
 
     # ---- keys -----------------------------------------------------------------------------------
 

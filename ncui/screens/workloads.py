@@ -106,7 +106,17 @@ WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices
 
 
 class WorkloadsView(View):
-    NEEDS = WATCHED + ("bid", "ladder", "cluster", "kube_signin", "vm_capacity", "slurm_signin", "slurm_jobs")
+    NEEDS = WATCHED + (
+        "bid",
+        "ladder",
+        "cluster",
+        "kube_signin",
+        "vm_capacity",
+        "slurm_signin",
+        "slurm_jobs",
+        "research",
+        "research_typed",
+    )
     TITLE = "Workloads"
     HELP = """\
 [b]Workloads[/b]
@@ -204,9 +214,11 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         return self.query_one("#pods", DataTable)
 
     def _on_nodes(self) -> bool:
-        """The active cluster's workloads are nodes over ssh (a VM cluster), not pods."""
+        """The active cluster's workloads are nodes over ssh (a VM cluster, a public-research node), not pods."""
+        from .research import research_org
+
         active = self.store.meta.get("cluster")
-        return active is not None and active.kind == "vm"
+        return active is not None and active.kind == "vm" or research_org(self.store)
 
     def _show_nodes(self, on: bool) -> None:
         nodes = self.query_one(NodesPane)
