@@ -30,9 +30,12 @@ async def test_the_first_job_on_the_boxs_login_node(sim_factory, tmp_path, monke
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "balance", "summary", "slurm_signin"), 30)
         await until(pilot, lambda: app.store.value("slurm_signin").ok, 30, "signed in with the box's certificate")
-        await pilot.press("4")
+        # the queue is read from the start: the login node's host key is asked first, wherever the human is
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, "the login node's host key, first use")
+        assert "host key" in app.screen.body
         await pilot.press("y")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
+        await pilot.press("4")
         await until(pilot, lambda: "No job of yours in the queue" in screen_text(app), 30, "the empty queue")
         await pilot.press("n")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, "the first job's question")
