@@ -24,7 +24,7 @@ from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 
 from ..textsafe import clean
-from .runner import _READ, MAX_OUTPUT, CopyFailed, Progress, RemoteError, Result, _failed, _short, _text
+from .runner import _READ, MAX_OUTPUT, CopyFailed, Progress, RemoteError, Result, _failed, _short, _text, drain_bounded
 
 __all__ = ["LOGIN_NODE_ENV", "LocalRunner", "on_login_node", "slurm_config"]
 
@@ -125,25 +125,16 @@ class LocalRunner:
         """As ``SshRunner.run``: the status and (bounded) output; ``check`` raises ``CommandFailed``, a
         ``timeout`` ends the command and raises ``RemoteError``."""
         proc = await self._start(cmd, asyncio.subprocess.PIPE)
-        out, err, cut = bytearray(), bytearray(), [False]
-
-        async def drain(reader: asyncio.StreamReader | None, buf: bytearray) -> None:
-            assert reader is not None
-            while data := await reader.read(_READ):
-                room = max_output - len(buf)
-                if len(data) > room:
-                    cut[0] = True
-                buf += data[: max(room, 0)]
-
+        out, err = bytearray(), bytearray()
         try:
-            await asyncio.wait_for(asyncio.gather(drain(proc.stdout, out), drain(proc.stderr, err)), timeout)
+            cut = await asyncio.wait_for(drain_bounded(((proc.stdout, out), (proc.stderr, err)), max_output), timeout)
             await proc.wait()
         except (asyncio.TimeoutError, TimeoutError):
             raise RemoteError(f"{_short(cmd)} did not finish on {self.where} within {timeout:g} s.") from None
         finally:
             await self._end(proc)
         status = proc.returncode if proc.returncode is not None and proc.returncode >= 0 else -1
-        res = Result(status, _text(out), _text(err), cut[0])
+        res = Result(status, _text(out), _text(err), cut)
         if check and res.exit_status != 0:
             raise _failed(cmd, self.where, res.exit_status, res.stderr)
         return res

@@ -193,6 +193,29 @@ class _Client(asyncssh.SSHClient):
         self.runner._lost(self)
 
 
+class _Reader(Protocol):
+    async def read(self, n: int = -1, /) -> bytes: ...
+
+
+async def drain_bounded(streams: Sequence[tuple[_Reader | None, bytearray]], max_output: int) -> bool:
+    """Read each stream to its end into its buffer, keeping at most ``max_output`` bytes of each (the rest
+    is read and dropped, so the command is never blocked on a full pipe). True when anything was cut."""
+    cut = False
+
+    async def drain(reader: _Reader | None, buf: bytearray) -> None:
+        nonlocal cut
+        if reader is None:
+            return
+        while data := await reader.read(_READ):
+            room = max_output - len(buf)
+            if len(data) > room:
+                cut = True
+            buf += data[: max(room, 0)]
+
+    await asyncio.gather(*(drain(r, b) for r, b in streams))
+    return cut
+
+
 class SshRunner:
     """One node over ssh (see the module's docstring). ``where`` is ``user@host`` (``:port`` when not 22)."""
 
@@ -461,17 +484,9 @@ class SshRunner:
         """Run ``cmd`` (one shell command line) and wait for it. ``check``: a status other than 0 raises
         ``CommandFailed``; ``timeout``: the channel is closed after that many seconds (``RemoteError``)."""
         proc = await self._process(cmd)
-        out, err, cut = bytearray(), bytearray(), [False]
-
-        async def drain(reader: asyncssh.SSHReader[bytes], buf: bytearray) -> None:
-            while data := await reader.read(_READ):
-                room = max_output - len(buf)
-                if len(data) > room:
-                    cut[0] = True
-                buf += data[: max(room, 0)]
-
+        out, err = bytearray(), bytearray()
         try:
-            await asyncio.wait_for(asyncio.gather(drain(proc.stdout, out), drain(proc.stderr, err)), timeout)
+            cut = await asyncio.wait_for(drain_bounded(((proc.stdout, out), (proc.stderr, err)), max_output), timeout)
             await proc.wait_closed()
         except (asyncio.TimeoutError, TimeoutError):
             proc.close()
@@ -483,7 +498,7 @@ class SshRunner:
         status = proc.exit_status
         if status is None and proc.exit_signal is None:
             raise self._dropped()  # the channel closed with no status: the connection went
-        res = Result(-1 if status is None else status, _text(out), _text(err), cut[0])
+        res = Result(-1 if status is None else status, _text(out), _text(err), cut)
         if check and res.exit_status != 0:
             raise _failed(cmd, self.where, res.exit_status, res.stderr)
         return res
