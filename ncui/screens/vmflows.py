@@ -410,20 +410,9 @@ class VmFlowsMixin(_Base):
             try:
                 new = await nc.set_vm_capacity(gpus, price, cap.version)
             except VersionConflict:
-                try:
-                    fresh = await nc.vm_capacity()
-                except NCError as e:
-                    await self.push_screen_wait(ResultsModal("Nothing was declared", str(e)))
+                fresh = await self._after_race(nc, cap, "Nothing was declared")
+                if fresh is None:
                     return
-                await self.push_screen_wait(
-                    ResultsModal(
-                        "Someone else changed the capacity",
-                        Text(
-                            changed(cap, fresh) + "\n\nNothing of yours was sent over it. You are asked again, against "
-                            "what stands now."
-                        ),
-                    )
-                )
                 cap = fresh
                 continue
             except BidTooLow as e:
@@ -483,17 +472,9 @@ class VmFlowsMixin(_Base):
             try:
                 new = await nc.set_vm_capacity(0, cap.max_price_per_gpu_hour, cap.version)
             except VersionConflict:
-                try:
-                    fresh = await nc.vm_capacity()
-                except NCError as e:
-                    await self.push_screen_wait(ResultsModal("Nothing was released", str(e)))
+                fresh = await self._after_race(nc, cap, "Nothing was released")
+                if fresh is None:
                     return
-                await self.push_screen_wait(
-                    ResultsModal(
-                        "Someone else changed the capacity",
-                        Text(changed(cap, fresh) + "\n\nYou are asked again, against what stands now."),
-                    )
-                )
                 cap = fresh
                 continue
             except NCError as e:
@@ -513,6 +494,25 @@ class VmFlowsMixin(_Base):
                 ),
             )
         )
+
+    async def _after_race(self, nc: Any, cap: m.VmCapacity, nothing: str) -> m.VmCapacity | None:
+        """A 409: read the capacity again and say what the other writer changed (nothing of ours was sent
+        over it); the fresh capacity to ask against, or None (said) when it cannot be read."""
+        try:
+            fresh: m.VmCapacity = await nc.vm_capacity()
+        except NCError as e:
+            await self.push_screen_wait(ResultsModal(nothing, str(e)))
+            return None
+        await self.push_screen_wait(
+            ResultsModal(
+                "Someone else changed the capacity",
+                Text(
+                    changed(cap, fresh) + "\n\nNothing of yours was sent over it. You are asked again, against what "
+                    "stands now."
+                ),
+            )
+        )
+        return fresh
 
     def _refresh_slices(self, *names: str) -> None:
         pollers = getattr(self, "pollers", None)
