@@ -14,7 +14,10 @@ the stand-in's "container" is a background loop that writes the seed's loss line
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,12 +26,13 @@ from ncui.logfollow import parse_loss
 from ncui.screens.modals import ConfirmModal
 from ncui.screens.nodes import CopyOffModal, CopyProgressModal, NodesPane
 from ncui.screens.research import AddNodeModal
-from tests.sshd_support import SSHD, Sshd
+from tests.sshd_support import Sshd
 
 from .apphelp import app_for, loaded, screen_text, type_text, until
 
+SFTP_SERVER = Path("/usr/lib/openssh/sftp-server")  # (openssh-server brings it; the sshd fixture skips without sshd)
 pytestmark = [
-    pytest.mark.skipif(not SSHD.exists(), reason="no OpenSSH server here (apt-get install -y openssh-server)"),
+    pytest.mark.skipif(not SFTP_SERVER.exists(), reason="no OpenSSH sftp-server here (apt-get install openssh-server)"),
     pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenSSH's ssh (ssh -G)"),
     pytest.mark.skipif(shutil.which("setsid") is None or shutil.which("curl") is None, reason="needs setsid, curl"),
 ]
@@ -73,6 +77,16 @@ exit 1
 NVIDIA_SMI = '#!/bin/sh\n[ "${1:-}" = -L ] && echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0000)"\n'
 
 
+@dataclass
+class Node:
+    sshd: Sshd
+    home: Path  # the node's home (sshd's SetEnv HOME)
+    state: Path  # the docker stand-in's calls and its run's pid
+
+    def __getattr__(self, name: str) -> object:  # port, fingerprint, client_key, drop_sessions: the sshd's
+        return getattr(self.sshd, name)
+
+
 def lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
@@ -83,11 +97,12 @@ def prefix_of(seen: list[str], whole: list[str]) -> bool:
 
 
 @pytest.fixture
-def node(tmp_path):
-    """The ssh host: sshd with the stand-ins on PATH, a home of its own (nanoGPT's sources already there), commands
-    run from that home (``ForceCommand``; SFTP through sftp-server, so a relative path is in that home too)."""
-    root, home, bin_, state = (tmp_path / d for d in ("sshd", "node-home", "node-bin", "node-state"))
-    for d in (root, home, bin_, state):
+def node(sshd, tmp_path):
+    """The ssh host: the sshd fixture again with the stand-ins on PATH, a home of its own (nanoGPT's sources already
+    there), commands run from that home (``ForceCommand``; SFTP through sftp-server, so a relative path is in that
+    home too). Afterwards the run's loop is gone, whatever happened."""
+    home, bin_, state = (tmp_path / d for d in ("node-home", "node-bin", "node-state"))
+    for d in (home, bin_, state):
         d.mkdir()
     (bin_ / "docker").write_text(DOCKER.replace("@STATE@", str(state)))
     (bin_ / "nvidia-smi").write_text(NVIDIA_SMI)
@@ -97,21 +112,16 @@ def node(tmp_path):
     (src / "data" / "shakespeare_char").mkdir(parents=True)
     (src / "train.py").write_text("# nanoGPT (fetched by an earlier start)\n")
     (src / "data" / "shakespeare_char" / "input.txt").write_text("First Citizen:\nBefore we proceed any further\n")
-    server = Sshd(root)
-    server.extra_config = (
+    sshd.extra_config = (
         f"SetEnv HOME={home} PATH={bin_}:/usr/local/bin:/usr/bin:/bin\n"
-        'ForceCommand cd && case "$SSH_ORIGINAL_COMMAND" in internal-sftp) exec /usr/lib/openssh/sftp-server ;; '
+        f'ForceCommand cd && case "$SSH_ORIGINAL_COMMAND" in internal-sftp) exec {SFTP_SERVER} ;; '
         '*) eval "$SSH_ORIGINAL_COMMAND" ;; esac\n'
     )
-    server.start()
-    server.home, server.state = home, state  # type: ignore[attr-defined]
-    yield server
-    server.stop()
+    sshd.restart()
+    yield Node(sshd, home, state)
+    sshd.stop()
     pid = state / "pid"
     if pid.exists():  # a loop the test did not stop (it failed first): its whole group
-        import os
-        import signal
-
         try:
             os.killpg(int(pid.read_text()), signal.SIGKILL)
         except (ProcessLookupError, ValueError):
