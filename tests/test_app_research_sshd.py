@@ -38,7 +38,8 @@ pytestmark = [
 ]
 
 # docker as the node's would answer the starter (info, ps -q --filter, rm -f, image inspect, run -d) and ncui
-# (docker ps's table, docker rm -f): every call is logged in STATE/calls; the run's loop is its own process group
+# (docker ps's table, docker rm -f): every call is logged in STATE/calls; the run's loop is its own process group,
+# its pid in STATE/pid
 DOCKER = r"""#!/bin/sh
 S=@STATE@
 echo "$*" >> "$S/calls"
@@ -51,8 +52,7 @@ ps)
     running && echo "0a1b2c3d4e5f   pytorch/pytorch:2.5.1   \"bash -c\"   now       Up 2 seconds           nanogpt"
     exit 0 ;;
 rm)
-    running && kill -TERM -- "-$(cat "$S/pid")"
-    rm -f "$S/pid"
+    running && kill -TERM "-$(cat "$S/pid")"  # (dash's kill takes no --)
     exit 0 ;;
 run)
     dir=
@@ -120,12 +120,12 @@ def node(sshd, tmp_path):
     sshd.restart()
     yield Node(sshd, home, state)
     sshd.stop()
-    pid = state / "pid"
-    if pid.exists():  # a loop the test did not stop (it failed first): its whole group
-        try:
-            os.killpg(int(pid.read_text()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            pass
+    pid = (state / "pid").read_text().strip() if (state / "pid").exists() else ""
+    try:  # a loop the test did not stop (it failed first): its whole group, if that pid is still the loop
+        if pid and str(home) in Path(f"/proc/{pid}/cmdline").read_text():
+            os.killpg(int(pid), signal.SIGKILL)
+    except (OSError, ValueError):
+        pass
 
 
 async def test_the_research_flow_on_a_real_sshd(node, sim_factory, tmp_path, monkeypatch):
@@ -199,7 +199,9 @@ async def test_the_research_flow_on_a_real_sshd(node, sim_factory, tmp_path, mon
         before = calls.read_text().count("rm -f nanogpt")  # the starter's own clean-up counts one
         await pilot.press("y")
         await until(pilot, lambda: "nanogpt was stopped" in screen_text(app), 30, "stopped")
-        assert calls.read_text().count("rm -f nanogpt") == before + 1 and not (node.state / "pid").exists()
+        assert calls.read_text().count("rm -f nanogpt") == before + 1
+        loop = Path(f"/proc/{(node.state / 'pid').read_text().strip()}")
+        await until(pilot, lambda: not loop.exists(), what="the run's loop gone")  # killed (and reaped)
         assert 3 <= len(lines(out)) < 120  # stopped before the run's end
         assert prefix_of(follower.texts(), lines(out))
 
