@@ -138,7 +138,8 @@ async def test_the_research_flow_on_a_real_sshd(node, sim_factory, tmp_path, mon
     cfg = tmp_path / "ssh_config"  # the box's config names the node's port: the only port besides 22 typed in
     cfg.write_text(f"Host research-node\n  HostName 127.0.0.1\n  Port {node.port}\n  User root\n")
     monkeypatch.setenv("NC_SSH_CONFIG", str(cfg))
-    monkeypatch.setattr(NodesPane, "RUN_CHECK", 0.5)
+    # the run check (docker ps, every 5 s in the app) often: a stop (x) must never be taken for the run ending by itself
+    monkeypatch.setattr(NodesPane, "RUN_CHECK", 0.05)
     sim = sim_factory("public-research")
     out = node.home / "first-job" / "nanogpt.out"
     results = node.home / "first-job" / "nanoGPT" / "out-shakespeare-char"

@@ -129,6 +129,7 @@ class NodeRun:
     starter: bool
     image: str = ""
     command: str = ""
+    stopping: bool = False  # x was answered yes and docker rm -f is on its way: its end is no run's end
 
     def label(self) -> str:
         return self.name
@@ -988,9 +989,12 @@ class NodesPane(Vertical):
         runner = await self._connected(r)
         if runner is None:
             return
+        run.stopping = True  # the run check must not take the stop for the run ending by itself
         try:
             await stop(runner, run.name)
         except RemoteError as e:
+            run.stopping = False
+            self._watch(r)
             await self.app.push_screen_wait(ResultsModal(f"{run.name} was not stopped", str(e)))
             return
         self.sessions.runs.pop(r.id, None)
@@ -1037,7 +1041,7 @@ class NodesPane(Vertical):
         while True:
             await asyncio.sleep(self.RUN_CHECK)
             run, held = self.sessions.runs.get(r.id), self.sessions.runners.get(r.id)
-            if run is None or not run.starter or held is None:
+            if run is None or not run.starter or held is None or run.stopping:
                 return
             try:
                 res = await held[1].run("docker ps", timeout=30)
@@ -1045,6 +1049,8 @@ class NodesPane(Vertical):
                 continue  # dropped: the follower reconnects; look again next time
             if not res.ok or STARTER_NAME in docker_ps(res.stdout):
                 continue
+            if run.stopping or self.sessions.runs.get(r.id) is not run:
+                return  # stopped with x meanwhile (stop_run says so), or another run started
             break
         try:  # every line the run wrote, into the pane before its follower stops
             lines = int((await held[1].run(f"cat {NODE_LOG} | wc -l", timeout=30)).stdout)
