@@ -8,18 +8,19 @@ reconnects at once); ``restart(new_host_key=True)`` is a rebuilt node on the sam
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import asyncssh
 import pytest
+
+from tests.kc_support import until  # noqa: F401  (the one async wait with a deadline; the ssh tests import it here)
 
 SSHD = Path("/usr/sbin/sshd")
 
@@ -69,15 +70,6 @@ def children(pid: int) -> list[int]:
     except OSError:
         return []
     return [int(x) for x in text.split()]
-
-
-async def until(cond: Callable[[], object], timeout: float = 15.0, what: str = "") -> None:
-    """Wait on a condition with a deadline (the loop runs meanwhile); never a fixed sleep."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or cond}")
-        await asyncio.sleep(0.02)
 
 
 class Sshd:

@@ -3,16 +3,15 @@ that goes away (SIGHUP over ssh) changes nothing; the next start points out what
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import shutil
 import sys
-import time
 
 import httpx
 import pytest
 
 from .apphelp import app_for, loaded, until
+from .kc_support import until as wait_until
 from .simproc import SimProcess
 from .tmuxterm import env_for
 
@@ -52,17 +51,9 @@ async def test_a_lost_terminal_changes_nothing_and_the_next_start_says_what_stan
             await term.until(lambda s: "stands on halcyon" in term.toasts(), 10, what="the notice at start")
             pid = term.pane_pid()
             term.close()  # the terminal goes away: SIGHUP
-            await until_true(lambda: not _alive(pid), 20, what="ncui to end with its terminal")
+            await wait_until(lambda: not _alive(pid), 20, what="ncui to end with its terminal")
             bid = (await h.get(api + "/api/k8s/bid")).json()
         assert bid["max_price_per_gpu_hour"] == 4.5  # nothing was changed by the hang-up
-
-
-async def until_true(cond, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.05)  # a polling interval, not a wait for something to be done
 
 
 async def test_a_worker_that_fails_is_said_not_silently_gone(sim):

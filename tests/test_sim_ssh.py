@@ -12,7 +12,6 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -25,6 +24,7 @@ from ncui.sim.ssh.node import STOCK
 from ncui.sim.world import JOIN_MAX
 
 from .conftest import make_world, wait_for
+from .kc_support import until
 from .simproc import SimProcess
 from .tmuxterm import env_for
 
@@ -369,15 +369,17 @@ async def test_ncui_remote_runs_the_starter_and_follows_across_a_dropped_session
         tasks = [asyncio.ensure_future(ff.run()), asyncio.ensure_future(cf.run())]
         try:
             box.advance(300)
-            await _until(lambda: any(LOSS.search(x) for x in from_file + from_docker[-1:]), "the first loss lines")
+            await until(
+                lambda: any(LOSS.search(x) for x in from_file + from_docker[-1:]), 20, what="the first loss lines"
+            )
             assert box.http.post("/_sim/ssh/drop").json()["dropped"] >= 1
             box.advance(300)  # written while the sessions are down
-            await _until(lambda: ff.streams >= 2 and cf.streams >= 2, "both followers to reconnect")
+            await until(lambda: ff.streams >= 2 and cf.streams >= 2, 20, what="both followers to reconnect")
             box.advance(100)
             want_file = (await r.run(f"cat {NODE_LOG}", check=True)).stdout.splitlines()
-            await _until(lambda: from_file == want_file, "every line of the file, once")
+            await until(lambda: from_file == want_file, 20, what="every line of the file, once")
             want_docker = (await r.run("docker logs mine", check=True)).stdout.splitlines()
-            await _until(lambda: from_docker == want_docker, "every line of the container's log, once")
+            await until(lambda: from_docker == want_docker, 20, what="every line of the container's log, once")
             assert sum(bool(LOSS.search(x)) for x in want_file) > 20 and LOSS.search(want_docker[-1])
             await stop(r, "mine")
             await asyncio.wait_for(tasks[1], 20)  # docker logs -f ends with its container
@@ -386,11 +388,3 @@ async def test_ncui_remote_runs_the_starter_and_follows_across_a_dropped_session
             ff.stop()
             cf.stop()
             await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _until(cond, what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
