@@ -13,7 +13,8 @@ from .apphelp import app_for, loaded, screen_text, until
 async def test_account_screen_shows_who_money_and_plan(sim):
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "ladder", "cluster"))
+        # the header shows the limit price once it is read ("…" until then): wait for it too
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "ladder", "cluster", "bid"))
         await pilot.pause()
         text = screen_text(app)
         assert "ada@halcyon.example" in text and "Halcyon Lab" in text

@@ -68,7 +68,7 @@ async def test_the_price_confirmed_is_the_price_sent(sim):
         await type_text(pilot, "4.17")
         await pilot.press("enter")
         assert await confirm_and_check_sent(pilot, app, sent, "limit price of") == Decimal("4.17")
-        await until(pilot, lambda: "Apply Train nanoGPT?" in screen_text(app), what="the apply question")
+        await until(pilot, lambda: "Apply Train nanoGPT?" in screen_text(app), 40, what="the apply question")
         assert world.main_org.k8s["halcyon"].bid == 4_170_000
         await pilot.press("n")
         # nothing applied: the limit just set is offered back; withdrawing it sends 0
@@ -100,7 +100,7 @@ async def test_a_standing_limit_finer_than_cents_is_shown_and_prefilled_exactly(
         await type_text(pilot, "4.2")
         await pilot.press("enter")
         assert await confirm_and_check_sent(pilot, app, sent, "limit price of") == Decimal("4.20")
-        await until(pilot, lambda: "Apply Train nanoGPT?" in screen_text(app), what="the apply question")
+        await until(pilot, lambda: "Apply Train nanoGPT?" in screen_text(app), 40, what="the apply question")
         assert "Limit price $4.20/GPU-h stands on halcyon." in screen_text(app)
         await pilot.press("n")
         # nothing applied: putting back the earlier limit sends it exactly as it stood
