@@ -339,14 +339,10 @@ class VmFlowsMixin(_Base):
     async def vm_declare_flow(self) -> None:
         from .. import recipes as R
 
-        nc, ref = self._client(), self.store.meta.get("cluster")
-        if nc is None or ref is None or ref.kind != "vm":
+        opened = await self._vm_read()
+        if opened is None:
             return
-        try:
-            cap = await nc.vm_capacity()
-        except NCError as e:
-            await self.push_screen_wait(ResultsModal("Cannot read the VM capacity", str(e)))
-            return
+        nc, ref, cap = opened
         gpn = cap.gpus_per_node
         gpus = await self.push_screen_wait(
             GpusModal(
@@ -441,14 +437,10 @@ class VmFlowsMixin(_Base):
     # ---- release --------------------------------------------------------------------------------
 
     async def vm_release_flow(self) -> None:
-        nc, ref = self._client(), self.store.meta.get("cluster")
-        if nc is None or ref is None or ref.kind != "vm":
+        opened = await self._vm_read()
+        if opened is None:
             return
-        try:
-            cap = await nc.vm_capacity()
-        except NCError as e:
-            await self.push_screen_wait(ResultsModal("Cannot read the VM capacity", str(e)))
-            return
+        nc, ref, cap = opened
         await self.vm_copy_off(cap)  # the disks die with the release: offered first, never required
         for _ in range(MAX_CONFLICTS):
             live = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
@@ -494,6 +486,19 @@ class VmFlowsMixin(_Base):
                 ),
             )
         )
+
+    async def _vm_read(self) -> tuple[Any, m.ClusterRef, m.VmCapacity] | None:
+        """The start of a VM flow: the client, the active VM cluster and its capacity read now; None (said on
+        screen when the read failed) otherwise."""
+        nc, ref = self._client(), self.store.meta.get("cluster")
+        if nc is None or ref is None or ref.kind != "vm":
+            return None
+        try:
+            cap: m.VmCapacity = await nc.vm_capacity()
+        except NCError as e:
+            await self.push_screen_wait(ResultsModal("Cannot read the VM capacity", str(e)))
+            return None
+        return nc, ref, cap
 
     async def _after_race(self, nc: Any, cap: m.VmCapacity, nothing: str) -> m.VmCapacity | None:
         """A 409: read the capacity again and say what the other writer changed (nothing of ours was sent
