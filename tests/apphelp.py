@@ -22,9 +22,10 @@ def app_for(sim, *, frozen: bool = True) -> NCApp:
 
 
 async def until(pilot, cond, timeout: float = 15.0, what: str = "") -> None:
-    """Let the app run until ``cond()`` holds, with a deadline."""
+    """Let the app run until ``cond()`` holds and the screen on top has finished composing and mounting (a
+    modal that has just been pushed is on the stack before its widgets are), with a deadline."""
     deadline = time.monotonic() + timeout
-    while not cond():
+    while not (cond() and pilot.app.screen.is_mounted):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or cond}")
         await pilot.pause(0.02)

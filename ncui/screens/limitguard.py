@@ -48,6 +48,7 @@ class CountdownModal(ModalScreen[bool]):
     keeps it (False), and the limit then reads "reached, kept by you"."""
 
     BINDINGS = [Binding("escape,n", "answer(False)", "Keep"), Binding("y", "answer(True)", "Withdraw now")]
+    AUTO_FOCUS = "#yes"  # the safe answer here is to stop spending
     DEFAULT_CSS = """
     CountdownModal { align: center middle; }
     CountdownModal > Vertical { width: 90%; max-width: 80; height: auto; max-height: 100%; border: thick $error;
@@ -74,7 +75,6 @@ class CountdownModal(ModalScreen[bool]):
         return f"ncui will {self.what} in {self.left} s. Esc keeps it."
 
     def on_mount(self) -> None:
-        self.query_one("#yes", Button).focus()  # the safe answer here is to stop spending
         self.set_interval(1.0, self._tick)
 
     def _tick(self) -> None:
