@@ -198,9 +198,8 @@ def _error_text(status: int, raw: bytes) -> str:
         doc = json.loads(raw)
         if isinstance(doc, dict):
             err = doc.get("error")
-            msg = str(
-                doc.get("message") or (err.get("message") if isinstance(err, dict) else err) or doc.get("detail") or ""
-            )
+            nested = err.get("message") if isinstance(err, dict) else None
+            msg = str(doc.get("message") or nested or doc.get("detail") or err or "")
     except ValueError:
         msg = raw[:300].decode("utf-8", "replace")
     msg = " ".join(clean(msg).split())[:300]
@@ -243,7 +242,8 @@ def _chunk_of(doc: Any, answer: Answer) -> Chunk:
 async def stream_chat(
     kube: KubeClient, ep: Endpoint, body: Mapping[str, Any], answer: Answer, *, timeout: float = 300.0
 ) -> AsyncIterator[Chunk]:
-    """POST ``body`` to the endpoint through the service proxy and yield its text as it streams in, filling
+    """POST ``body`` to the endpoint through the service proxy and yield its text as it streams in (chunks that
+    carry text only), filling
     ``answer`` (text, timing, finish reason, usage) on the way. Raises ``ChatError`` with a sentence for an
     endpoint that refuses (4xx/5xx), a stream that drops before ``[DONE]``, or a chunk that is not an
     OpenAI chunk; ``KubeError`` when the cluster cannot be reached or refuses the sign-in."""
@@ -275,8 +275,9 @@ async def stream_chat(
                         f"{ep.recipe} sent a chunk that is not an OpenAI chunk ({e}): "
                         f"{' '.join(clean(data).split())[:80]!r}; the answer stops here"
                     ) from None
-                answer.add(c, time.monotonic())
-                yield c
+                if c.content or c.reasoning:
+                    answer.add(c, time.monotonic())
+                    yield c
     except KubeError:
         raise
     except ChatError:
