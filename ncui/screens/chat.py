@@ -5,6 +5,7 @@ demand and the seed's curl to copy. The request itself is the seed's (``ncui/kub
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from .modals import PromptModal, ResultsModal
 if TYPE_CHECKING:
     from ..app import NCApp
 
+THINKING_LINES = 4  # lines of a thinking shown (the newest while it streams, then the first) until Ctrl+G
 MAX_DOCUMENT = 400_000  # bytes of a document file read into the box (a filing fits; a dump does not)
 REPAINT = 0.1  # seconds between repaints of an answer as it streams
 
@@ -73,6 +75,7 @@ class ChatScreen(ModalScreen[None]):
         Binding("ctrl+o", "open_file", "Open file"),
         Binding("ctrl+r", "request", "Request"),
         Binding("ctrl+t", "curl", "curl"),
+        Binding("ctrl+g", "thinking", "Thinking", show=False),
         Binding("escape", "back", "Back"),
     ]
     DEFAULT_CSS = """
@@ -81,7 +84,7 @@ class ChatScreen(ModalScreen[None]):
     ChatScreen #chat-title { height: 1; }
     ChatScreen #conversation { height: 1fr; }
     ChatScreen #conversation > Static { margin-bottom: 1; }
-    ChatScreen #composer { height: 5; border: tall $accent; }
+    ChatScreen #composer { height: auto; min-height: 3; max-height: 8; border: tall $accent; }
     ChatScreen #chat-keys { height: 1; color: $text-muted; }
     """
 
@@ -93,6 +96,7 @@ class ChatScreen(ModalScreen[None]):
         self.last_body: dict | None = None
         self.answer: Answer | None = None  # the answer streaming now
         self._live: Static | None = None
+        self.full_thinking = False  # Ctrl+G: every thinking shown whole
 
     # ---- layout ---------------------------------------------------------------------------------------------
 
@@ -145,7 +149,7 @@ class ChatScreen(ModalScreen[None]):
         parts.append(you)
         if a is not None:
             if a.reasoning:
-                parts.append(Panel(Text(a.reasoning.strip(), style="dim"), title="thinking", title_align="left"))
+                parts.append(self._thinking(a.reasoning.strip(), live=live))
             body = Text(f"{self.ep.recipe}: ", style="bold green")
             body.append(a.content.strip() or ("…" if live else "(no answer text)"))
             parts.append(body)
@@ -153,6 +157,18 @@ class ChatScreen(ModalScreen[None]):
         if error:
             parts.append(Text(f"✗ {error}", style="bold red"))
         return Group(*parts)
+
+    def _thinking(self, text: str, *, live: bool) -> Panel:
+        """The thinking, apart: while it streams its last lines (a window on it), then its first lines, unless
+        Ctrl+G shows every thinking whole."""
+        width = max(20, self.size.width - 8)
+        lines = [ln for para in text.splitlines() for ln in (textwrap.wrap(para, width) or [""])]
+        shown, note = lines, ""
+        if not self.full_thinking and len(lines) > THINKING_LINES:
+            shown = lines[-THINKING_LINES:] if live else lines[:THINKING_LINES]
+            note = f"{len(lines) - THINKING_LINES} more lines · Ctrl+G shows the thinking whole"
+        body = Text("\n".join(shown), style="dim")
+        return Panel(body, title="thinking", title_align="left", subtitle=note or None, subtitle_align="right")
 
     def _repaint(self) -> None:
         if self._live is not None and self.answer is not None and self.shown:
@@ -209,6 +225,13 @@ class ChatScreen(ModalScreen[None]):
             self.query_one("#conversation", VerticalScroll).scroll_end(animate=False)
         self._live, self.answer = None, None
 
+    def action_thinking(self) -> None:
+        self.full_thinking = not self.full_thinking
+        turns = list(self.query("#conversation > .turn").results(Static))
+        for w, (text, a, err) in zip(turns, self.shown, strict=True):  # one turn widget per exchange shown
+            if w is not self._live:
+                w.update(self._turn(text, a, err, live=False))
+
     def action_back(self) -> None:
         if self.answer is not None:  # Esc stops an answer first; a second Esc goes back
             a = self.answer
@@ -229,10 +252,10 @@ class ChatScreen(ModalScreen[None]):
         else:
             title = f"The last request sent to {self.ep.recipe}"
         t.append(
-            f"POST /api/v1/namespaces/default/services/{self.ep.service}:{self.ep.port}/proxy/v1/chat/completions\n",
+            f"POST …/services/{self.ep.service}:{self.ep.port}/proxy/v1/chat/completions (the cluster's service "
+            "proxy; the same body a port-forward and curl send)\n\n",
             style="dim",
         )
-        t.append("(through the cluster's service proxy; the same body as a port-forward and curl)\n\n", style="dim")
         t.append(clean(json.dumps(body, indent=2, ensure_ascii=False), multiline=True))
         t.append("\n\nThe seed's curl (Ctrl+T copies it; without stream, it prints one JSON answer):\n\n", style="bold")
         t.append(curl_command(self.ep, body, self.context))
