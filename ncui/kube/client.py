@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import contextlib
 import copy
 import json
 import ssl
@@ -686,3 +687,42 @@ class KubeClient:
         except ValueError:
             return {"text": r.text}
         return out if isinstance(out, dict) else {"value": out}
+
+    @contextlib.asynccontextmanager
+    async def proxy_stream(
+        self,
+        service: str,
+        port: int | str,
+        path: str,
+        json: Any,
+        *,
+        namespace: str = "default",
+        timeout: float = 300,
+    ) -> AsyncIterator[httpx.Response]:
+        """A POST to a Service through the proxy whose answer is read as it streams (Server-Sent Events):
+        ``async with kc.proxy_stream(...) as r: async for line in r.aiter_lines()``. Any status is handed to
+        the caller (an endpoint's error body is its to read); a 401 runs the sign-in once, as ``_request``."""
+        url = self.server + self._path("services", namespace, f"{service}:{port}") + "/proxy/" + path.lstrip("/")
+        stale = None
+        for attempt in range(2):
+            auth, gen = await self._credential(stale)
+            req = self._http.build_request(
+                "POST",
+                url,
+                json=json,
+                headers={"Accept": "text/event-stream, application/json"},
+                timeout=httpx.Timeout(self._timeout, read=timeout),
+            )
+            try:
+                r = await self._http.send(req, stream=True, auth=auth)
+            except httpx.HTTPError as e:
+                raise self._unreachable(e, url) from None
+            if r.status_code == 401 and attempt == 0:
+                await r.aclose()
+                stale = gen
+                continue
+            try:
+                yield r
+            finally:
+                await r.aclose()
+            return

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import html
 import json
 import math
@@ -64,6 +65,10 @@ class Kube:
         self.closed = False
         self.streams = 0  # open watch and log-follow streams (tests check they end)
         self.log_cuts: list[int] = []  # sim fault: cut the next log-follow streams after N lines each
+        self.chat_faults: list[dict[str, Any]] = []  # sim fault: the next chat streams drop or send a bad chunk
+        self.chat_rate: float | None = None  # decode tokens per real second for every engine (None: each its own)
+        self.chat_requests: list[tuple[str, dict]] = []  # (service, body) of each chat request, as received
+        self.completions = 0  # chat completions answered (their ids count them: unique)
         self.revocations = 0  # sim fault: a watch or log stream opened before a revocation ends
         self.floods: dict[tuple, Any] = {}  # benchmark floods' logs, built once (_FloodLog)
         self._last_tick = 0.0
@@ -1166,8 +1171,15 @@ async def _proxy(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
                     return jresp(
                         {"object": "error", "message": "invalid JSON", "type": "BadRequestError", "code": 400}, 400
                     )
-                code, out = inference.chat(server, body if isinstance(body, dict) else {}, created)
+                body = body if isinstance(body, dict) else {}
+                kube.chat_requests.append((svc_name, body))
+                out = inference.complete(server, body, kube.world.seed)
                 cname = be.containers()[0]
+                code = out[0] if isinstance(out, tuple) else 200
+                kube.completions += 1
+                cid = f"chatcmpl-{kube.completions:06d}{hashlib.sha256(raw).hexdigest()[:18]}"
+                if isinstance(out, inference.Completion):
+                    be.extra_logs.append((now, cname, inference.sampling_line(cid, body, out, server)))
                 be.extra_logs.append(
                     (
                         now,
@@ -1176,10 +1188,52 @@ async def _proxy(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
                         f'"POST /v1/chat/completions HTTP/1.1" {code}',
                     )
                 )
-                return jresp(out, code)
+                if isinstance(out, tuple):
+                    return jresp(out[1], code)
+                if body.get("stream") is True:
+                    return _chat_stream(kube, out, cid, created, server, body)
+                return jresp(inference.whole(out, cid, created))
             return jresp({"detail": "Not Found"}, 404)
 
     return await run_in_threadpool(answer)
+
+
+def _chat_stream(kube: Kube, c: inference.Completion, cid: str, created: int, server: str, body: dict) -> Response:
+    """The answer as Server-Sent Events, as vLLM streams it: a role chunk after the prefill, one chunk per token
+    at the engine's rate in real time, the finish reason, the usage when ``stream_options.include_usage`` asks
+    for it, then ``[DONE]``. A chat fault (``/_sim/k8s/chat``) cuts the stream or sends a chunk that is not
+    JSON after N tokens."""
+    fault = kube.chat_faults.pop(0) if kube.chat_faults else {}
+    rate = kube.chat_rate or inference.RATES[server]
+    opts = body.get("stream_options")
+    usage = isinstance(opts, dict) and opts.get("include_usage") is True
+    ds = inference.deltas(c)
+
+    async def gen() -> AsyncIterator[bytes]:
+        await asyncio.sleep(inference.PREFILL + inference.PREFILL_PER_TOKEN * c.prompt_tokens)
+        yield inference.chunk(c, cid, created, ds[0])
+        t0, i = time.monotonic(), 1
+        while i < len(ds) and not kube.closed:
+            due = min(len(ds), 1 + int((time.monotonic() - t0) * rate) + 1)
+            if due <= i:
+                await asyncio.sleep(min(0.05, 1 / rate))
+                continue
+            out = []
+            for d in ds[i:due]:
+                if fault.get("malformed_after") == i - 1:
+                    out.append(b'data: {"choices": [{"delta": {"content": "\xff\n\n')
+                out.append(inference.chunk(c, cid, created, d))
+                if fault.get("drop_after") == i:
+                    yield b"".join(out)
+                    raise _Dropped("fault injection: chat stream cut")
+                i += 1
+            yield b"".join(out)
+        tail = inference.chunk(c, cid, created, {}, c.finish_reason)
+        if usage:
+            tail += inference.chunk(c, cid, created, None)
+        yield tail + b"data: [DONE]\n\n"
+
+    return Stream(gen(), "text/event-stream")
 
 
 # ---- sign-in (device code) --------------------------------------------------------------------
@@ -1391,6 +1445,21 @@ def _sim_routes(app: FastAPI, kube: Kube) -> None:
 
         return JSONResponse({"revoked": await run_in_threadpool(go)})
 
+    async def chat(request: Request) -> Response:
+        """The engines' streams: ``rate`` (tokens per real second, for every engine; null: each its own), and a
+        fault for the next stream: ``drop_after`` N tokens (the connection cut) or ``malformed_after`` N tokens
+        (a chunk that is not JSON)."""
+        if not org_ok(request):
+            return denied()
+        b = await body_of(request)
+        if "rate" in b:
+            kube.chat_rate = None if b["rate"] is None else max(1.0, float(b["rate"]))
+        fault = {k: int(b[k]) for k in ("drop_after", "malformed_after") if isinstance(b.get(k), int)}
+        if fault:
+            kube.chat_faults.append(fault)
+        return JSONResponse({"rate": kube.chat_rate, "faults": list(kube.chat_faults)})
+
+    app.add_api_route("/_sim/k8s/chat", chat, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/logcut", logcut, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/revoke", revoke, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/reclaim", reclaim, methods=["POST"], include_in_schema=False)
