@@ -86,7 +86,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         Binding("question_mark,f1", "help", "Help"),
         Binding("r", "refresh", "Refresh"),
         Binding("s", "kube_signin", "Sign in", show=False),
-        Binding("h", "history", "History"),
+        Binding("h", "history", "History", show=False),
         Binding("q", "quit", "Quit"),
         # Ctrl-C quits too (Textual's default only says "press Ctrl-Q"): a person over ssh reaches for it. Both
         # go through the exit guard. Inputs keep Ctrl-C for copying (a focused widget's binding comes first).
