@@ -68,8 +68,7 @@ SIGNED_IN = "sign in: kubectl prints the link, you approve it in a browser, then
 CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity", "ssh_keys")
 
 GLOBAL_HELP = """
-[b]Keys[/b]  1–5 screens · Tab/Shift-Tab move focus · ? help · Ctrl-P commands · r refresh · h history (what
-ncui changed, as the commands you would type; also `ncui history`) · q quit
+[b]Keys[/b]  1–5 screens · Tab/Shift-Tab move focus · ? help · Ctrl-P commands · r refresh · h history · q quit
 """
 
 
