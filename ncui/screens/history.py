@@ -42,9 +42,11 @@ class HistoryScreen(ModalScreen[None]):
     HistoryScreen { align: center middle; }
     HistoryScreen > Vertical { width: 100%; max-width: 140; height: 100%; border: round $accent;
                                background: $surface; padding: 0 1; }
-    HistoryScreen #title { text-style: bold; }
+    HistoryScreen > Vertical { border-title-style: bold; }
+    HistoryScreen #title { color: $text-muted; }
     HistoryScreen #problems { color: $warning; }
-    HistoryScreen OptionList { height: 1fr; border: none; padding: 0; background: $surface; }
+    HistoryScreen OptionList, HistoryScreen OptionList:focus { height: 1fr; border: none; padding: 0;
+                                                               background: $surface; }
     HistoryScreen #empty { height: 1fr; color: $text-muted; }
     HistoryScreen #keys { color: $text-muted; }
     """
@@ -58,9 +60,9 @@ class HistoryScreen(ModalScreen[None]):
         h = self.history
         read = h.read() if h is not None else None
         self.entries = list(read.entries[-SHOWN:]) if read is not None else []
-        with Vertical():
-            where = f" · {clean(h.origin)}" if h is not None else ""
-            yield Static(f"History{where}: what ncui changed, as the commands you would type", id="title", markup=False)
+        with Vertical() as box:
+            box.border_title = "History" + (f" · {clean(h.origin)}" if h is not None else "")
+            yield Static("What ncui changed, as the commands you would type (newest last)", id="title", markup=False)
             if read is not None and read.problems:
                 shown = list(read.problems[:3]) + (
                     [f"… and {len(read.problems) - 3} more."] if len(read.problems) > 3 else []
