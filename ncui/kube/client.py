@@ -27,6 +27,7 @@ import httpx
 import yaml
 from pydantic import SecretStr
 
+from .. import history
 from ..api.client import BearerAuth
 from ..textsafe import clean
 from . import session
@@ -221,6 +222,7 @@ class KubeClient:
         self._lock = asyncio.Lock()
         self.gate = SignInGate()  # closed while the cluster refuses the sign-in and a link waits for approval
         self.kubeconfig: str | None = None  # the kubeconfig it was built from (from_kubeconfig)
+        self.context = ""  # its context's name (the cluster's): what the history's kubectl lines name
         self.plugin_runs = 0  # how often the sign-in plugin ran (tests and the status line)
         self._timeout = timeout
         self._verify = verify
@@ -246,6 +248,7 @@ class KubeClient:
         spec = session.exec_spec(kubeconfig, name)
         client = cls(server, spec, verify=_ssl_context(cluster), namespace=ctx.get("namespace") or "default", **kw)
         client.kubeconfig = kubeconfig  # what it was built from: a changed one means the cluster moved
+        client.context = str(name or "")
         return client
 
     def __repr__(self) -> str:
@@ -551,33 +554,55 @@ class KubeClient:
             out.append(ApplyResult(k.kind, name, action, None, f"{k.ref}/{name}"))
         return out
 
+    def _noted(self, what: str, ok: bool, *args: str) -> None:
+        """A change, in the history as the kubectl line that makes it (``kubectl --context <cluster> …``)."""
+        history.note("kubectl", history.kubectl_command(self.context or "<cluster>", *args), what, ok)
+
     async def delete(self, kind: str, name: str, namespace: str = "default", propagation: str = "Background") -> bool:
         """Delete; False when it was already gone."""
-        r = await self._request(
-            "DELETE",
-            self._path(kind, namespace, name),
-            params={"propagationPolicy": propagation},
-            json_body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation},
-        )
-        if r.status_code == 404:
-            return False
-        if r.status_code >= 400:
-            raise self._error(r)
-        return True
+        k = kind_of(kind).kind.lower()
+        ns = [] if namespace == "default" else ["-n", namespace]
+        ok = False
+        try:
+            r = await self._request(
+                "DELETE",
+                self._path(kind, namespace, name),
+                params={"propagationPolicy": propagation},
+                json_body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation},
+            )
+            if r.status_code == 404:
+                ok = True
+                return False
+            if r.status_code >= 400:
+                raise self._error(r)
+            ok = True
+            return True
+        finally:
+            self._noted(f"delete {k}/{name}", ok, "delete", k, name, *ns)
 
     async def scale(self, kind: str, name: str, replicas: int, namespace: str = "default") -> dict[str, Any]:
         """Set a Deployment's (or ReplicaSet's) replicas through its scale subresource; returns the Scale."""
         if replicas < 0:
             raise ValueError("replicas cannot be negative")
-        return (
-            await self._json(
-                "PATCH",
-                self._path(kind, namespace, name, "scale"),
-                content=json.dumps({"spec": {"replicas": int(replicas)}}).encode(),
-                content_type="application/merge-patch+json",
+        k = kind_of(kind).kind.lower()
+        ns = [] if namespace == "default" else ["-n", namespace]
+        ok = False
+        try:
+            out = (
+                await self._json(
+                    "PATCH",
+                    self._path(kind, namespace, name, "scale"),
+                    content=json.dumps({"spec": {"replicas": int(replicas)}}).encode(),
+                    content_type="application/merge-patch+json",
+                )
+                or {}
             )
-            or {}
-        )
+            ok = True
+            return out
+        finally:
+            self._noted(
+                f"scale {k}/{name} to {replicas}", ok, "scale", f"{k}/{name}", f"--replicas={int(replicas)}", *ns
+            )
 
     # ---- logs -------------------------------------------------------------------------------------
 
