@@ -7,6 +7,8 @@ import re
 
 from kubernetes import client, config
 
+from ncui.sim.kube import inference
+
 WEB = """apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
@@ -87,3 +89,16 @@ def test_run_rollout_terminating_and_no_change(kube_factory):
     patch = '{"spec":{"minReadySeconds":0}}'
     assert k.kubectl("patch", "deploy", "web", "-p", patch).stdout.strip() == "deployment.apps/web patched"
     assert k.kubectl("patch", "deploy", "web", "-p", patch).stdout.strip() == "deployment.apps/web patched (no change)"
+
+
+def test_explain_and_unique_completion_ids(kube_factory):
+    k = kube_factory("k8s-market")
+    out = k.kubectl("explain", "pods.spec.containers.resources").stdout
+    assert "FIELD: resources <ResourceRequirements>" in out and re.search(r"limits\s+<map\[string\]string>", out), out
+    out = k.kubectl("explain", "jobs.spec.podFailurePolicy.rules").stdout
+    assert "FIELD: rules <[]PodFailurePolicyRule>" in out and "onPodConditions" in out, out
+    out = k.kubectl("explain", "events").stdout
+    assert "involvedObject\t<ObjectReference> -required-" in out, out  # core/v1 Event, not events.k8s.io's
+    body = {"model": "moonshotai/Kimi-K3", "messages": [{"role": "user", "content": "hi"}]}
+    ids = {inference.chat("kimi", body, 0)[1]["id"] for _ in range(3)}
+    assert len(ids) == 3, ids

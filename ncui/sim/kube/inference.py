@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 
 from . import profiles
 
+SERIAL = itertools.count(1)  # completion ids are unique, as a real server's are, even for identical requests
 MODELS = {"kimi": "moonshotai/Kimi-K3", "inkling": "thinkingmachines/Inkling", "finance": "finance-analyst"}
 
 
@@ -63,7 +65,7 @@ def chat(server: str, body: dict, created: int) -> tuple[int, dict]:
     out_tokens = _words(message["content"]) + _words(message.get("reasoning_content") or "")
     in_tokens = sum(_words(str(m.get("content", ""))) for m in msgs if isinstance(m, dict)) + 8
     return 200, {
-        "id": f"chatcmpl-{h[:24]}",
+        "id": f"chatcmpl-{h[:16]}{next(SERIAL):08x}",
         "object": "chat.completion",
         "created": created,
         "model": model,

@@ -390,7 +390,7 @@ async def _handle(kube: Kube, request: Request, cname: str, rest: str) -> Respon
         key = "/".join(parts[2:])
         for g, v in BY_GV:
             if openapi.gv_key(g, v) == key:
-                return jresp(openapi.gv_doc(g, v))
+                return Response(openapi.doc_bytes(g, v), media_type="application/json")
         raise KubeError(404, "NotFound", "the server could not find the requested resource")
     t = parse_target(parts)
     if t is None:
