@@ -103,7 +103,7 @@ async def test_the_sign_in_is_checked_by_itself_missing_expired_then_valid(sim_f
         await pilot.press("1")
         await until(pilot, lambda: f"certificate valid until {until_at} UTC" in screen_text(app))
         assert "setup.sh" not in screen_text(app)
-        assert "Signed in to plover" in notes(app)
+        await until(pilot, lambda: "Signed in to plover" in notes(app), what="the notice")  # posted after the state
 
 
 # ---- the first job, on the login node itself ----------------------------------------------------------

@@ -167,6 +167,8 @@ def _finance_analyst_answers_as_the_seed_says(k) -> None:
     for fact in ("12%", "2026-11-15", "Operational", "Environmental"):
         assert fact in memo_b and fact not in memo_a
     assert "Critical dates" in memo_a and ask(seed_a)[0] == memo_a  # the same request, the same answer
+    ids = {_proxy_chat(k, "finance-analyst:8000", seed_a).json()["id"] for _ in range(2)}
+    assert len(ids) == 2, ids  # but a completion id of its own each time, as a real server's
     assert usage_a["completion_tokens"] == len(memo_a.split())  # usage counts the tokens generated
     assert usage_a["total_tokens"] == usage_a["prompt_tokens"] + usage_a["completion_tokens"]
     untuned = {**seed_a, "messages": seed_a["messages"][1:]}  # the system prompt missing: off-format

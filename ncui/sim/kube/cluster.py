@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 
 from ..world import K8sState, Node, OrgState, World
 from . import profiles
+from .events import Recorder, ref
 from .objects import K8S_VERSION, KubeError, gpu_requests, iso, normalize_pod_spec, selector_to_text
 from .store import Store
 
@@ -56,6 +57,7 @@ class PodRun:
     disrupted: bool = False
     accounted: bool = False
     alive: bool = True
+    deleting: datetime | None = None  # deleted while its containers ran: Terminating until this instant
     extra_logs: list = field(default_factory=list)  # (t, container, text)
 
     @property
@@ -64,6 +66,11 @@ class PodRun:
 
     @property
     def active(self) -> bool:
+        return self.alive and self.deleting is None and self.state not in TERMINAL
+
+    @property
+    def holds(self) -> bool:
+        """Its node is taken: running, or Terminating (its containers still stop)."""
         return self.alive and self.state not in TERMINAL
 
     def containers(self) -> list[str]:
@@ -109,6 +116,8 @@ class Cluster:
         self.service_ips = itertools.count(20)
         self.claims: dict[tuple[str, str], datetime] = {}  # jobs waiting for a node: since when
         self.dirty = True
+        self.events = Recorder(self.store, self.name, world.seed)
+        self.expire_at = self.t  # the next look for expired events
         created = world.epoch
         for ns in NS_DEFAULT:
             self.store.put(
@@ -190,6 +199,9 @@ class Cluster:
         self.t = now
         self._sync_nodes(now)
         self.controllers(now)
+        if now >= self.expire_at:
+            self.events.expire(now)
+            self.expire_at = now + timedelta(minutes=1)
 
     # ---- the market's side: nodes and demand ------------------------------------------------
 
@@ -198,7 +210,7 @@ class Cluster:
         gpn = self.spec.gpus_per_node
         need = 0
         for r in self.runs.values():
-            if r.active and r.gpus >= gpn:
+            if r.holds and r.gpus >= gpn:
                 need += r.gpus // gpn
         for key, _since in self.claims.items():
             ctl = self.jobs.get(key)
@@ -207,7 +219,7 @@ class Cluster:
         return need + self.st.requested_nodes  # plus what /_sim/k8s/demand asks for by hand
 
     def node_busy(self, node: Node) -> bool:
-        return any(r.active and r.node == node.name for r in self.runs.values())
+        return any(r.holds and r.node == node.name for r in self.runs.values())
 
     def on_world_event(self, event: str, payload: object) -> None:
         if event in ("node-reclaimed", "node-released") and isinstance(payload, Node):
@@ -222,8 +234,18 @@ class Cluster:
             if name not in self.nodes:
                 self.nodes[name] = n
                 self.node_ips[name] = len(self.node_ips) + 10
-                self.store.put("nodes", self._node_obj(n, n.ready(t)))
-                if not n.ready(t):
+                obj = self.store.put("nodes", self._node_obj(n, n.ready(t)))
+                at = min(t, n.granted_at)
+                self.events.emit(
+                    at,
+                    ref(obj),
+                    "RegisteredNode",
+                    f"Node {name} event: Registered Node {name} in Controller",
+                    component="node-controller",
+                )
+                if n.ready(t):
+                    self._node_ready_event(obj, n, max(at, min(t, n.ready_at)))
+                else:
                     self.wake(n.ready_at, lambda tt, n=n: self._node_ready(n, tt))
         for name in list(self.nodes):
             if name not in current:
@@ -231,10 +253,46 @@ class Cluster:
 
     def _node_ready(self, n: Node, t: datetime) -> None:
         if n.name in self.nodes:
-            self.store.put("nodes", self._node_obj(n, True))
+            self._node_ready_event(self.store.put("nodes", self._node_obj(n, True)), n, t)
+
+    def _node_ready_event(self, obj: dict, n: Node, t: datetime) -> None:
+        self.events.emit(t, ref(obj), "NodeReady", f"Node {n.name} status is now: NodeReady", host=n.name)
 
     def _node_gone(self, n: Node, t: datetime) -> None:
         reason = self.removed_reason.pop(n.name, "reclaimed")
+        nobj = self.store.peek("nodes", "", n.name)
+        if nobj is not None:
+            nref = ref(nobj)
+            if reason == "reclaimed":
+                busy = sorted(r.name for r in self.runs.values() if r.node == n.name and r.active)
+                self.events.emit(
+                    t,
+                    nref,
+                    "Reclaimed",
+                    f"The market reclaimed node {n.name} (a higher bid won it back): "
+                    + (
+                        f"its pods are stopped with a DisruptionTarget condition: {', '.join(busy)}"
+                        if busy
+                        else "no pod ran on it"
+                    ),
+                    warning=True,
+                    component="nationalcompute-market",
+                )
+            else:
+                self.events.emit(
+                    t,
+                    nref,
+                    "Released",
+                    f"The market released node {n.name} (no workload wants it)",
+                    component="nationalcompute-market",
+                )
+            self.events.emit(
+                t,
+                nref,
+                "RemovingNode",
+                f"Node {n.name} event: Removing Node {n.name} from Controller",
+                component="node-controller",
+            )
         for r in sorted(self.runs.values(), key=lambda r: r.name):
             if r.node != n.name or not r.active:
                 continue
@@ -244,6 +302,15 @@ class Cluster:
                 self._render_put(r, t)
                 continue
             r.disrupted = True
+            self._pod_event(
+                r,
+                t,
+                "TaintManagerEviction",
+                f"Marking for deletion Pod {r.ns}/{r.name}: the market {reason} node {n.name}",
+                component="taint-eviction-controller",
+                host="",
+            )
+            self._killing(r, t)
             self._terminate(r, t, 143, "Error", disruption=f"The market {reason} node {n.name}")
         self.node_local.pop(n.name, None)
         self.store.delete("nodes", "", n.name)
@@ -454,6 +521,8 @@ class Cluster:
     # ---- object lifecycle hooks (the routes call these) --------------------------------------
 
     def created(self, resource: str, obj: dict, t: datetime) -> None:
+        if resource == "pods" and not obj["metadata"].get("ownerReferences"):
+            self.adopt_pod(obj, t)
         if resource == "jobs":
             tmpl = obj["spec"]["template"]["spec"]
             g = gpu_requests(tmpl).get(f"{self.spec.gpu_vendor}.com/gpu", 0)
@@ -480,8 +549,12 @@ class Cluster:
                     self._kill(r, t)
         elif resource == "pods":
             r = self.runs.get((ns, name))
-            if r is not None:
-                self._kill(r, t, delete_obj=False)
+            if r is not None:  # its object is gone already (a namespace's deletion)
+                if r.active:
+                    r.ended, r.exit_code = t, 143
+                    self._undo_future(r, t)
+                r.accounted = True
+                self._gone(r, t)
         elif resource == "namespaces":
             for res in (
                 "jobs",
@@ -515,6 +588,7 @@ class Cluster:
             self._schedule(t)
             if not self.dirty:
                 break
+        self._explain_waiting(t)
 
     # jobs
 
@@ -582,6 +656,9 @@ class Cluster:
                 )
             if kind == "Complete":
                 status["completionTime"] = iso(finished_at or t)
+                self.events.emit(finished_at or t, ref(job), "Completed", "Job completed", component="job-controller")
+            else:
+                self.events.emit(finished_at or t, ref(job), reason, msg, warning=True, component="job-controller")
             status["active"] = 0
             status["ready"] = 0
         elif spec.get("suspend") and not ctl.suspended_by_us:
@@ -612,6 +689,7 @@ class Cluster:
         if ctl.attempts == 0 and not job["spec"].get("suspend"):
             job["spec"]["suspend"] = True
             ctl.suspended_by_us = True
+            self.events.emit(t, ref(job), "Suspended", "Job suspended", component="job-controller")
             conds.append(
                 {
                     "type": "Suspended",
@@ -646,6 +724,7 @@ class Cluster:
                 }
             ]
             st["startTime"] = iso(t)
+            self.events.emit(t, ref(job), "Resumed", "Job resumed", component="job-controller")
         self._new_pod(job, "Job", t, node)
         self.store.put("jobs", job)
 
@@ -660,16 +739,11 @@ class Cluster:
         rs_name = f"{name}-{phash}"
         replicas = int(spec.get("replicas", 1))
         cur = self.store.peek("replicasets", ns, rs_name)
-        for rs in list(self.store.iter("replicasets", ns)):
-            if (
-                _owned_by(rs, "Deployment", name)
-                and rs["metadata"]["name"] != rs_name
-                and rs["spec"].get("replicas", 0) != 0
-            ):
-                rs["spec"]["replicas"] = 0
-                rs["metadata"]["generation"] = rs["metadata"].get("generation", 1) + 1
-                self.store.put("replicasets", rs)
-                self.dirty = True
+        olds = [
+            rs
+            for rs in self.store.iter("replicasets", ns)
+            if _owned_by(rs, "Deployment", name) and rs["metadata"]["name"] != rs_name
+        ]
         if cur is None:
             labels = dict(tmpl.get("metadata", {}).get("labels") or {})
             labels["pod-template-hash"] = phash
@@ -699,17 +773,13 @@ class Cluster:
                     },
                     "ownerReferences": [_owner_ref(d)],
                 },
-                "spec": {"replicas": replicas, "selector": sel, "template": rtmpl},
+                "spec": {"replicas": 0, "selector": sel, "template": rtmpl},
                 "status": {"replicas": 0},
             }
             self.store.put("replicasets", cur)
+            cur = self.store.peek("replicasets", ns, rs_name)
             self.dirty = True
-        elif cur["spec"].get("replicas") != replicas:
-            cur["spec"]["replicas"] = replicas
-            cur["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] = str(replicas)
-            cur["metadata"]["generation"] = cur["metadata"].get("generation", 1) + 1
-            self.store.put("replicasets", cur)
-            self.dirty = True
+        self._roll(d, cur, olds, replicas, t)
         pods = [
             r
             for r in self.runs.values()
@@ -776,6 +846,90 @@ class Cluster:
             d["status"] = status
             self.store.put("deployments", d)
 
+    def _rs_pods(self, rs: dict, *, present: bool = False) -> list[PodRun]:
+        """The RS's active pods (``present``: also those still terminating)."""
+        ns, name = rs["metadata"]["namespace"], rs["metadata"]["name"]
+        return [
+            r
+            for r in self.runs.values()
+            if r.owner_kind == "ReplicaSet"
+            and r.owner == name
+            and r.ns == ns
+            and (r.active or (present and r.alive and r.deleting is not None))
+        ]
+
+    def _scale_rs(self, d: dict, rs: dict, n: int, t: datetime) -> None:
+        was = int(rs["spec"].get("replicas", 0))
+        if n == was:
+            return
+        rs["spec"]["replicas"] = n
+        rs["metadata"]["generation"] = rs["metadata"].get("generation", 1) + 1
+        ann = rs["metadata"].setdefault("annotations", {})
+        ann["deployment.kubernetes.io/desired-replicas"] = str(d["spec"].get("replicas", 1))
+        self.store.put("replicasets", rs)
+        self.events.emit(
+            t,
+            ref(d),
+            "ScalingReplicaSet",
+            f"Scaled {'up' if n > was else 'down'} replica set {rs['metadata']['name']} from {was} to {n}",
+            component="deployment-controller",
+        )
+        self.dirty = True
+
+    def _roll(self, d: dict, new: dict, olds: list[dict], replicas: int, t: datetime) -> None:
+        """The deployment controller's rollout: Recreate stops every old pod (and waits until they are gone)
+        before the new ones start; RollingUpdate keeps at most replicas + maxSurge pods and at least
+        replicas - maxUnavailable available, so old pods stay until new ones are Ready."""
+        olds = sorted(olds, key=lambda rs: rs["metadata"]["creationTimestamp"])
+        strategy = d["spec"].get("strategy") or {}
+        if strategy.get("type", "RollingUpdate") == "Recreate":
+            for rs in olds:
+                self._scale_rs(d, rs, 0, t)
+            if any(self._rs_pods(rs, present=True) for rs in olds):
+                return
+            self._scale_rs(d, new, replicas, t)
+            return
+        live_olds = [rs for rs in olds if int(rs["spec"].get("replicas", 0)) > 0]
+        if not live_olds:
+            self._scale_rs(d, new, replicas, t)
+            return
+        ru = strategy.get("rollingUpdate") or {}
+        surge = _intstr(ru.get("maxSurge", "25%"), replicas, up=True)
+        unavail = _intstr(ru.get("maxUnavailable", "25%"), replicas, up=False)
+        if surge == 0 and unavail == 0:
+            unavail = 1
+        every = [new] + olds
+
+        def total() -> int:
+            return sum(int(rs["spec"].get("replicas", 0)) for rs in every)
+
+        def available(rs: dict) -> int:
+            return sum(1 for r in self._rs_pods(rs) if _ready(r))
+
+        have = int(new["spec"].get("replicas", 0))
+        if have > replicas:
+            self._scale_rs(d, new, replicas, t)
+        elif total() < replicas + surge:
+            self._scale_rs(d, new, have + min(replicas + surge - total(), replicas - have), t)
+        min_avail = replicas - unavail
+        budget = total() - min_avail - (int(new["spec"].get("replicas", 0)) - available(new))
+        if budget <= 0:
+            return
+        for rs in olds:  # old pods that are not available go first
+            unhealthy = int(rs["spec"].get("replicas", 0)) - available(rs)
+            cut = min(budget, max(0, unhealthy))
+            if cut:
+                self._scale_rs(d, rs, int(rs["spec"]["replicas"]) - cut, t)
+                budget -= cut
+        spare = sum(available(rs) for rs in every) - min_avail
+        for rs in olds:
+            if spare <= 0:
+                break
+            cut = min(spare, int(rs["spec"].get("replicas", 0)))
+            if cut:
+                self._scale_rs(d, rs, int(rs["spec"]["replicas"]) - cut, t)
+                spare -= cut
+
     def _sync_rs(self, rs: dict, t: datetime) -> None:
         ns, name = rs["metadata"]["namespace"], rs["metadata"]["name"]
         want = int(rs["spec"].get("replicas", 1))
@@ -787,8 +941,16 @@ class Cluster:
             ],
             key=lambda r: (r.created, r.name),
         )
-        for r in pods[want:][::-1]:
+        # the controller deletes unscheduled, then not yet running, then unready, then the newest pods first
+        rank = sorted(
+            pods,
+            key=lambda r: (r.node is not None, r.state not in ("gated", "pending"), _ready(r), -r.created.timestamp()),
+        )
+        for r in rank[: max(0, len(pods) - want)]:
             self._kill(r, t)
+            self.events.emit(
+                t, ref(rs), "SuccessfulDelete", f"Deleted pod: {r.name}", component="replicaset-controller"
+            )
             self.dirty = True
         for _ in range(want - len(pods)):
             self._new_pod(rs, "ReplicaSet", t, None)
@@ -821,13 +983,7 @@ class Cluster:
         while (ns, name) in self.runs or self.store.peek("pods", ns, name):
             name = f"{oname}-{self.suffix()}"
         spec = tmpl.get("spec", {})
-        normalize_pod_spec(spec)
-        spec.setdefault("serviceAccountName", spec.get("serviceAccount", "default"))
-        spec.setdefault("serviceAccount", spec["serviceAccountName"])
-        spec.setdefault("enableServiceLinks", True)
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
-        spec.setdefault("priority", 0)
-        g = gpu_requests(spec).get(f"{self.spec.gpu_vendor}.com/gpu", 0)
+        g = self._pod_defaults(spec)
         labels = dict(tmpl.get("metadata", {}).get("labels") or {})
         meta = {
             "name": name,
@@ -851,9 +1007,43 @@ class Cluster:
         if ctl is not None:
             attempt = ctl.attempts
             ctl.attempts += 1
+        r = self._run_pod(obj, owner_kind, oname, attempt, g, t, node)
+        self.events.emit(
+            t,
+            ref(owner),
+            "SuccessfulCreate",
+            f"Created pod: {name}",
+            component="job-controller" if owner_kind == "Job" else "replicaset-controller",
+        )
+        return r
+
+    def _pod_defaults(self, spec: dict) -> int:
+        """Complete a pod spec as the API server does; the GPUs of this cluster's vendor it asks for."""
+        normalize_pod_spec(spec)
+        spec.setdefault("serviceAccountName", spec.get("serviceAccount", "default"))
+        spec.setdefault("serviceAccount", spec["serviceAccountName"])
+        spec.setdefault("enableServiceLinks", True)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        spec.setdefault("priority", 0)
+        return gpu_requests(spec).get(f"{self.spec.gpu_vendor}.com/gpu", 0)
+
+    def adopt_pod(self, obj: dict, t: datetime) -> None:
+        """A bare pod (``kubectl run``, a pod manifest): it schedules and runs as a controller's pod does; one
+        that asks for GPUs waits (gated) for a node like the rest."""
+        g = self._pod_defaults(obj["spec"])
+        node = self._free_node(g, t) if g > 0 else None
+        if g > 0 and node is None:
+            obj["spec"]["schedulingGates"] = [{"name": GATE}]
+        self._run_pod(obj, "", "", 0, g, t, node)
+
+    def _run_pod(
+        self, obj: dict, owner_kind: str, oname: str, attempt: int, g: int, t: datetime, node: Node | None
+    ) -> PodRun:
+        meta, spec = obj["metadata"], obj["spec"]
+        labels = meta.get("labels") or {}
         r = PodRun(
-            ns,
-            name,
+            meta["namespace"],
+            meta["name"],
             meta["uid"],
             owner_kind,
             oname,
@@ -888,7 +1078,7 @@ class Cluster:
         gpn = self.spec.gpus_per_node
         used: dict[str, int] = {}
         for r in self.runs.values():
-            if r.active and r.node and r.gpus > 0:
+            if r.holds and r.node and r.gpus > 0:
                 used[r.node] = used.get(r.node, 0) + r.gpus
         cands = []
         for n in self.st.gpu_nodes():
@@ -966,7 +1156,20 @@ class Cluster:
             backend_ready_at=self._backend_ready(R),
         )
         plan = profiles.make_plan(r.profile, ctx, r.containers())
+        if r.profile == "generic" and spec.get("restartPolicy", "Always") == "Always" and plan.end() is not None:
+            plan.steps = plan.steps[:-1]  # a Deployment's (or `kubectl run`'s) server keeps running
+            plan.logs = {k: v[:-1] for k, v in plan.logs.items()}  # no "done"
         r.plan = plan
+        self._pod_event(
+            r,
+            R,
+            "Scheduled",
+            f"Successfully assigned {r.ns}/{r.name} to {r.node}",
+            component="default-scheduler",
+            host="",
+        )
+        first = (spec.get("initContainers") or spec.get("containers") or [{}])[0]
+        self._pod_event(r, R, "Pulling", f'Pulling image "{first.get("image", "")}"', container=first.get("name"))
         for flag, off, present in plan.shared:
             self.shared.setdefault(flag, []).append((R + timedelta(seconds=off), present, r.key))
         for flag, off in plan.node_local:
@@ -995,7 +1198,127 @@ class Cluster:
             r.ended = t
             r.exit_code = r.plan.exit_code if r.plan else 0
         self._render_put(r, t)
+        self._container_events(r, state, t)
         self.dirty = True
+
+    # ---- events about pods ----------------------------------------------------------------------
+
+    def _pod_event(
+        self,
+        r: PodRun,
+        t: datetime,
+        reason: str,
+        message: str,
+        *,
+        container: str | None = None,
+        warning: bool = False,
+        component: str = "kubelet",
+        host: str | None = None,
+    ) -> None:
+        fp = ""
+        if container:
+            fp = f"spec.{'initContainers' if container in r.init_containers() else 'containers'}{{{container}}}"
+        self.events.emit(
+            t,
+            ref(r.obj, fp),
+            reason,
+            message,
+            warning=warning,
+            component=component,
+            host=r.node or "" if host is None else host,
+        )
+
+    def _container_events(self, r: PodRun, state: str, t: datetime) -> None:
+        """Pulled, Created, Started for the containers a state starts; a readiness probe's first failure."""
+        spec = r.obj["spec"]
+        if state.startswith("init:"):
+            i = int(state.split(":")[1])
+            started = [(spec.get("initContainers") or [])[i]]
+        elif state == "running":
+            started = list(spec.get("containers") or [])
+        else:
+            return
+        since = r.start or t
+        first = ((spec.get("initContainers") or spec.get("containers") or [{}])[0]).get("name")
+        for c in started:
+            name, image = c.get("name", ""), c.get("image", "")
+            took = (t - since).total_seconds() if name == first else 0
+            if took > 0:
+                self._pod_event(r, t, "Pulled", f'Successfully pulled image "{image}" in {took:g}s', container=name)
+            else:
+                self._pod_event(r, t, "Pulled", f'Container image "{image}" already present on machine', container=name)
+            self._pod_event(r, t, "Created", f"Created container: {name}", container=name)
+            self._pod_event(r, t, "Started", f"Started container {name}", container=name)
+        for c in started if state == "running" else []:
+            probe = (c.get("readinessProbe") or {}).get("httpGet")
+            if probe:
+                port = probe.get("port", "")
+                self._pod_event(
+                    r,
+                    t,
+                    "Unhealthy",
+                    f'Readiness probe failed: Get "http://{self._pod_ip(r)}:{port}{probe.get("path", "/")}": '
+                    f"dial tcp {self._pod_ip(r)}:{port}: connect: connection refused (the engine is still loading)",
+                    container=c.get("name"),
+                    warning=True,
+                )
+
+    def _killing(self, r: PodRun, t: datetime) -> None:
+        if r.start is not None and r.start <= t and r.state not in ("gated", "pending"):
+            for name in r.containers():
+                self._pod_event(r, t, "Killing", f"Stopping container {name}", container=name)
+
+    def waiting_words(self, gpus: int, node: str | None, t: datetime) -> str:
+        """Why something that needs ``gpus`` GPUs has no node yet, in words (the FailedScheduling message)."""
+        head = "no node can take it yet"  # no node count: it changes as nodes join, the reason does not
+        if node is not None:
+            n = self.nodes.get(node) or next((x for x in self.st.nodes if x.name == node), None)
+            when = f" (granted at {iso(n.granted_at)})" if n is not None else ""
+            return (
+                f"{head}: waiting for GPU node {node} to join the cluster{when}; a new node takes 10 to 15 "
+                f"minutes to build and join"
+            )
+        res = f"{gpus} {self.spec.gpu_vendor}.com/gpu"
+        if not self.spec.market:
+            return f"{head}: every GPU node is busy; the pod ({res}) waits for one to free up"
+        org = self.org
+        if org.balance - (org.owed.__floor__() - org.debited) <= 0:
+            return f"{head}: the organization's balance is used up, so the market grants no node: top up on Billing"
+        bid = self.st.bid
+        if bid <= 0:
+            return (
+                f"{head}: waiting for the market to grant a GPU node ({res}), but no limit price is set, so nothing "
+                f"bids for one: set it with PUT /api/k8s/bid"
+            )
+        price = self.world.markets[self.spec.gpu_model].last.price
+        if bid < price:
+            return (
+                f"{head}: waiting for the market to grant a GPU node ({res}); your limit price "
+                f"(${bid / 1e6:,.2f}/GPU-hour) is below what the market clears at now: raise it or wait"
+            )
+        return (
+            f"{head}: waiting for the market to grant a GPU node ({res}) at your limit price "
+            f"(${bid / 1e6:,.2f}/GPU-hour); a new node then takes 10 to 15 minutes to build and join"
+        )
+
+    def _explain_waiting(self, t: datetime) -> None:
+        """A FailedScheduling event for each pod waiting for a node (and one on each Job waiting for one), when
+        the reason changes: ``describe`` then says why it waits."""
+        for r in list(self.runs.values()):
+            if not r.active or r.state not in ("gated", "pending") or r.gpus <= 0:
+                continue
+            words = self.waiting_words(r.gpus, r.node, t)
+            if getattr(r, "said", None) != words:
+                r.said = words
+                self._pod_event(r, t, "FailedScheduling", words, warning=True, component="default-scheduler", host="")
+        for key in list(self.claims):
+            ctl, job = self.jobs.get(key), self.store.peek("jobs", *key)
+            if ctl is None or job is None:
+                continue
+            words = self.waiting_words(ctl.gpus, None, t).replace(" (", " for its pod (", 1)
+            if getattr(ctl, "said", None) != words:
+                ctl.said = words
+                self.events.emit(t, ref(job), "WaitingForNode", words, component="job-controller")
 
     def _terminate(self, r: PodRun, t: datetime, code: int, reason: str, disruption: str | None = None) -> None:
         r.state = "failed"
@@ -1013,17 +1336,51 @@ class Cluster:
             self.store.delete("pods", r.ns, r.name)
             r.alive = False
 
-    def _kill(self, r: PodRun, t: datetime, delete_obj: bool = True) -> None:
-        """Deleted (by a user or its owner): gone at once."""
+    def _kill(self, r: PodRun, t: datetime, grace: int | None = None) -> bool:
+        """Deleted (by a user or its owner). A pod whose containers run stays, Terminating, for its grace
+        period (``grace``, else the pod's terminationGracePeriodSeconds) after a Killing event, then goes; one
+        that never started or has ended goes at once. True when the pod is gone already."""
+        if r.deleting is not None:
+            if grace is not None and t + timedelta(seconds=grace) < r.deleting:
+                r.deleting = t + timedelta(seconds=grace)
+                self.wake(r.deleting, lambda tt, r=r: self._gone(r, tt))
+            return False
+        started = r.active and r.start is not None and r.start <= t and r.state not in ("gated", "pending")
+        if grace is None:
+            grace = int(r.obj["spec"].get("terminationGracePeriodSeconds", 30) or 0)
         if r.active:
             r.ended = t
             r.exit_code = 143
             self._undo_future(r, t)
-        r.alive = False
         r.accounted = True
-        self.runs.pop(r.key, None)
-        if delete_obj:
-            self.store.delete("pods", r.ns, r.name)
+        self.dirty = True
+        if started and grace > 0:
+            self._killing(r, t)
+            r.deleting = t + timedelta(seconds=grace)
+            meta = r.obj["metadata"]
+            meta["deletionTimestamp"] = iso(r.deleting)
+            meta["deletionGracePeriodSeconds"] = grace
+            self.store.put("pods", r.obj)
+            self.wake(r.deleting, lambda tt, r=r: self._gone(r, tt))
+            return False
+        self._gone(r, t)
+        return True
+
+    def delete_pod(self, ns: str, name: str, grace: int | None, t: datetime) -> bool:
+        """A user's DELETE of a pod the controllers run: True when it is gone at once, False while it is
+        Terminating (None-run pods are the caller's to delete)."""
+        r = self.runs.get((ns, name))
+        if r is None or not r.alive:
+            return True
+        return self._kill(r, t, grace)
+
+    def _gone(self, r: PodRun, t: datetime) -> None:
+        if not r.alive:
+            return
+        r.alive = False
+        if self.runs.get(r.key) is r:
+            self.runs.pop(r.key, None)
+        self.store.delete("pods", r.ns, r.name)
         self.dirty = True
 
     def _undo_future(self, r: PodRun, t: datetime) -> None:
@@ -1354,6 +1711,18 @@ def _owned_by(o: dict, kind: str, name: str) -> bool:
     return any(
         ref.get("kind") == kind and ref.get("name") == name for ref in o["metadata"].get("ownerReferences") or []
     )
+
+
+def _intstr(v: object, total: int, up: bool) -> int:
+    """maxSurge / maxUnavailable: a count, or a percentage of ``total`` (surge rounds up, unavailable down)."""
+    text = str(v).strip()
+    if text.endswith("%"):
+        x = total * float(text[:-1] or 0) / 100
+        return max(0, math.ceil(x) if up else math.floor(x))
+    try:
+        return max(0, int(text))
+    except ValueError:
+        return 0
 
 
 def _has_probe(r: PodRun) -> bool:

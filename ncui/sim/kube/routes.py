@@ -25,7 +25,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..world import World
-from . import inference, openapi, tables
+from . import authz, inference, openapi, tables
 from .auth import POLL_INTERVAL, Auth
 from .cluster import Cluster
 from .objects import (
@@ -366,7 +366,23 @@ async def _handle(kube: Kube, request: Request, cname: str, rest: str) -> Respon
             }
         )
     if parts == ["apis"]:
-        return jresp({"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g) for g in GROUP_ORDER]})
+        groups = [_group(g) for g in [*GROUP_ORDER, authz.GROUP]]
+        return jresp({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+    if parts[:2] == ["apis", authz.GROUP]:
+        if len(parts) == 2:
+            return jresp(_group(authz.GROUP))
+        if parts[2:] == ["v1"]:
+            return jresp(authz.resource_list())
+        if len(parts) == 4 and parts[2] == "v1" and method == "POST":
+            review = {"selfsubjectaccessreviews": authz.access_review, "selfsubjectrulesreviews": authz.rules_review}
+            if parts[3] in review:
+                raw = await request.body()
+                if "protobuf" in request.headers.get("content-type", ""):
+                    body = authz.from_protobuf(raw, parts[3])
+                else:
+                    body = json.loads(raw or b"null")
+                return jresp(review[parts[3]](body), 201)
+        raise KubeError(404, "NotFound", "the server could not find the requested resource")
     if parts == ["api", "v1"]:
         return jresp(_resource_list("", "v1"))
     if len(parts) == 2 and parts[0] == "apis" and parts[1] in GROUP_ORDER:
@@ -379,7 +395,7 @@ async def _handle(kube: Kube, request: Request, cname: str, rest: str) -> Respon
         key = "/".join(parts[2:])
         for g, v in BY_GV:
             if openapi.gv_key(g, v) == key:
-                return jresp(openapi.gv_doc(g, v))
+                return Response(openapi.doc_bytes(g, v), media_type="application/json")
         raise KubeError(404, "NotFound", "the server could not find the requested resource")
     t = parse_target(parts)
     if t is None:
@@ -401,7 +417,14 @@ async def _handle(kube: Kube, request: Request, cname: str, rest: str) -> Respon
 
             body = yaml.safe_load(raw)
         elif "protobuf" in ctype:
-            raise KubeError(415, "UnsupportedMediaType", "the simulator speaks JSON only")
+            kind = t.r.kind.lower()
+            raise KubeError(
+                415,
+                "UnsupportedMediaType",
+                f"this cluster reads JSON and YAML, not the protobuf that `kubectl create {kind}` sends. Write "
+                f"the {t.r.kind} as YAML and apply it: kubectl create {kind} NAME ... --dry-run=client -o yaml "
+                f"> {kind}.yaml && kubectl apply -f {kind}.yaml",
+            )
         else:
             body = json.loads(raw or b"null")
     else:
@@ -675,6 +698,9 @@ def _update(
         meta["generation"] = cur["metadata"].get("generation", 1) + 1
     new.setdefault("apiVersion", r.api_version)
     new.setdefault("kind", r.kind)
+    meta["resourceVersion"] = cur["metadata"]["resourceVersion"]
+    if new == _typed(copy.deepcopy(cur), r):  # nothing changed: no new resourceVersion (kubectl: "(no change)")
+        return jresp(new)
     if q.get("dryRun"):
         return jresp(new)
     if r.plural == "pods":  # keep the controller's own copy in step
@@ -726,6 +752,18 @@ def _delete(c: Cluster, r: Resource, ns: str | None, name: str, q: dict, now: da
         obj = c.store.get(r.plural, ns or "", name)
         if obj is None:
             raise not_found(r, name)
+        return jresp(_typed(obj, r))
+    if r.plural == "pods" and (ns or "", name) in c.runs:
+        obj = c.store.get(r.plural, ns or "", name)
+        if obj is None:
+            raise not_found(r, name)
+        try:
+            grace = int(q["gracePeriodSeconds"]) if q.get("gracePeriodSeconds") not in (None, "") else None
+        except ValueError:
+            raise KubeError(400, "BadRequest", "gracePeriodSeconds must be a whole number of seconds") from None
+        if not c.delete_pod(ns or "", name, grace, now):  # Terminating for its grace period
+            obj = c.store.get(r.plural, ns or "", name) or obj
+        c.controllers(now)
         return jresp(_typed(obj, r))
     obj = c.store.delete(r.plural, ns or "", name)
     if obj is None:

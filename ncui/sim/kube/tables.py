@@ -252,6 +252,47 @@ def ns_row(n: dict, now: datetime) -> list:
 NS_COLS = [NAME, _col("Status"), AGE]
 
 
+def _since(ts: str | None, now: datetime) -> str:
+    return human_duration((now - parse_time(ts)).total_seconds()) if ts else "<unknown>"
+
+
+def event_row(e: dict, now: datetime) -> list:
+    """The API server's printEvent: LAST SEEN ("5s (x3 over 2m)" when repeated), TYPE, REASON, OBJECT, …"""
+    inv, src = e.get("involvedObject") or {}, e.get("source") or {}
+    first = _since(e.get("firstTimestamp") or e.get("eventTime"), now)
+    last = _since(e.get("lastTimestamp") or e.get("eventTime"), now)
+    count = int(e.get("count") or 1)
+    if count > 1:
+        last = f"{last} (x{count} over {first})"
+    source = src.get("component", "") + (f", {src['host']}" if src.get("host") else "")
+    return [
+        last,
+        e.get("type", ""),
+        e.get("reason", ""),
+        f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}",
+        inv.get("fieldPath", ""),
+        source,
+        (e.get("message") or "").strip(),
+        first,
+        str(count),
+        e["metadata"]["name"],
+    ]
+
+
+EVENT_COLS = [
+    _col("Last Seen", desc="The time at which the most recent occurrence of this event was recorded."),
+    _col("Type", desc="Type of this event (Normal, Warning), new types could be added in the future"),
+    _col("Reason", desc="This should be a short, machine understandable string that gives the reason for the event."),
+    _col("Object", desc="The object that this event is about."),
+    _col("Subobject", priority=1, desc="The field of the object this event is about (a container)."),
+    _col("Source", priority=1, desc="The component reporting this event."),
+    _col("Message", desc="A human-readable description of the status of this operation."),
+    _col("First Seen", priority=1, desc="The time at which the event was first recorded."),
+    _col("Count", priority=1, desc="The number of times this event has occurred."),
+    _col("Name", priority=1, fmt="name", desc="Name must be unique within a namespace."),
+]
+
+
 def generic_row(o: dict, now: datetime) -> list:
     return [o["metadata"]["name"], _age(o, now)]
 
@@ -269,6 +310,7 @@ PRINTERS: dict[str, tuple[list, Callable]] = {
     "nodes": (NODE_COLS, node_row),
     "services": (SVC_COLS, svc_row),
     "namespaces": (NS_COLS, ns_row),
+    "events": (EVENT_COLS, event_row),
 }
 
 
