@@ -100,7 +100,7 @@ def _gpus(pod_spec: dict[str, Any]) -> int:
     return n
 
 
-def _owned(pod: dict[str, Any], obj: dict[str, Any]) -> bool:
+def owned_by(pod: dict[str, Any], obj: dict[str, Any]) -> bool:
     name = obj["metadata"]["name"]
     refs = pod["metadata"].get("ownerReferences") or ()
     if obj.get("kind") == "Job":
@@ -226,9 +226,11 @@ async def _kubernetes(
         "title": recipe.title if recipe else (mine or {}).get("title"),
         "state": state,
         "applied_at": (mine or {}).get("applied_at") or memory.iso(_t(created)),
-        "applied_by": "ncui" if mine and mine.get("applied_by") == "ncui" else "elsewhere (kubectl or another tool)",
+        "applied_by": "ncui" if mine and mine.get("applied_by") == "ncui" else "elsewhere",
     }
-    mine_pods = sorted((p for p in pods if _owned(p, obj)), key=lambda p: p["metadata"].get("creationTimestamp") or "")
+    mine_pods = sorted(
+        (p for p in pods if owned_by(p, obj)), key=lambda p: p["metadata"].get("creationTimestamp") or ""
+    )
     placed = [p for p in mine_pods if (p.get("spec") or {}).get("nodeName")]
     pod = placed[0] if placed else (mine_pods[0] if mine_pods else None)
     learned: dict[str, Any] = {"object": [kind, oname], "uid": uid, "recipe": r["job"]["recipe"], "stop": stop}
@@ -286,7 +288,7 @@ def _gone(r: dict[str, Any], mem: dict[str, Any], cluster: str) -> None:
         "title": mem.get("title"),
         "state": "gone from the cluster (deleted)",
         "applied_at": mem.get("applied_at"),
-        "applied_by": "ncui" if mem.get("applied_by") == "ncui" else "elsewhere (kubectl or another tool)",
+        "applied_by": "ncui" if mem.get("applied_by") == "ncui" else "elsewhere",
     }
     if mem.get("node_arrived_at"):
         r["node"] = {"name": mem.get("node"), "arrived_at": mem["node_arrived_at"], "source": mem.get("node_source")}
@@ -337,7 +339,7 @@ async def _vm(
         "node": clean(alloc.id),
     }
     r["job"]["applied_at"] = (mem or {}).get("applied_at")
-    r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere (ssh by hand)"
+    r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere"
     if alloc.granted_at is not None:
         r["node"] = {
             "name": clean(alloc.id),
@@ -395,7 +397,7 @@ async def _slurm(
         "state": job.state if job else None,
     }
     r["job"]["applied_at"] = (mem or {}).get("applied_at")
-    r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere (sbatch by hand)"
+    r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere"
     r["stop"] = [f"ssh {ref.name} {slurm.cancel_command(jid)}"]
     if job is not None and job.start is not None and job.state != "PENDING":
         at = memory.iso(datetime.fromtimestamp(job.start, timezone.utc))
@@ -428,7 +430,7 @@ async def _research(r: dict[str, Any], nc: NCClient, mem: dict[str, Any] | None,
         r["stop"] = [f"{login} {stop_command(container)}"]
         r["job"] = {"kind": "container", "name": clean(container), "node": clean(s.hostname or s.ssh_host or "")}
         r["job"]["applied_at"] = (mem or {}).get("applied_at")
-        r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere (ssh by hand)"
+        r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere"
         if s.assigned_at is not None:
             r["node"] = {
                 "name": clean(s.hostname or ""),
@@ -604,7 +606,8 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
             what += f" — {job['title']}"
         bits = [what + (f": {job['state']}" if job.get("state") else "")]
         if job.get("applied_at"):
-            bits.append(f"applied {_when(job['applied_at'])} by {job.get('applied_by')}")
+            by = "by ncui" if job.get("applied_by") == "ncui" else "not by ncui (kubectl or another tool)"
+            bits.append(f"applied {_when(job['applied_at'])}, {by}")
         out.append(("Job", bits))
     else:
         out.append(("Job", [unknown("job")]))
