@@ -25,6 +25,7 @@ log = logging.getLogger("ncui.memory")
 
 FILE_VERSION = 1
 FIRST_LINES = 3  # the first loss lines kept (and reported)
+KEEP_ORGS = 20  # services × organizations remembered
 
 
 def memory_path() -> Path:
@@ -54,8 +55,9 @@ def _change(key: str, fn: Callable[[dict[str, Any]], None], path: Path | None) -
         orgs = statefile.obj(data.get("orgs"))
         org = statefile.obj(orgs.get(key))
         fn(org)
-        orgs[key] = org
-        return {"orgs": orgs}
+        orgs.pop(key, None)
+        orgs[key] = org  # the newest last: past KEEP_ORGS the oldest go (each demo's box is a new origin)
+        return {"orgs": dict(list(orgs.items())[-KEEP_ORGS:])}
 
     try:
         statefile.update(path or memory_path(), FILE_VERSION, change)

@@ -188,7 +188,7 @@ async def _kubernetes(
             )
     if kube is None:
         un.setdefault(
-            "job", f"not signed in to {name}: run kubectl --context {name} get nodes (or s in ncui), then again"
+            "job", f"not signed in to {name}: run kubectl --context {name} get nodes (or s in ncui), then read it again"
         )
         return {}
     objs: list[dict[str, Any]] = []
@@ -474,7 +474,7 @@ def empty(now: datetime) -> dict[str, Any]:
         "node": None,
         "first_loss_lines": [],
         "completion": None,
-        "rate": {"market": None, "metered": None},
+        "rate": {"market": None, "metered": None, "charged": None},
         "spend_so_far": None,
         "stop": [],
         "standing": [],
@@ -563,6 +563,14 @@ async def collect(
     if txs is not None and since is not None:
         spent, some = charged_since(txs.transactions, since)
         r["spend_so_far"] = {"ucredits": spent, "since": memory.iso(since), "at_least": some}
+        priced = [t for t in txs.transactions if t.kind == "charge" and t.price_per_gpu_hour]
+        last = max((t for t in priced if t.at >= since), key=lambda t: t.at, default=None)
+        if last is not None:  # what the meter charged per GPU hour last (a job that ended keeps its figure)
+            r["rate"]["charged"] = {
+                "price_per_gpu_hour_ucredits": last.price_per_gpu_hour,
+                "at": memory.iso(last.at),
+                "source": "the newest charge since the job was applied (GET /api/billing/transactions)",
+            }
     elif txs is not None:
         un.setdefault("spend_so_far", "no job to count from")
     r["unknown"] = dict(un)
@@ -614,7 +622,10 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
     out.append(("GPU class", [r["gpu_class"] or unknown("gpu_class", "node")]))
     n = r.get("node")
     out.append(
-        ("Node arrived", [f"{_when(n['arrived_at'])} — {n['name'] or '?'} ({n['source']})"] if n else [unknown("node")])
+        (
+            "Node arrived",
+            [f"{_when(n['arrived_at'])} — {n['name'] or '?'} ({n['source']})"] if n else [unknown("node", "job")],
+        )
     )
     if r.get("first_loss_lines"):
         out.append(("First loss lines", list(r["first_loss_lines"])))
@@ -648,6 +659,9 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
         )
     else:
         rate.append(f"metered: {unknown('rate.metered')}")
+    ch = r["rate"].get("charged")
+    if ch:
+        rate.append(f"charged: {fmt_price(ch['price_per_gpu_hour_ucredits'])} in the newest charge, {_when(ch['at'])}")
     out.append(("Assessed rate", rate))
     s = r.get("spend_so_far")
     if s:

@@ -103,7 +103,7 @@ def test_report_of_a_train_job_applied_by_hand_with_kubectl(kube_factory, tmp_pa
 
     # the shape, as documented
     assert set(r) == TOP and r["schema"] == SCHEMA
-    assert set(r["job"]) == JOB and set(r["node"]) == NODE and set(r["rate"]) == {"market", "metered"}
+    assert set(r["job"]) == JOB and set(r["node"]) == NODE and set(r["rate"]) == {"market", "metered", "charged"}
     assert set(r["rate"]["market"]) == MARKET and set(r["rate"]["metered"]) == METERED
     assert len(r["standing"]) == 1 and set(r["standing"][0]) == STANDING
     assert set(r["spend_so_far"]) == {"ucredits", "since", "at_least"} and isinstance(r["unknown"], dict)
@@ -123,6 +123,10 @@ def test_report_of_a_train_job_applied_by_hand_with_kubectl(kube_factory, tmp_pa
     assert mt["per_gpu_hour_ucredits"] == box["balance"]["burn_ucredits_hr"] // 8
     assert 0 <= mt["lag_seconds"] <= 600  # said, on the service's clock
     assert r["spend_so_far"]["ucredits"] > 0
+    assert set(r["rate"]["charged"]) == {"price_per_gpu_hour_ucredits", "at", "source"}
+    charges = httpx.get(f"{k.sim.api_url}/api/billing/transactions", headers=k.headers).json()["transactions"]
+    newest = next(t for t in charges if t["kind"] == "charge" and t.get("price_per_gpu_hour"))
+    assert r["rate"]["charged"]["price_per_gpu_hour_ucredits"] == round(newest["price_per_gpu_hour"] * 1e6)
     assert r["stop"] == [f"kubectl --context {k.cluster} delete job nanogpt"]
     standing = r["standing"][0]
     assert standing["what"] == "limit price" and standing["price_per_gpu_hour_ucredits"] == 6_000_000

@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 from .base import View
 
-LABEL = 17
+LABEL = 16
 EVERY = 30.0  # seconds between reads while shown
 
 
@@ -72,23 +72,31 @@ class ReportView(View):
         self.refresh_view()
 
     def refresh_view(self) -> None:
+        from rich.console import Group
+        from rich.table import Table
+
         from ..report import rows
 
-        t = Text()
-        t.append("Report", style="bold")
-        t.append(" · what to tell your human\n", style="dim")
+        head = Text()
+        head.append("Report", style="bold")
+        head.append(" · what to tell your human", style="dim")
         if self.report is None:
-            t.append_text(self.problem("whoami") or Text("Reading the service and the cluster…", style="dim"))
-        else:
-            for label, lines in rows(self.report):
-                for i, line in enumerate(lines):
-                    t.append(f"\n{label if i == 0 else '':<{LABEL}}", style="bold" if i == 0 else "")
-                    unknown = line.startswith("unknown (")
-                    code = label in ("Stop it", "First loss lines") or line.startswith("withdraw: ")
-                    t.append(line, style="bold red" if unknown else "cyan" if code else "")
-            t.append(f"\n\nAs of {self.report['generated_at'][:16].replace('T', ' ')} UTC", style="dim")
-            t.append(" · reading…" if self.reading else " · c copies it as markdown · u reads it again", style="dim")
-        self.query_one("#report", Static).update(t)
+            body = self.problem("whoami") or Text("Reading the service and the cluster…", style="dim")
+            self.query_one("#report", Static).update(Group(head, Text(), body))
+            return
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=LABEL, style="bold", no_wrap=True)
+        grid.add_column(ratio=1, overflow="fold")  # (commands and log lines fold whole, never cut with …)
+        for label, lines in rows(self.report):
+            value = Text()
+            for i, line in enumerate(lines):
+                unknown = line.startswith("unknown (")
+                code = label in ("Stop it", "First loss lines") or line.startswith("withdraw: ")
+                value.append(("\n" if i else "") + line, style="bold red" if unknown else "cyan" if code else "")
+            grid.add_row(label, value)
+        foot = Text(f"As of {self.report['generated_at'][:16].replace('T', ' ')} UTC", style="dim")
+        foot.append(" · reading…" if self.reading else " · c copies it as markdown · u reads it again", style="dim")
+        self.query_one("#report", Static).update(Group(head, Text(), grid, Text(), foot))
 
     def action_copy(self) -> None:
         from ..report import markdown
