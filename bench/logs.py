@@ -64,7 +64,7 @@ async def main():
                 first.append((time.monotonic(), time.process_time()))
             pane_write(batch)
         app.pane.write_entries = write
-        f = log_follower(kc, pod, "main", app.pane, losses, lambda: app.chart.set_data(loss_chart(losses)))
+        f = log_follower(kc, pod, "main", app.pane, losses, lambda _entries: app.chart.set_data(loss_chart(losses)))
         await kc.list("pods")  # the app is signed in: it watches the pods it shows
         t_follow = time.monotonic()  # a person selects the pod: the follower starts
         task = asyncio.ensure_future(f.run())

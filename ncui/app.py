@@ -1,4 +1,4 @@
-"""The ncui app: header, five screens on keys 1–5, help on ?, the command palette, q to quit.
+"""The ncui app: header, six screens on keys 1–6, history on h, help on ?, the command palette, q to quit.
 
 Screens read the store and call actions; the backend's pollers feed the store.
 """
@@ -52,6 +52,7 @@ VIEWS: tuple[tuple[str, str, str, str], ...] = (
     ("recipes", "Recipes", "recipes", "RecipesView"),
     ("workloads", "Workloads", "workloads", "WorkloadsView"),
     ("lease", "Lease", "lease", "LeaseView"),
+    ("report", "Report", "report", "ReportView"),
 )
 
 
@@ -68,7 +69,7 @@ SIGNED_IN = "sign in: kubectl prints the link, you approve it in a browser, then
 CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity", "ssh_keys")
 
 GLOBAL_HELP = """
-[b]Keys[/b]  1–5 screens · Tab/Shift-Tab move focus · ? help · Ctrl-P commands · r refresh · h history · q quit
+[b]Keys[/b]  1–6 screens · Tab/Shift-Tab move focus · ? help · Ctrl-P commands · r refresh · h history · q quit
 """
 
 
@@ -82,6 +83,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         Binding("3", "show('recipes')", "Recipes", show=False),
         Binding("4", "show('workloads')", "Workloads", show=False),
         Binding("5", "show('lease')", "Lease", show=False),
+        Binding("6", "show('report')", "Report", show=False),
         Binding("question_mark,f1", "help", "Help"),
         Binding("r", "refresh", "Refresh"),
         Binding("s", "kube_signin", "Sign in", show=False),
@@ -107,6 +109,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         self._watchers: list[RetryLoop] = []
         self._endpoint_checked = 0.0  # when the cluster's kubeconfig was last read again (time.monotonic())
         self.history: history.History | None = None  # this service's, once connected
+        self._losses_kept = 0  # first loss lines remembered for the remembered job (memory.FIRST_LINES at most)
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -166,6 +169,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         self.history = history.History(self.backend.endpoints.api)  # every change, as its command (h)
         history.activate(self.history)
         self.limit_start()  # the spending limit: loaded with the organization, checked on every update
+        self._state_notices()
         self.pollers = self.backend.pollers(self.store)
         self.pollers.start()
 
@@ -208,8 +212,11 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         active = self.store.meta.get("cluster")
         names = [c.name for c in who.clusters]
         if active is None or active.name not in names:
-            first = next((c for c in who.clusters if c.kind == "kubernetes"), None) or (
-                who.clusters[0] if who.clusters else None
+            last = self.remembered().get("active_cluster")  # the cluster of the last session, resumed
+            first = (
+                next((c for c in who.clusters if c.name == last), None)
+                or next((c for c in who.clusters if c.kind == "kubernetes"), None)
+                or (who.clusters[0] if who.clusters else None)
             )
             self.select_cluster(first)
 
@@ -221,6 +228,8 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
     def select_cluster(self, ref: m.ClusterRef | None) -> None:
         old = self.store.meta.get("cluster")
         self.store.meta["cluster"] = ref
+        if ref is not None:
+            self.remember(active_cluster=ref.name)
         if old is not None and ref is not None and old.name == ref.name:
             return
         self.store.clear(*CLUSTER_SLICES, "k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes", "kube_signin")
@@ -231,6 +240,103 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         self.slurm_cluster(ref)  # a Slurm cluster's sign-in check and queue (screens/slurm.py)
         if ref is not None and old is not None:
             self.notify(f"Active cluster: {ref.name} ({ref.kind})")
+
+    # ---- memory between sessions (ncui/memory.py) and the report (ncui/report.py) ------------------
+
+    def memory_key(self) -> str | None:
+        """The service and organization ncui remembers things under (None before whoami is read)."""
+        from .memory import key_for
+
+        who = self.store.value("whoami")
+        if who is None or self.backend is None or self.backend.endpoints is None:
+            return None
+        return key_for(self.backend.endpoints.api, who.org_id)
+
+    def remembered(self) -> dict[str, Any]:
+        from . import memory
+
+        key = self.memory_key()
+        return memory.recall(key) if key is not None else {}
+
+    def remember(self, **fields: Any) -> None:
+        from . import memory
+
+        key = self.memory_key()
+        if key is not None:
+            memory.remember(key, **fields)
+        self._state_notices()
+
+    def remembered_job(self) -> dict[str, Any] | None:
+        """The last job remembered on the active cluster (the research node's: cluster "")."""
+        ref = self.store.meta.get("cluster")
+        jobs = self.remembered().get("jobs") or {}
+        job = jobs.get(ref.name if ref is not None else "")
+        return job if isinstance(job, dict) else None
+
+    def remember_job(self, fields: dict[str, Any], *, new: bool = False) -> None:
+        """What ncui applied, submitted or started on the active cluster (``new``), or learned of it since."""
+        from . import memory
+
+        key, ref = self.memory_key(), self.store.meta.get("cluster")
+        if key is None:
+            return
+        if new:
+            self._losses_kept = 0
+            fields = {
+                "applied_by": "ncui",
+                "applied_at": memory.iso(self.backend.now() if self.backend else None),
+            } | fields
+        memory.remember_job(key, ref.name if ref is not None else "", fields, new=new)
+        self._state_notices()
+
+    def remember_loss_lines(self, owner: str, lines: list[str]) -> None:
+        """A log pane saw loss lines of ``owner`` (a pod, a container, a Slurm job id): the first ones are kept
+        for the remembered job, once; and the report is read once then (the node's arrival with them)."""
+        from . import memory
+        from .logfollow import parse_loss
+
+        job = self.remembered_job()
+        if job is None or self._losses_kept >= memory.FIRST_LINES:
+            return
+        obj = job.get("object") or ["", ""]
+        ours = owner == job.get("container") or owner == str(job.get("slurm_job")) or owner.startswith(f"{obj[1]}-")
+        have = list(job.get("first_loss_lines") or ())
+        if not ours or len(have) >= memory.FIRST_LINES:
+            self._losses_kept = memory.FIRST_LINES
+            return
+        found = have + [x for x in lines if parse_loss(x) is not None][: memory.FIRST_LINES - len(have)]
+        self._losses_kept = len(found)
+        self.remember_job({"first_loss_lines": found})
+        if not have:  # the first loss line: the node is there; the report remembers its arrival
+            self.start_worker(self.read_report, name="report", group="report")
+
+    async def read_report(self) -> dict[str, Any] | None:
+        """``report.collect`` for the active cluster through this session's clients (its kubectl sign-in, its
+        Slurm login node); None before ncui has connected."""
+        from .report import collect
+
+        nc = self.backend.nc if self.backend is not None else None
+        ref = self.store.meta.get("cluster")
+        if nc is None or self.backend is None:
+            return None
+
+        async def kube(name: str) -> KubeClient | None:
+            return self._kube if self._kube_for == name and self._kube is not None and self._kube.gate.is_open else None
+
+        async def slurm(name: str) -> Any:
+            st = self._slurm
+            return await self._slurm_runner(st) if st is not None and st.ref.name == name else None
+
+        report = await collect(nc, now=self.backend.now(), cluster=ref.name if ref else None, kube=kube, slurm=slurm)
+        self._state_notices()
+        return report
+
+    def _state_notices(self) -> None:
+        """A state file set aside (corrupt, unreadable, another version): said once, as a warning."""
+        from . import statefile
+
+        for said in statefile.notices():
+            self.notify(said, title="State file set aside", severity="warning", timeout=20)
 
     # ---- actions ------------------------------------------------------------------------------
 

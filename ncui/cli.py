@@ -5,6 +5,7 @@ ncui --demo               the app against National Compute in a box, started in 
 ncui --api URL --access URL   the app against another endpoint (e.g. a separate `ncui sim`)
 ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… NC_TOKEN=… NC_SSH_CONFIG=… then serves
 ncui history [--api URL | --all]   what ncui changed, as the commands a person would type
+ncui report [--json | --markdown] [--cluster NAME]   report back on the job that runs now or ran last
 """
 
 from __future__ import annotations
@@ -97,6 +98,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     h.add_argument("--api", dest="history_api", metavar="URL", help="the service's API origin (default: as ncui's)")
     h.add_argument("--all", action="store_true", help="every service's and demo box's history, each under its name")
+    r = sub.add_parser(
+        "report",
+        help="report back on the job that runs now or ran last on the active cluster",
+        description="Report back on the job that runs now or ran last on the active cluster (the one ncui last "
+        "used, or --cluster): GPU class, the node's arrival, the first loss lines or the completion, the assessed "
+        "rate, spend so far, how to stop it, and what still stands. Reads the cluster itself: a job applied by "
+        "hand with kubectl is reported too.",
+    )
+    how = r.add_mutually_exclusive_group()
+    how.add_argument("--json", action="store_true", help="the report as JSON (a stable shape: see the README)")
+    how.add_argument("--markdown", action="store_true", help="the report as markdown, to paste into a chat or issue")
+    r.add_argument("--cluster", metavar="NAME", help="report on this cluster (default: the one ncui last used)")
+    # (SUPPRESS: given only after `report`, they must not reset the same options given before it)
+    r.add_argument("--api", metavar="URL", default=argparse.SUPPRESS, help="API origin (as for the app)")
+    r.add_argument("--access", metavar="URL", default=argparse.SUPPRESS, help="recipe catalog origin")
     return p
 
 
@@ -108,6 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_sim(args)
     if args.command == "history":
         return run_history(args)
+    if args.command == "report":
+        return run_report(args)
     if args.demo:
         return run_demo(args)
     return run_app(args)
@@ -232,6 +250,83 @@ def run_app(args: argparse.Namespace) -> int:
     endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
     NCApp(Backend(endpoints, src.token), store=store).run()
     return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """``ncui report``: the report on stdout (text, ``--json`` or ``--markdown``); what could not be read is said
+    in it. Exit 2 without a token, 1 when the service could not be reached at all."""
+    import asyncio
+
+    from . import statefile
+    from .config import ACCESS_ORIGIN, API_ORIGIN, Endpoints, load_token
+
+    src = load_token()
+    if src.token is None:
+        print(
+            f"ncui report needs your National Compute token: {src.warning or 'none found'}. Save it to "
+            "~/.config/nationalcompute/token (chmod 600) or set NC_TOKEN.",
+            file=sys.stderr,
+        )
+        return 2
+    endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
+    report = asyncio.run(_report(endpoints, src.token, args.cluster))
+    for said in statefile.notices():  # a state file set aside
+        print(f"ncui: {said}", file=sys.stderr)
+    from .report import markdown, rows, to_json
+
+    if args.json:
+        sys.stdout.write(to_json(report))
+    elif args.markdown:
+        sys.stdout.write(markdown(report))
+    else:
+        for label, lines in rows(report):
+            for i, line in enumerate(lines):
+                print(f"{label if i == 0 else '':<17} {line}")
+    return 1 if report["organization"] is None else 0
+
+
+async def _report(endpoints: object, token: object, cluster: str | None) -> dict:
+    """Read the service and the cluster for ``ncui report`` (kubectl's sign-in as cached; the Slurm login node
+    over ssh with ncui's known_hosts, never asking: an unknown host key is said)."""
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from .api.client import NCClient
+    from .config import known_hosts_path
+    from .kube.client import KubeClient
+    from .remote.login import slurm_runner
+    from .remote.runner import Runner
+    from .report import collect
+
+    nc = NCClient(endpoints, token, timeout=15)  # type: ignore[arg-type]  # config's SecretStr: the same face
+    kubes: list[KubeClient] = []
+    runners: list[Runner] = []
+
+    async def kube(name: str) -> KubeClient:
+        client = KubeClient.from_kubeconfig(await nc.kubeconfig(name))
+        kubes.append(client)
+        await client.list("nodes")  # signed in? (NotSignedIn carries the link to approve)
+        return client
+
+    async def slurm(name: str) -> Runner:
+        async def refuse(host: str, port: int, fingerprint: str) -> bool:
+            return False  # (no question on the command line: ncui's own known_hosts must know the login node)
+
+        env = os.environ.get("NC_SSH_CONFIG")
+        runner = await slurm_runner(
+            name, ssh_config=Path(env) if env else None, known_hosts=known_hosts_path(), confirm_host_key=refuse
+        )
+        runners.append(runner)
+        return runner
+
+    try:
+        return await collect(nc, now=datetime.now(timezone.utc), cluster=cluster, kube=kube, slurm=slurm)
+    finally:
+        for k in kubes:
+            await k.aclose()
+        for r in runners:
+            await r.close()
+        await nc.aclose()
 
 
 if __name__ == "__main__":

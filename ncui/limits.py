@@ -14,9 +14,7 @@ terminal or a crash keeps it, and the next start goes on counting from when it w
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -24,6 +22,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from . import statefile
 from .money import fmt_usd
 
 if TYPE_CHECKING:
@@ -196,14 +195,7 @@ def key_for(api: str, org_id: str) -> str:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as e:  # a broken file is said in the log, never a crash
-        log.warning("cannot read %s: %s", path, e)
-        return {}
-    limits = data.get("limits") if isinstance(data, dict) else None
+    limits = statefile.read(path, FILE_VERSION).get("limits")  # a broken file is set aside and said, never a crash
     return limits if isinstance(limits, dict) else {}
 
 
@@ -219,19 +211,18 @@ def load(key: str, path: Path | None = None) -> Limit | None:
 
 
 def save(key: str, limit: Limit | None, path: Path | None = None) -> None:
-    """Write (or, with None, forget) this key's limit; other keys stay. Atomic: a crash leaves the old file.
+    """Write (or, with None, forget) this key's limit; other keys stay (statefile: atomic, locked, mode 600).
     Raises OSError when the state directory cannot be written (the caller says so)."""
-    path = path or limits_path()
-    limits = _read(path)
-    if limit is None:
-        limits.pop(key, None)
-    else:
-        limits[key] = limit.to_json()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"version": FILE_VERSION, "limits": limits}, indent=1) + "\n", encoding="utf-8")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+
+    def change(data: dict[str, Any]) -> dict[str, Any]:
+        limits = statefile.obj(data.get("limits"))
+        if limit is None:
+            limits.pop(key, None)
+        else:
+            limits[key] = limit.to_json()
+        return {"limits": limits}
+
+    statefile.update(path or limits_path(), FILE_VERSION, change)
 
 
 def kept(limit: Limit) -> Limit:

@@ -132,8 +132,28 @@ async def resolve(nc: NCClient, recipe: m.Recipe, cluster: m.K8sCluster) -> Plan
         docs = parse_manifests(rf.text, rf.used)
         steps.append(PlanStep(s.stem, s.title or s.stem, rf.used, rf.url, rf.note, rf.text, tuple(docs), s.optional))
     gpus = max((gpus_of(st.docs, cluster.gpu_vendor) for st in steps), default=0)
-    stop = tuple(c.replace("<cluster>", cluster.name).replace(VENDOR, cluster.gpu_vendor) for c in recipe.stop)
-    return Plan(recipe.name, recipe.title, tuple(steps), f.skipped_steps, gpus, stop)
+    return Plan(recipe.name, recipe.title, tuple(steps), f.skipped_steps, gpus, stop_commands(recipe, cluster))
+
+
+def stop_commands(recipe: m.Recipe, cluster: m.K8sCluster) -> tuple[str, ...]:
+    """The catalog's stop commands for this recipe on ``cluster`` (its name as the context, its vendor's file)."""
+    return tuple(c.replace("<cluster>", cluster.name).replace(VENDOR, cluster.gpu_vendor) for c in recipe.stop)
+
+
+RECIPE_LABEL = "first-job.nationalcompute.com/recipe"  # on every object of the catalog's manifests
+
+
+def recipe_of(catalog: Iterable[m.Recipe], obj: dict[str, Any]) -> m.Recipe | None:
+    """The catalog recipe a cluster object belongs to: by its recipe label, else by the catalog's object list
+    (kind and name), for a job applied by hand from an older copy of the file; None for the human's own."""
+    meta = obj.get("metadata") or {}
+    rs = [r for r in catalog if r.cluster_kind == "kubernetes"]
+    label = (meta.get("labels") or {}).get(RECIPE_LABEL)
+    by_label = next((r for r in rs if label and r.name == label), None)
+    if by_label is not None:
+        return by_label
+    kind, name = obj.get("kind"), meta.get("name")
+    return next((r for r in rs if any(o.kind == kind and o.name == name for o in r.objects)), None)
 
 
 def parse_manifests(text: str, name: str = "manifest") -> list[dict[str, Any]]:

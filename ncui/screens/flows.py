@@ -289,8 +289,23 @@ class FlowsMixin(_AppBase):
                 await self._offer_back(ref.name, set_here)
             return
         self.store.meta["last_plan"] = plan
+        self._remember_apply(plan, cluster)
         self.notify(f"{plan.title} applied: " + ", ".join(f"{r.kind.lower()}/{r.name}" for r in results))
         await self.run_action("show('workloads')")
+
+    def _remember_apply(self, plan: R.Plan, cluster: m.K8sCluster) -> None:
+        """What was applied, for the report and the next session (ncui/memory.py): the object that holds the GPUs
+        (a serve recipe's engine, not its weights Job), the recipe, its stop commands."""
+        from .. import recipes as R
+
+        docs = [d for d in plan.all_docs() if d.get("kind") in ("Job", "Deployment")]
+        main = next((d for d in docs if R.gpus_of([d], cluster.gpu_vendor)), docs[0] if docs else None)
+        if main is None:
+            return
+        obj = [main["kind"], main["metadata"]["name"]]
+        remember = getattr(self, "remember_job", None)  # (NCApp's)
+        if remember is not None:
+            remember({"object": obj, "recipe": plan.recipe, "title": plan.title, "stop": list(plan.stop)}, new=True)
 
     async def _cover(self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool) -> str | None:
         """The seed's two-hour check at ``price``: its sentence when covered; None (after saying why) when not,
@@ -391,6 +406,10 @@ class FlowsMixin(_AppBase):
             await self.push_screen_wait(ResultsModal("The limit price was not set", str(e)))
             return None
         self.store.set("bid", new_bid)
+        remember = getattr(self, "remember", None)  # (NCApp's: the ceiling, for the next session)
+        if remember is not None:
+            now = self.backend.now().isoformat() if self.backend is not None else None
+            remember(ceiling={"cluster": cluster, "price_per_gpu_hour_ucredits": ceiling, "at": now})
         if self.pollers is not None:
             self.pollers.refresh("bid", "spend", "ladder")
         return new_bid

@@ -135,6 +135,22 @@ class NodeRun:
         return self.name
 
 
+def _remember_run(app: Any, node: NodeRow, container: str, recipe: str | None) -> None:
+    """ncui started ``container`` on ``node``: the next session's report knows what to stop (ncui/memory.py)."""
+    remember = getattr(app, "remember_job", None)
+    if remember is not None:
+        remember({"container": container, "recipe": recipe, "node": node.id}, new=True)
+
+
+def _remember_losses(app: Any, owner: str, entries: list[str]) -> None:
+    """A log pane saw loss lines: the first ones are remembered for the report (``NCApp.remember_loss_lines``)."""
+    from ..logfollow import entry_text
+
+    keep = getattr(app, "remember_loss_lines", None)
+    if keep is not None:
+        keep(owner, [entry_text(e) for e in entries])
+
+
 def docker_ps(text: str) -> dict[str, str]:
     """``docker ps``'s table → {name: image} (cleaned), by the header's column positions; {} when unreadable."""
     lines = text.splitlines()
@@ -875,6 +891,7 @@ class NodesPane(Vertical):
             await self.app.push_screen_wait(ResultsModal(f"The starter did not start on {r.id}", str(e)))
             return
         self.sessions.runs[r.id] = NodeRun(STARTER_NAME, True)
+        _remember_run(self.app, r, STARTER_NAME, "nanogpt-node")
         self.notify(f"Started {STARTER_NAME} on {r.id}; following its log.", timeout=5)
         self._redraw_rows()
         self.follow(r, fresh=True)
@@ -911,6 +928,7 @@ class NodesPane(Vertical):
             await self.app.push_screen_wait(ResultsModal(f"{name} did not start on {r.id}", str(e)))
             return
         self.sessions.runs[r.id] = NodeRun(name, False, image, command)
+        _remember_run(self.app, r, name, None)
         self.notify(f"Started {name} on {r.id}; following its log.", timeout=5)
         self._redraw_rows()
         self.follow(r, fresh=True)
@@ -938,6 +956,7 @@ class NodesPane(Vertical):
             pane.write_entries(entries)
             if self.losses.add(entries, entries=True):
                 self._chart()
+                _remember_losses(self.app, run.name, entries)
 
         def on_state(state: str) -> None:
             pane.set_status(node_log_state(state, follower))

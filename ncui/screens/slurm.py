@@ -378,6 +378,9 @@ class SlurmFlowsMixin(_AppBase):
             self.notify(f"The job was not submitted: {e}", severity="error", timeout=15)
             return None
         self.store.meta["slurm_job"] = jid  # Workloads selects it
+        remember = getattr(self, "remember_job", None)  # (NCApp's: the report and the next session know it)
+        if remember is not None:
+            remember({"slurm_job": jid, "recipe": "slurm-nanogpt"}, new=True)
         self.notify(f"Submitted batch job {jid} on {name}: Workloads (4) follows nanogpt-{jid}.out.", timeout=8)
         self.slurm_wake()
         return jid
@@ -628,6 +631,9 @@ class SlurmPanel(Vertical):
             pane.write_batch(lines)
             if self.losses.add(lines):
                 self._chart()
+                keep = getattr(app, "remember_loss_lines", None)  # (NCApp's: the report's first loss lines)
+                if keep is not None:
+                    keep(jid, lines)
 
         def on_state(state: str) -> None:
             if state == "resuming":

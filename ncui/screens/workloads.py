@@ -41,17 +41,17 @@ def log_follower(
     container: str | None,
     pane: LogPane,
     losses: LossCurve,
-    on_losses: Callable[[], None],
+    on_losses: Callable[[list[str]], None],
     *,
     previous: bool = False,
 ) -> LogFollower:
-    """Follow a pod's log into the pane and its loss lines into ``losses`` (``on_losses()`` when it grew):
+    """Follow a pod's log into the pane and its loss lines into ``losses`` (``on_losses(entries)`` when it grew):
     the Workloads screen's wiring, which bench/logs.py measures."""
 
     def on_entries(entries: list[str]) -> None:
         pane.write_entries(entries)
         if losses.add(entries, entries=True):
-            on_losses()
+            on_losses(entries)
 
     def on_state(state: str) -> None:
         pane.set_status(log_state(state, follower))
@@ -352,7 +352,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
                 names = [r[0] for r in rows]
                 table.move_cursor(row=names.index(self.pod) if self.pod in names else min(cursor, len(rows) - 1))
         if rows and (self.pod is None or self.pod not in pods):
-            self.select(rows[0][0])
+            self.select(self._resumed(pods) or rows[0][0])
         elif not rows and self.pod is not None:  # its job was deleted: keep what it logged, stop following
             if self.follower is not None:
                 self.follower.stop()
@@ -363,6 +363,19 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
             self.pod = None
             return
         self._explain()
+
+    def _resumed(self, pods: dict[str, Any]) -> str | None:
+        """The pod of the job ncui remembers on this cluster (a restart resumes watching it), running first."""
+        from ..report import owned_by
+
+        job = self.ncapp.remembered_job()
+        obj = (job or {}).get("object")
+        if not obj:
+            return None
+        fake = {"kind": obj[0], "metadata": {"name": obj[1]}}
+        mine = [p for p in pods.values() if owned_by(p, fake)]
+        mine.sort(key=lambda p: ((p.get("status") or {}).get("phase") != "Running", p["metadata"].get("name", "")))
+        return mine[0]["metadata"]["name"] if mine else None
 
     def _explain(self) -> None:
         from ..kube import status as S
@@ -436,7 +449,15 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         if kube is None or self.pod is None:
             return
 
-        follower = log_follower(kube, self.pod, self.container, pane, self._losses, self._chart, previous=self.previous)
+        pod = self.pod
+
+        def on_losses(entries: list[str]) -> None:
+            from ..logfollow import entry_text
+
+            self._chart()
+            self.ncapp.remember_loss_lines(pod, [entry_text(e) for e in entries])
+
+        follower = log_follower(kube, pod, self.container, pane, self._losses, on_losses, previous=self.previous)
         self.follower = follower
         await follower.run()
 

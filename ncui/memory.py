@@ -1,0 +1,97 @@
+"""What ncui remembers between sessions, per service and organization (``limits.key_for``): the active cluster,
+the ceiling the human gave, and per cluster the last job (recipe, objects, stop commands, when it was applied,
+the node's arrival, the first loss lines, how it ended). No Textual here.
+
+Kept in ``$XDG_STATE_HOME/ncui/session.json`` through ``statefile`` (versioned, atomic, locked, mode 600; a
+bad file is set aside and said). The spending limit lives beside it in ``limits.json`` (``limits.py``), the
+command history in ``history.jsonl``. Never the token: names, prices (µcredits), times and log lines only,
+each log line cleaned (``textsafe``) before it is stored. Writing is best effort: a folder that cannot be
+written is logged, and ncui goes on (the report then reads the cluster alone).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from . import statefile
+from .limits import key_for
+from .textsafe import clean
+
+log = logging.getLogger("ncui.memory")
+
+FILE_VERSION = 1
+FIRST_LINES = 3  # the first loss lines kept (and reported)
+KEEP_ORGS = 20  # services × organizations remembered
+
+
+def memory_path() -> Path:
+    from .config import state_dir
+
+    return state_dir() / "session.json"
+
+
+def iso(t: datetime | None) -> str | None:
+    return t.isoformat() if t is not None else None
+
+
+def recall(key: str, path: Path | None = None) -> dict[str, Any]:
+    """The organization's memory: ``{"active_cluster": …, "ceiling": {…}, "jobs": {cluster: {…}}}`` (keys
+    absent when not known)."""
+    return statefile.obj(statefile.obj(statefile.read(path or memory_path(), FILE_VERSION).get("orgs")).get(key))
+
+
+def job(key: str, cluster: str, path: Path | None = None) -> dict[str, Any] | None:
+    """The last job remembered on ``cluster`` (None when none)."""
+    j = statefile.obj(recall(key, path).get("jobs")).get(cluster)
+    return j if isinstance(j, dict) else None
+
+
+def _change(key: str, fn: Callable[[dict[str, Any]], None], path: Path | None) -> None:
+    def change(data: dict[str, Any]) -> dict[str, Any]:
+        orgs = statefile.obj(data.get("orgs"))
+        org = statefile.obj(orgs.get(key))
+        fn(org)
+        orgs.pop(key, None)
+        orgs[key] = org  # the newest last: past KEEP_ORGS the oldest go (each demo's box is a new origin)
+        return {"orgs": dict(list(orgs.items())[-KEEP_ORGS:])}
+
+    try:
+        statefile.update(path or memory_path(), FILE_VERSION, change)
+    except OSError as e:  # best effort: the report reads the cluster anyway
+        log.warning("cannot remember the session in %s: %s", (path or memory_path()).parent, e.strerror or e)
+
+
+def remember(key: str, path: Path | None = None, **fields: Any) -> None:
+    """Set top-level facts (``active_cluster="halcyon"``, ``ceiling={…}``)."""
+    _change(key, lambda org: org.update(fields), path)
+
+
+def remember_job(
+    key: str, cluster: str, fields: dict[str, Any], *, new: bool = False, path: Path | None = None
+) -> None:
+    """Merge ``fields`` into the cluster's last job; ``new`` starts a new record (a new apply or submit). A
+    few facts keep what was seen first: ``node``/``node_arrived_at`` once set, ``first_loss_lines`` unless the new
+    list is longer (up to ``FIRST_LINES``)."""
+
+    def fn(org: dict[str, Any]) -> None:
+        jobs = statefile.obj(org.get("jobs"))
+        rec = {} if new else statefile.obj(jobs.get(cluster))
+        for k, v in fields.items():
+            if k == "first_loss_lines":
+                v = [clean(str(x)) for x in v][:FIRST_LINES]
+                if len(rec.get(k) or ()) >= len(v):
+                    continue  # the first lines seen stay
+            elif k in ("node_arrived_at", "node") and rec.get(k):
+                continue  # the first arrival seen stays
+            rec[k] = v
+        jobs[cluster] = rec
+        org["jobs"] = jobs
+
+    _change(key, fn, path)
+
+
+__all__ = ["FIRST_LINES", "key_for", "memory_path", "recall", "job", "remember", "remember_job", "iso"]

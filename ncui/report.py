@@ -1,0 +1,720 @@
+"""Report back (the seed's last duty): for the job that runs now or ran last on the active cluster, the GPU class,
+when the node arrived, the first loss lines or the completion, the assessed rate per GPU hour (the market's live
+rate and the metered rate with its lag), spend so far, how to stop it, and what still stands with the command to
+withdraw it. No Textual here.
+
+``await collect(nc, ...)`` reads the service and the cluster (the cluster itself, so a job applied by hand with
+kubectl is reported too), adds what ncui remembers (``memory``: the recipe applied and when, the first loss lines
+once the pod is gone), and returns ONE dict, the report: ``ncui report --json`` prints it as it is, ``--markdown``
+and the Report screen (key 6) draw it with ``rows()``, so the three cannot disagree. Its shape is stable
+(``SCHEMA``; README: "ncui report"). Every value that could not be read is null with its reason in ``unknown``,
+never zero or empty. Money is integer µcredits (1,000,000 = $1); times are ISO 8601 UTC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from datetime import datetime
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from . import memory
+from .limits import charged_since
+from .logfollow import parse_loss
+from .money import dollars_text, fmt_price, fmt_usd
+from .textsafe import clean
+
+if TYPE_CHECKING:
+    from .api import models as m
+    from .api.client import NCClient
+    from .kube.client import KubeClient
+    from .remote.runner import Runner
+
+SCHEMA = "ncui.report/1"
+T = TypeVar("T")
+TOKEN_CMD = '"Authorization: Bearer $(cat ~/.config/nationalcompute/token)"'
+LOG_LINES_READ = 20_000  # at most this many lines of a pod's log are read for its first loss lines
+
+
+class _Unknown(dict[str, str]):
+    """field → why it could not be read (the report's ``unknown``)."""
+
+
+async def _try(unknown: _Unknown, field: str, read: Callable[[], Awaitable[T]]) -> T | None:
+    """``await read()``; on a failure, None and the reason under ``field``."""
+    from .api.errors import NCError
+    from .kube.client import KubeError
+    from .remote.runner import RemoteError
+
+    try:
+        return await read()
+    except (NCError, KubeError, RemoteError, OSError, ValueError, asyncio.TimeoutError) as e:
+        unknown.setdefault(field, clean(str(e) or type(e).__name__)[:300])
+        return None
+
+
+def _t(text: str | None) -> datetime | None:
+    from .kube.status import parse_time
+
+    try:
+        return parse_time(text) if text else None
+    except ValueError:
+        return None
+
+
+def _withdraw_bid(api: str, cluster: str) -> str:
+    url = f"{api.rstrip('/')}/api/k8s/bid?cluster={cluster}"
+    return (
+        f"curl -X PUT -H {TOKEN_CMD} -H 'Content-Type: application/json' "
+        f"-d '{{\"max_price_per_gpu_hour\": 0}}' {shlex.quote(url)}"
+    )
+
+
+def _release_vm(api: str, cap: m.VmCapacity) -> str:
+    body = json.dumps(
+        {
+            "max_gpus": 0,
+            "max_price_per_gpu_hour": float(dollars_text(cap.max_price_per_gpu_hour)),
+            "expected_version": cap.version,
+        }
+    )
+    url = f"{api.rstrip('/')}/api/vm/capacity"
+    return f"curl -X PUT -H {TOKEN_CMD} -H 'Content-Type: application/json' -d {shlex.quote(body)} {shlex.quote(url)}"
+
+
+# ---- Kubernetes --------------------------------------------------------------------------------------
+
+
+def _gpus(pod_spec: dict[str, Any]) -> int:
+    n = 0
+    for c in pod_spec.get("containers") or ():
+        for k, v in ((c.get("resources") or {}).get("limits") or {}).items():
+            if k.endswith(".com/gpu"):
+                try:
+                    n += int(v)
+                except (TypeError, ValueError):
+                    pass
+    return n
+
+
+def owned_by(pod: dict[str, Any], obj: dict[str, Any]) -> bool:
+    name = obj["metadata"]["name"]
+    refs = pod["metadata"].get("ownerReferences") or ()
+    if obj.get("kind") == "Job":
+        return any(r.get("kind") == "Job" and r.get("name") == name for r in refs)
+    return any(r.get("kind") == "ReplicaSet" and str(r.get("name", "")).startswith(name + "-") for r in refs)
+
+
+def pick_job(objs: list[dict[str, Any]], remembered: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The job the report is about: the one ncui remembers applying when it is still there, else the newest that
+    asks for GPUs (a running one first), else the newest."""
+    from .kube.status import job_status
+
+    if not objs:
+        return None
+    if remembered:
+        same = [o for o in objs if [o.get("kind"), o["metadata"]["name"]] == remembered.get("object")]
+        if same:
+            return same[0]
+
+    def rank(o: dict[str, Any]) -> tuple[bool, bool, str]:
+        spec = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
+        running = o.get("kind") != "Job" or job_status(o) not in ("Complete", "Failed")
+        return (_gpus(spec) > 0, running, o["metadata"].get("creationTimestamp") or "")
+
+    return max(objs, key=rank)
+
+
+async def first_loss_lines(kube: KubeClient, pod: str, container: str | None) -> list[str]:
+    """The first ``FIRST_LINES`` loss lines of a pod's log (read from its start, not followed)."""
+    out: list[str] = []
+    seen = 0
+    gen = cast("AsyncGenerator[str, None]", kube.pod_logs(pod, container, follow=False, timestamps=False))
+    try:
+        async for line in gen:
+            seen += 1
+            if parse_loss(line) is not None:
+                out.append(clean(line))
+                if len(out) >= memory.FIRST_LINES:
+                    break
+            if seen >= LOG_LINES_READ:
+                break
+    finally:
+        await gen.aclose()
+    return out
+
+
+async def _kubernetes(
+    r: dict[str, Any],
+    nc: NCClient,
+    kube: KubeClient | None,
+    ref: m.ClusterRef,
+    mem: dict[str, Any] | None,
+    un: _Unknown,
+) -> dict[str, Any]:
+    """Fill ``r`` for a Kubernetes cluster; returns what to remember of the job."""
+    from . import recipes as R
+    from .kube.status import deployment_ready, job_status, pod_status
+
+    name = ref.name
+    info = await _try(un, "gpu_class", lambda: nc.k8s_cluster(name))
+    if info is not None:
+        r["cluster"]["market"] = info.market
+        r["gpu_class"] = info.gpu_model
+    spend = await _try(un, "rate.market", lambda: nc.spend(name))
+    if spend is not None:
+        r["rate"]["market"] = {
+            "price_per_gpu_hour_ucredits": spend.price_per_gpu_hour,
+            "gpus": spend.gpus_held,
+            "ucredits_per_hour": spend.spend_ucredits_hr,
+            "as_of": memory.iso(spend.as_of),
+            "source": "GET /api/k8s/market/spend (live)",
+        }
+    if info is None or info.market:
+        bid = await _try(un, "standing", lambda: nc.bid(name))
+        if bid is not None and bid.max_price_per_gpu_hour:
+            r["standing"].append(
+                {
+                    "what": "limit price",
+                    "cluster": name,
+                    "price_per_gpu_hour_ucredits": bid.max_price_per_gpu_hour,
+                    "note": "it keeps pulling nodes for any GPU job applied on the cluster",
+                    "withdraw": _withdraw_bid(nc.endpoints.api, name),
+                    "in_ncui": "Lease (5), w",
+                }
+            )
+    if kube is None:
+        un.setdefault(
+            "job", f"not signed in to {name}: run kubectl --context {name} get nodes (or s in ncui), then read it again"
+        )
+        return {}
+    objs: list[dict[str, Any]] = []
+    for kind in ("jobs", "deployments"):
+        items = await _try(un, "job", partial(kube.list, kind))
+        objs += items[0] if items else []
+    pods_nodes = await _try(un, "job", lambda: asyncio.gather(kube.list("pods"), kube.list("nodes")))
+    if pods_nodes is None:
+        return {}
+    pods, nodes = pods_nodes[0][0], {n["metadata"]["name"]: n for n in pods_nodes[1][0]}
+    obj = pick_job(objs, mem)
+    if obj is None and mem and mem.get("object"):
+        _gone(r, mem, name)
+        return {}
+    if obj is None:
+        un.setdefault("job", f"no job or deployment on {name}")
+        return {}
+    kind, oname = obj["kind"], obj["metadata"]["name"]
+    uid = obj["metadata"].get("uid")
+    same = mem is not None and (mem.get("uid") == uid or (not mem.get("uid") and mem.get("object") == [kind, oname]))
+    mine = mem if same else None  # what ncui remembers of this very object (applied by ncui: no uid yet)
+    catalog = await _try(un, "recipe", nc.catalog)
+    recipe = R.recipe_of(catalog or (), obj)
+    if recipe is not None and recipe.name != "something-else" and info is not None:
+        stop = list(R.stop_commands(recipe, info))
+    else:
+        stop = [f"kubectl --context {name} delete {'job' if kind == 'Job' else 'deployment'} {oname}"]
+    r["stop"] = stop
+    state = job_status(obj) if kind == "Job" else f"READY {deployment_ready(obj)}"
+    created = obj["metadata"].get("creationTimestamp")
+    r["job"] = {
+        "kind": kind,
+        "name": clean(oname),
+        "recipe": recipe.name if recipe else None,
+        "title": recipe.title if recipe else (mine or {}).get("title"),
+        "state": state,
+        "applied_at": (mine or {}).get("applied_at") or memory.iso(_t(created)),
+        "applied_by": "ncui" if mine and mine.get("applied_by") == "ncui" else "elsewhere",
+    }
+    mine_pods = sorted(
+        (p for p in pods if owned_by(p, obj)), key=lambda p: p["metadata"].get("creationTimestamp") or ""
+    )
+    placed = [p for p in mine_pods if (p.get("spec") or {}).get("nodeName")]
+    pod = placed[0] if placed else (mine_pods[0] if mine_pods else None)
+    learned: dict[str, Any] = {"object": [kind, oname], "uid": uid, "recipe": r["job"]["recipe"], "stop": stop}
+    learned["applied_at"] = r["job"]["applied_at"]
+    if pod is not None:
+        r["job"]["pod"] = clean(pod["metadata"]["name"])
+        r["job"]["pod_status"] = pod_status(pod)
+        r["job"]["gpus"] = sum(_gpus(p.get("spec") or {}) for p in (placed or [pod]))
+    node_name = (pod.get("spec") or {}).get("nodeName") if pod else None
+    if mine and mine.get("node_arrived_at"):
+        r["node"] = {"name": mine.get("node"), "arrived_at": mine["node_arrived_at"], "source": mine.get("node_source")}
+    elif node_name and node_name in nodes:
+        ready = next(
+            (c for c in (nodes[node_name].get("status") or {}).get("conditions") or () if c.get("type") == "Ready"),
+            None,
+        )
+        if ready is not None and ready.get("status") == "True":
+            at = memory.iso(_t(ready.get("lastTransitionTime")))
+            r["node"] = {"name": clean(node_name), "arrived_at": at, "source": "the Node's Ready condition"}
+            learned.update(node=r["node"]["name"], node_arrived_at=at, node_source=r["node"]["source"])
+        else:
+            un.setdefault("node", f"{clean(node_name)} is joining: not Ready yet")
+    else:
+        un.setdefault("node", "no node yet: the job waits for one (a first node takes 10–15 minutes)")
+    lines = list((mine or {}).get("first_loss_lines") or ())
+    if len(lines) < memory.FIRST_LINES and pod is not None and node_name:
+        container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
+        read = await _try(un, "first_loss_lines", lambda: first_loss_lines(kube, pod["metadata"]["name"], container))
+        if read and len(read) > len(lines):
+            lines = read
+    r["first_loss_lines"] = lines
+    if lines:
+        learned["first_loss_lines"] = lines
+    conds = (obj.get("status") or {}).get("conditions") or ()
+    if kind == "Job" and state in ("Complete", "Failed"):
+        done: dict[str, Any] = next((c for c in conds if c.get("type") == state and c.get("status") == "True"), {})
+        at = (obj.get("status") or {}).get("completionTime") or done.get("lastTransitionTime")
+        r["completion"] = {"state": state, "at": memory.iso(_t(at))}
+    elif kind == "Deployment":
+        avail = next((c for c in conds if c.get("type") == "Available" and c.get("status") == "True"), None)
+        if avail is not None:
+            r["completion"] = {"state": "serving (READY)", "at": memory.iso(_t(avail.get("lastTransitionTime")))}
+    if not lines and r["completion"] is None:
+        un.setdefault("first_loss_lines", "no loss line logged yet" if node_name else "the job has not started")
+    return learned
+
+
+def _gone(r: dict[str, Any], mem: dict[str, Any], cluster: str) -> None:
+    """The job ncui remembers is gone from the cluster (stopped, or cleaned up): what was seen of it."""
+    kind, name = mem["object"]
+    r["job"] = {
+        "kind": kind,
+        "name": clean(str(name)),
+        "recipe": mem.get("recipe"),
+        "title": mem.get("title"),
+        "state": "gone from the cluster (deleted)",
+        "applied_at": mem.get("applied_at"),
+        "applied_by": "ncui" if mem.get("applied_by") == "ncui" else "elsewhere",
+    }
+    if mem.get("node_arrived_at"):
+        r["node"] = {"name": mem.get("node"), "arrived_at": mem["node_arrived_at"], "source": mem.get("node_source")}
+    r["first_loss_lines"] = list(mem.get("first_loss_lines") or ())
+    r["stop"] = [f"nothing to stop: {kind.lower()}/{name} is no longer on {cluster}"]
+
+
+# ---- VM, Slurm, research node ----------------------------------------------------------------------
+
+
+def _login(user: str, host: str, port: int) -> str:
+    """``ssh [-p PORT] user@host``, as the nodes' screens show it."""
+    return f"ssh{'' if port == 22 else f' -p {port}'} {clean(user)}@{clean(host)}"
+
+
+async def _vm(
+    r: dict[str, Any], nc: NCClient, ref: m.ClusterRef, mem: dict[str, Any] | None, un: _Unknown
+) -> dict[str, Any]:
+    from .remote.node import stop_command
+
+    cap = await _try(un, "node", nc.vm_capacity)
+    if cap is None:
+        return {}
+    live = [a for a in cap.allocations if a.state == "active"]
+    alloc = live[0] if live else next((a for a in cap.allocations if a.state not in ("released", "reclaimed")), None)
+    r["gpu_class"] = (alloc.gpu_model if alloc else None) or cap.gpu_model
+    if cap.max_gpus:
+        r["standing"].append(
+            {
+                "what": "declared capacity",
+                "cluster": ref.name,
+                "gpus": cap.max_gpus,
+                "price_per_gpu_hour_ucredits": cap.max_price_per_gpu_hour,
+                "note": "nodes are granted and billed until it is released (a released node loses its disk)",
+                "withdraw": _release_vm(nc.endpoints.api, cap),
+                "in_ncui": "Lease (5), R",
+            }
+        )
+    if alloc is None:
+        un.setdefault("node", "no node granted")
+        return {}
+    login = _login(cap.environment.ssh_user, alloc.public_ip or "?", alloc.ssh_port)
+    container = (mem or {}).get("container") or "nanogpt"
+    r["job"] = {
+        "kind": "container",
+        "name": clean(container),
+        "recipe": (mem or {}).get("recipe"),
+        "node": clean(alloc.id),
+    }
+    r["job"]["applied_at"] = (mem or {}).get("applied_at")
+    r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere"
+    if alloc.granted_at is not None:
+        r["node"] = {
+            "name": clean(alloc.id),
+            "arrived_at": memory.iso(alloc.granted_at),
+            "source": "the allocation's granted_at",
+        }
+    else:
+        un.setdefault("node", f"{clean(alloc.id)} is {clean(alloc.state)}")
+    r["stop"] = [f"{login} {stop_command(container)}"]
+    await _ticks_rate(r, nc, r["gpu_class"], un)
+    return {"node": clean(alloc.id), "node_arrived_at": r["node"]["arrived_at"] if r["node"] else None}
+
+
+async def _ticks_rate(r: dict[str, Any], nc: NCClient, gpu_model: str | None, un: _Unknown) -> None:
+    if not gpu_model:
+        return
+    ticks = await _try(un, "rate.market", lambda: nc.ticks(gpu_model=gpu_model, limit=1))
+    if ticks is not None and ticks.ticks:
+        t = ticks.ticks[-1]
+        r["rate"]["market"] = {
+            "price_per_gpu_hour_ucredits": t.price_per_gpu_hour,
+            "gpus": None,
+            "ucredits_per_hour": None,
+            "as_of": memory.iso(t.at),
+            "source": "GET /api/market/ticks (what winners are assessed now)",
+        }
+
+
+async def _slurm(
+    r: dict[str, Any], ref: m.ClusterRef, runner: Runner | None, mem: dict[str, Any] | None, un: _Unknown
+) -> dict[str, Any]:
+    from datetime import timezone
+
+    from .remote import slurm
+
+    r["rate"]["market"] = None
+    un.setdefault("rate.market", "a Slurm job is not priced by the market: the metered rate is the organization's")
+    jobs: list[slurm.SlurmJob] | None = None
+    if runner is not None:
+        jobs = await _try(un, "job", lambda: slurm.jobs(runner))
+    elif "job" not in un:
+        un["job"] = f"the login node was not reached (ssh {ref.name})"
+    want = (mem or {}).get("slurm_job")
+    job = next((j for j in jobs or () if j.id == want), None) or next(
+        (j for j in sorted(jobs or (), key=lambda j: int(j.id) if j.id.isdigit() else 0, reverse=True)), None
+    )
+    jid = job.id if job else want
+    if jid is None:
+        un.setdefault("job", f"no job in {ref.name}'s queue")
+        return {}
+    r["job"] = {
+        "kind": "slurm job",
+        "name": clean(job.name if job else "nanogpt"),
+        "id": clean(str(jid)),
+        "state": job.state if job else None,
+    }
+    r["job"]["applied_at"] = (mem or {}).get("applied_at")
+    r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere"
+    r["stop"] = [f"ssh {ref.name} {slurm.cancel_command(jid)}"]
+    if job is not None and job.start is not None and job.state != "PENDING":
+        at = memory.iso(datetime.fromtimestamp(job.start, timezone.utc))
+        r["node"] = {"name": clean(job.nodelist) or None, "arrived_at": at, "source": "the Slurm job's start"}
+    elif mem and mem.get("node_arrived_at"):
+        r["node"] = {"name": mem.get("node"), "arrived_at": mem["node_arrived_at"], "source": "the Slurm job's start"}
+    else:
+        un.setdefault("node", "the job has not started" if job else "the job is no longer in the queue")
+    if job is not None and not job.active:
+        r["completion"] = {"state": job.state, "at": None}
+    return {
+        "slurm_job": jid,
+        **({"node": r["node"]["name"], "node_arrived_at": r["node"]["arrived_at"]} if r["node"] else {}),
+    }
+
+
+async def _research(r: dict[str, Any], nc: NCClient, mem: dict[str, Any] | None, un: _Unknown) -> dict[str, Any]:
+    from .remote.node import stop_command
+
+    s = await _try(un, "node", nc.research_status)
+    if s is None:
+        return {}
+    if s.state == "unavailable":
+        un.setdefault("node", "the node's status lives in Marshall's workspace (public_research_status)")
+        return {}
+    r["gpu_class"] = s.gpu_model
+    container = (mem or {}).get("container") or "nanogpt"
+    if s.state == "assigned" and s.public_ip:
+        login = _login(s.ssh_user or "", s.public_ip, s.ssh_port or 22)
+        r["stop"] = [f"{login} {stop_command(container)}"]
+        r["job"] = {"kind": "container", "name": clean(container), "node": clean(s.hostname or s.ssh_host or "")}
+        r["job"]["applied_at"] = (mem or {}).get("applied_at")
+        r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere"
+        if s.assigned_at is not None:
+            r["node"] = {
+                "name": clean(s.hostname or ""),
+                "arrived_at": memory.iso(s.assigned_at),
+                "source": "the node's assignment",
+            }
+        r["standing"].append(
+            {
+                "what": "research node lease",
+                "price_per_gpu_hour_ucredits": s.price_per_gpu_hour,
+                "gpus": s.gpus,
+                "note": "the meter runs until the node is released; copy results off first (its disk goes with it)",
+                "withdraw": "public_research_release in Marshall's workspace (a confirmation card): ncui never does",
+                "in_ncui": None,
+            }
+        )
+        if s.price_per_gpu_hour is not None:
+            r["rate"]["market"] = {
+                "price_per_gpu_hour_ucredits": s.price_per_gpu_hour,
+                "gpus": s.gpus,
+                "ucredits_per_hour": s.price_per_gpu_hour * (s.gpus or 0) if s.gpus else None,
+                "as_of": None,
+                "source": "the lease's price",
+            }
+    else:
+        un.setdefault("node", f"the node is {clean(s.state)}")
+    return {}
+
+
+# ---- the report ------------------------------------------------------------------------------------
+
+
+def empty(now: datetime) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "generated_at": memory.iso(now),
+        "organization": None,
+        "cluster": None,
+        "job": None,
+        "gpu_class": None,
+        "node": None,
+        "first_loss_lines": [],
+        "completion": None,
+        "rate": {"market": None, "metered": None, "charged": None},
+        "spend_so_far": None,
+        "stop": [],
+        "standing": [],
+        "unknown": {},
+    }
+
+
+KubeFor = Callable[[str], Awaitable["KubeClient | None"]]
+RunnerFor = Callable[[str], Awaitable["Runner | None"]]
+
+
+async def collect(
+    nc: NCClient,
+    *,
+    now: datetime,
+    cluster: str | None = None,
+    kube: KubeFor | None = None,
+    slurm: RunnerFor | None = None,
+    remember: bool = True,
+) -> dict[str, Any]:
+    """The report for ``cluster`` (default: the one ncui remembers as active, else the first Kubernetes one).
+    ``kube(name)``: a signed-in client of that cluster (it may raise ``KubeError``, ``NotSignedIn`` with the link:
+    the job is then unknown with that reason, and the service's facts stay); ``slurm(name)``: a runner on its
+    login node. With ``remember``, what it learned of the job (its node's arrival, its first loss lines) is kept
+    in ``memory`` so the report holds once the pod is gone and after a restart."""
+    r = empty(now)  # (generated_at: moved to the service's clock below, when it says it)
+    un = _Unknown()
+    who = await _try(un, "organization", nc.whoami)
+    if who is None:
+        r["unknown"] = dict(un)
+        return r
+    key = memory.key_for(nc.endpoints.api, who.org_id)
+    remembered = memory.recall(key)
+    r["organization"] = {"id": clean(who.org_id), "name": clean(who.org_name), "kind": clean(who.org_kind)}
+    names = [c.name for c in who.clusters]
+    want = cluster or remembered.get("active_cluster")
+    ref = next((c for c in who.clusters if c.name == want), None)
+    if cluster is not None and ref is None:
+        un["cluster"] = (
+            f"{clean(cluster)} is not one of {clean(who.org_name)}'s clusters ({', '.join(names) or 'none'})"
+        )
+    elif ref is None:
+        ref = next((c for c in who.clusters if c.kind == "kubernetes"), who.clusters[0] if who.clusters else None)
+    mem = memory.job(key, ref.name) if ref is not None else memory.job(key, "")
+    balance, txs = await asyncio.gather(_try(un, "rate.metered", nc.balance), _try(un, "spend_so_far", nc.transactions))
+    learned: dict[str, Any] = {}
+    if ref is not None:
+        r["cluster"] = {"name": clean(ref.name), "kind": ref.kind}
+        if ref.kind == "kubernetes":
+            name = ref.name
+            client = await _try(un, "job", lambda: kube(name)) if kube is not None else None
+            learned = await _kubernetes(r, nc, client, ref, mem, un)
+        elif ref.kind == "vm":
+            learned = await _vm(r, nc, ref, mem, un)
+        elif ref.kind == "slurm":
+            name = ref.name
+            runner = await _try(un, "job", lambda: slurm(name)) if slurm is not None else None
+            learned = await _slurm(r, ref, runner, mem, un)
+    elif who.org_kind == "public_research":
+        learned = await _research(r, nc, mem, un)
+    else:
+        un.setdefault("cluster", f"{clean(who.org_name)} has no cluster")
+    if ref is None or ref.kind != "kubernetes":
+        lines = list((mem or {}).get("first_loss_lines") or ())  # what ncui's follower saw (over ssh)
+        r["first_loss_lines"] = lines
+        if not lines and r["completion"] is None and r["job"] is not None:
+            un.setdefault("first_loss_lines", "ncui has not followed this job's log (Workloads, 4, follows it)")
+    # The service's own clock where it said it (the live rate's as_of, the newest tick): the metered rate's lag is
+    # measured on it (a simulated service keeps its own time); else ``now``.
+    said = _t((r["rate"]["market"] or {}).get("as_of"))
+    if said is not None:
+        now = said
+        r["generated_at"] = memory.iso(now)
+    if balance is not None:
+        lag = (now - balance.assessed_at).total_seconds() if balance.assessed_at else None
+        gpus = (r["job"] or {}).get("gpus") or (r["rate"]["market"] or {}).get("gpus")
+        r["rate"]["metered"] = {
+            "ucredits_per_hour": balance.burn_ucredits_hr,
+            "per_gpu_hour_ucredits": balance.burn_ucredits_hr // gpus if gpus else None,
+            "gpus": gpus or None,
+            "assessed_at": memory.iso(balance.assessed_at),
+            "lag_seconds": int(lag) if lag is not None else None,
+            "source": "GET /api/billing/balance (organization-wide, assessed about every ten minutes)",
+        }
+    since = _t((r["job"] or {}).get("applied_at")) or _t((r["node"] or {}).get("arrived_at"))
+    if txs is not None and since is not None:
+        spent, some = charged_since(txs.transactions, since)
+        r["spend_so_far"] = {"ucredits": spent, "since": memory.iso(since), "at_least": some}
+        priced = [t for t in txs.transactions if t.kind == "charge" and t.price_per_gpu_hour]
+        last = max((t for t in priced if t.at >= since), key=lambda t: t.at, default=None)
+        if last is not None:  # what the meter charged per GPU hour last (a job that ended keeps its figure)
+            r["rate"]["charged"] = {
+                "price_per_gpu_hour_ucredits": last.price_per_gpu_hour,
+                "at": memory.iso(last.at),
+                "source": "the newest charge since the job was applied (GET /api/billing/transactions)",
+            }
+    elif txs is not None:
+        un.setdefault("spend_so_far", "no job to count from")
+    r["unknown"] = dict(un)
+    if remember and learned and ref is not None:
+        fresh = mem is not None and "uid" in learned and mem.get("uid") not in (None, learned["uid"])
+        memory.remember_job(key, ref.name, {k: v for k, v in learned.items() if v is not None}, new=fresh or not mem)
+    return r
+
+
+# ---- drawing: markdown and the screen -----------------------------------------------------------
+
+
+def _when(iso_text: str | None) -> str:
+    t = _t(iso_text)
+    return t.strftime("%Y-%m-%d %H:%M UTC") if t else "—"
+
+
+def _lag(seconds: int | None) -> str:
+    if seconds is None:
+        return "lag unknown"
+    return f"about {max(0, seconds) // 60} min behind" if seconds >= 60 else "just assessed"
+
+
+def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The report as (label, lines) rows, in the seed's order: what markdown and the screen draw."""
+    un = r.get("unknown") or {}
+
+    def unknown(*fields: str) -> str:
+        why = next((un[f] for f in fields if f in un), "not read")
+        return f"unknown ({why})"
+
+    out: list[tuple[str, list[str]]] = []
+    org, c, job = r.get("organization") or {}, r.get("cluster"), r.get("job")
+    where = f"{c['name']} ({c['kind']}{', market' if c.get('market') else ''})" if c else unknown("cluster")
+    out.append(("Cluster", [f"{where} · {org.get('name', '?')}"]))
+    if job:
+        what = f"{job['kind']} {job['name']}"
+        if job.get("id"):
+            what += f" (id {job['id']})"
+        if job.get("title"):
+            what += f" — {job['title']}"
+        bits = [what + (f": {job['state']}" if job.get("state") else "")]
+        if job.get("applied_at"):
+            by = "by ncui" if job.get("applied_by") == "ncui" else "not by ncui (kubectl or another tool)"
+            bits.append(f"applied {_when(job['applied_at'])}, {by}")
+        out.append(("Job", bits))
+    else:
+        out.append(("Job", [unknown("job")]))
+    out.append(("GPU class", [r["gpu_class"] or unknown("gpu_class", "node")]))
+    n = r.get("node")
+    out.append(
+        (
+            "Node arrived",
+            [f"{_when(n['arrived_at'])} — {n['name'] or '?'} ({n['source']})"] if n else [unknown("node", "job")],
+        )
+    )
+    if r.get("first_loss_lines"):
+        out.append(("First loss lines", list(r["first_loss_lines"])))
+    if r.get("completion"):
+        comp = r["completion"]
+        out.append(("Completion", [f"{comp['state']}" + (f" at {_when(comp['at'])}" if comp.get("at") else "")]))
+    if not r.get("first_loss_lines") and not r.get("completion"):
+        out.append(("First loss lines", [unknown("first_loss_lines", "job")]))
+    rate: list[str] = []
+    mk, mt = r["rate"]["market"], r["rate"]["metered"]
+    if mk:
+        held = f" on {mk['gpus']} GPUs ({fmt_usd(mk['ucredits_per_hour'])}/h)" if mk.get("gpus") else ""
+        asof = f", as of {_when(mk['as_of'])}" if mk.get("as_of") else ""
+        price = (
+            fmt_price(mk["price_per_gpu_hour_ucredits"])
+            if mk["price_per_gpu_hour_ucredits"] is not None
+            else "none (no node held)"
+        )
+        rate.append(f"market, live: {price}{held}{asof}")
+    else:
+        rate.append(f"market: {unknown('rate.market')}")
+    if mt:
+        per = (
+            f"{fmt_price(mt['per_gpu_hour_ucredits'])} over {mt['gpus']} GPUs, "
+            if mt.get("per_gpu_hour_ucredits") is not None
+            else ""
+        )
+        rate.append(
+            f"metered: {per}{fmt_usd(mt['ucredits_per_hour'])}/h org-wide, assessed {_when(mt['assessed_at'])} "
+            f"({_lag(mt['lag_seconds'])})"
+        )
+    else:
+        rate.append(f"metered: {unknown('rate.metered')}")
+    ch = r["rate"].get("charged")
+    if ch:
+        rate.append(f"charged: {fmt_price(ch['price_per_gpu_hour_ucredits'])} in the newest charge, {_when(ch['at'])}")
+    out.append(("Assessed rate", rate))
+    s = r.get("spend_so_far")
+    if s:
+        spent = f"{'at least ' if s['at_least'] else ''}{fmt_usd(s['ucredits'])}"
+        out.append(("Spend so far", [f"{spent} charged since {_when(s['since'])} (the meter's charges)"]))
+    else:
+        out.append(("Spend so far", [unknown("spend_so_far")]))
+    out.append(("Stop it", list(r["stop"]) or [unknown("job")]))
+    stands: list[str] = []
+    for st in r.get("standing") or ():
+        price = (
+            fmt_price(st.get("price_per_gpu_hour_ucredits"))
+            if st.get("price_per_gpu_hour_ucredits") is not None
+            else ""
+        )
+        gpus = f"{st['gpus']} GPUs at up to " if st.get("gpus") else ""
+        stands.append(f"{st['what']}: {gpus}{price} — {st['note']}")
+        stands.append(f"withdraw: {st['withdraw']}")
+        if st.get("in_ncui"):
+            stands.append(f"in ncui: {st['in_ncui']}")
+    out.append(("Still standing", stands or ["nothing: no limit price and no capacity stand"]))
+    if "standing" in un:
+        out[-1][1].append(unknown("standing"))
+    return out
+
+
+def markdown(r: dict[str, Any]) -> str:
+    """The report for a chat or an issue: a heading, one bullet per fact, commands and log lines as code."""
+    code_rows = {"First loss lines", "Stop it"}
+    out = [f"### Report back — {_when(r.get('generated_at'))}", ""]
+    for label, lines in rows(r):
+        if label in code_rows and not lines[0].startswith("unknown ("):
+            out.append(f"- **{label}:**")
+            out.append("  ```")
+            out += [f"  {x}" for x in lines]
+            out.append("  ```")
+        elif label == "Still standing" and r.get("standing"):
+            out.append(f"- **{label}:**")
+            for x in lines:
+                if x.startswith("withdraw: "):
+                    out.append(f"  - withdraw: `{x[len('withdraw: ') :]}`")
+                else:
+                    out.append(f"  - {x}")
+        elif len(lines) == 1:
+            out.append(f"- **{label}:** {lines[0]}")
+        else:
+            out.append(f"- **{label}:**")
+            out += [f"  - {x}" for x in lines]
+    return "\n".join(out) + "\n"
+
+
+def to_json(r: dict[str, Any]) -> str:
+    return json.dumps(r, indent=2, sort_keys=False) + "\n"
+
+
+__all__ = ["SCHEMA", "collect", "rows", "markdown", "to_json", "pick_job", "first_loss_lines", "empty"]

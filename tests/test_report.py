@@ -1,0 +1,285 @@
+"""Report back: ``ncui report`` (text, --json, --markdown) read off the box and its cluster, for a job applied by
+hand with the real kubectl and for a Train run through the app (the same after a restart); the state files under
+the XDG state dir (corrupt, future version, two writers, never the token)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from ncui import memory, statefile
+from ncui.logfollow import parse_loss
+from ncui.report import SCHEMA
+
+# The documented shape of `ncui report --json` (README, "ncui report"): a change here is a change of the schema.
+TOP = {
+    "schema",
+    "generated_at",
+    "organization",
+    "cluster",
+    "job",
+    "gpu_class",
+    "node",
+    "first_loss_lines",
+    "completion",
+    "rate",
+    "spend_so_far",
+    "stop",
+    "standing",
+    "unknown",
+}
+JOB = {"kind", "name", "recipe", "title", "state", "applied_at", "applied_by", "pod", "pod_status", "gpus"}
+NODE = {"name", "arrived_at", "source"}
+MARKET = {"price_per_gpu_hour_ucredits", "gpus", "ucredits_per_hour", "as_of", "source"}
+METERED = {"ucredits_per_hour", "per_gpu_hour_ucredits", "gpus", "assessed_at", "lag_seconds", "source"}
+STANDING = {"what", "cluster", "price_per_gpu_hour_ucredits", "note", "withdraw", "in_ncui"}
+
+
+def run_report(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ncui.cli", "report", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+
+
+def box_facts(k) -> dict:
+    """What the box says, read over its own API and the cluster's (not through ncui)."""
+    h = k.headers
+    api = k.sim.api_url
+    pod = next(
+        p for p in k.api("/api/v1/namespaces/default/pods")["items"] if p["metadata"]["name"].startswith("nanogpt")
+    )
+    node = next(n for n in k.api("/api/v1/nodes")["items"] if n["metadata"]["name"] == pod["spec"]["nodeName"])
+    ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+    log = k.kubectl("logs", "job/nanogpt").stdout.splitlines()
+    return {
+        "cluster": httpx.get(f"{api}/api/k8s/cluster", params={"cluster": k.cluster}, headers=h).json(),
+        "spend": httpx.get(f"{api}/api/k8s/market/spend", params={"cluster": k.cluster}, headers=h).json(),
+        "balance": httpx.get(f"{api}/api/billing/balance", headers=h).json(),
+        "bid": httpx.get(f"{api}/api/k8s/bid", params={"cluster": k.cluster}, headers=h).json(),
+        "node": node["metadata"]["name"],
+        "ready_at": ready["lastTransitionTime"],
+        "loss_lines": [line for line in log if parse_loss(line)][:3],
+    }
+
+
+def same_time(a: str, b: str) -> bool:
+    from ncui.kube.status import parse_time
+
+    return parse_time(a) == parse_time(b)
+
+
+def test_report_of_a_train_job_applied_by_hand_with_kubectl(kube_factory, tmp_path):
+    k = kube_factory("k8s-market")
+    k.set_bid(6.0)
+    k.kubectl("--context", k.cluster, "apply", "-f", k.file("nanogpt-job-nvidia.yaml"))
+    k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="Running")
+    k.advance_until(
+        lambda: len([x for x in k.kubectl("logs", "job/nanogpt").stdout.splitlines() if parse_loss(x)]) >= 3,
+        step=30,
+        what="three loss lines",
+    )
+    k.world.advance(600)  # the meter assesses: a metered rate to report
+    box = box_facts(k)
+    state = tmp_path / "state"
+    env = {
+        **k.env,
+        "NC_TOKEN": k.sim.token,
+        "XDG_STATE_HOME": str(state),
+    }
+    p = run_report(env, "--json", "--api", k.sim.api_url, "--access", k.sim.access_url)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+
+    # the shape, as documented
+    assert set(r) == TOP and r["schema"] == SCHEMA
+    assert set(r["job"]) == JOB and set(r["node"]) == NODE and set(r["rate"]) == {"market", "metered", "charged"}
+    assert set(r["rate"]["market"]) == MARKET and set(r["rate"]["metered"]) == METERED
+    assert len(r["standing"]) == 1 and set(r["standing"][0]) == STANDING
+    assert set(r["spend_so_far"]) == {"ucredits", "since", "at_least"} and isinstance(r["unknown"], dict)
+
+    # the values, against the box
+    assert r["cluster"] == {"name": k.cluster, "kind": "kubernetes", "market": True}
+    assert r["gpu_class"] == box["cluster"]["gpu_model"]
+    assert r["job"]["kind"] == "Job" and r["job"]["name"] == "nanogpt" and r["job"]["recipe"] == "nanogpt"
+    assert r["job"]["applied_by"] == "elsewhere" and r["job"]["state"] == "Running"
+    assert r["node"]["name"] == box["node"] and same_time(r["node"]["arrived_at"], box["ready_at"])
+    assert r["node"]["source"] == "the Node's Ready condition"
+    assert r["first_loss_lines"] == box["loss_lines"]
+    mk, mt = r["rate"]["market"], r["rate"]["metered"]
+    assert mk["price_per_gpu_hour_ucredits"] == round(box["spend"]["price_per_gpu_hour"] * 1e6)
+    assert mk["gpus"] == box["spend"]["gpus_held"] == 8
+    assert mt["ucredits_per_hour"] == box["balance"]["burn_ucredits_hr"] > 0
+    assert mt["per_gpu_hour_ucredits"] == box["balance"]["burn_ucredits_hr"] // 8
+    assert 0 <= mt["lag_seconds"] <= 600  # said, on the service's clock
+    assert r["spend_so_far"]["ucredits"] > 0
+    assert set(r["rate"]["charged"]) == {"price_per_gpu_hour_ucredits", "at", "source"}
+    charges = httpx.get(f"{k.sim.api_url}/api/billing/transactions", headers=k.headers).json()["transactions"]
+    newest = next(t for t in charges if t["kind"] == "charge" and t.get("price_per_gpu_hour"))
+    assert r["rate"]["charged"]["price_per_gpu_hour_ucredits"] == round(newest["price_per_gpu_hour"] * 1e6)
+    assert r["stop"] == [f"kubectl --context {k.cluster} delete job nanogpt"]
+    standing = r["standing"][0]
+    assert standing["what"] == "limit price" and standing["price_per_gpu_hour_ucredits"] == 6_000_000
+    assert r["unknown"] == {}
+
+    # the markdown says the same facts, commands and log lines as code
+    md = run_report(env, "--markdown", "--api", k.sim.api_url, "--access", k.sim.access_url)
+    assert md.returncode == 0, md.stderr
+    for fact in [box["cluster"]["gpu_model"], box["node"], *box["loss_lines"], r["stop"][0], "$6.00/GPU-h"]:
+        assert fact in md.stdout, (fact, md.stdout)
+    assert md.stdout.startswith("### Report back") and md.stdout.count("```") == 4
+    # the plain text too
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    assert "Node arrived" in text and box["loss_lines"][0] in text
+
+    # what it learned is remembered (mode 600), the token nowhere in the state dir
+    saved = state / "ncui" / "session.json"
+    assert saved.stat().st_mode & 0o077 == 0
+    assert k.sim.token not in "".join(f.read_text(errors="replace") for f in (state / "ncui").iterdir() if f.is_file())
+
+    # the withdraw command works as printed (the token from its file, as the seed keeps it)
+    home = Path(k.env["HOME"])
+    (home / ".config" / "nationalcompute").mkdir(parents=True)
+    (home / ".config" / "nationalcompute" / "token").write_text(k.sim.token)
+    subprocess.run(["sh", "-c", standing["withdraw"]], env=k.env, check=True, capture_output=True, timeout=30)
+    assert box_facts(k)["bid"]["max_price_per_gpu_hour"] == 0
+
+
+async def test_train_in_the_app_then_the_report_holds_after_a_restart(sim):
+    """A Train run through the app: Report (6) says the five facts; the same in `ncui report --json`; quit, start
+    ncui again: the active cluster and the job are resumed (Workloads selects its pod), and the report holds."""
+    from ncui.screens.modals import CeilingModal, ConfirmModal
+
+    from .apphelp import app_for, open_recipes, screen_text, through_sign_in, type_text, until
+
+    world = sim.world
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_recipes(pilot, app)
+        price = app.store.value("ladder").rungs[0].price_per_gpu_hour
+        await pilot.press("a")
+        await through_sign_in(pilot, app, sim, CeilingModal)
+        await type_text(pilot, f"{price / 1e6 + 0.5:.2f}")
+        await until(pilot, lambda: "clears now" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the bid confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app))
+        await pilot.press("y")
+        await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30, what="Workloads")
+
+        def kept() -> list[str]:
+            return (app.remembered_job() or {}).get("first_loss_lines") or []
+
+        for _ in range(60):  # the node is granted and joins; the pod runs and logs loss lines
+            if len(kept()) >= 3:
+                break
+            world.advance(60)
+            await pilot.pause(0.2)
+        await until(pilot, lambda: len(kept()) >= 3, what="the first loss lines remembered")
+        await pilot.press("6")
+        view = app.query_one("#report")
+        await until(pilot, lambda: view.report is not None and view.report["node"] is not None, what="the report")
+        first = view.report
+        text = screen_text(app)
+        for fact in [
+            first["gpu_class"],
+            first["node"]["name"],
+            kept()[0],
+            "kubectl --context halcyon delete job nanogpt",
+        ]:
+            assert fact in text, fact
+        assert first["job"]["applied_by"] == "ncui" and first["first_loss_lines"] == kept()
+        mem = app.remembered()
+        assert mem["active_cluster"] == "halcyon" and mem["ceiling"]["cluster"] == "halcyon"
+        assert mem["jobs"]["halcyon"]["object"] == ["Job", "nanogpt"] and mem["jobs"]["halcyon"]["node_arrived_at"]
+
+    # the command line says the same
+    p = run_report({**os.environ, "NC_TOKEN": sim.token}, "--json", "--api", sim.api_url, "--access", sim.access_url)
+    assert p.returncode == 0, p.stderr
+    cli = json.loads(p.stdout)
+    for field in ("gpu_class", "node", "first_loss_lines", "stop", "cluster"):
+        assert cli[field] == first[field], field
+    assert cli["job"]["applied_by"] == "ncui" and cli["job"]["applied_at"] == first["job"]["applied_at"]
+
+    # a restart: the same cluster, the same job selected, the same report
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.store.meta.get("cluster") is not None, what="the active cluster")
+        assert app.store.meta["cluster"].name == "halcyon"
+        await pilot.press("4")
+        wl = app.query_one("#workloads")
+        await until(pilot, lambda: (wl.pod or "").startswith("nanogpt-"), timeout=30, what="the job's pod selected")
+        await pilot.press("6")
+        view = app.query_one("#report")
+        await until(pilot, lambda: view.report is not None and view.report["node"] is not None, what="the report")
+        for field in ("gpu_class", "node", "first_loss_lines", "stop"):
+            assert view.report[field] == first[field], field
+        assert view.report["job"]["applied_at"] == first["job"]["applied_at"]
+    state = Path(os.environ["XDG_STATE_HOME"]) / "ncui"
+    assert sim.token not in "".join(f.read_text(errors="replace") for f in state.iterdir() if f.is_file())
+
+
+# ---- the state files ------------------------------------------------------------------------------------
+
+
+def test_a_corrupt_or_future_version_state_file_is_set_aside_with_a_message(tmp_path):
+    from ncui import limits
+
+    path = tmp_path / "ncui" / "session.json"
+    path.parent.mkdir(parents=True)
+    statefile.notices()
+    for body, said in [
+        ('{"version": 1, "orgs": {"k": {', "is not valid JSON"),
+        ('{"version": 99, "orgs": {"k": {"active_cluster": "x"}}}', "written by a newer ncui (file version 99"),
+        ("[1, 2]", "is not a JSON object"),
+    ]:
+        path.write_text(body)
+        assert memory.recall("k", path) == {}  # never a crash, never the half-read value
+        notes = statefile.notices()
+        assert len(notes) == 1 and said in notes[0] and "set aside as session.json.bad-" in notes[0], notes
+        assert not path.exists()
+        bad = sorted(tmp_path.glob("ncui/session.json.bad-*"))
+        assert bad and bad[-1].read_text() == body  # kept for the human to look at
+        for b in bad:
+            b.unlink()
+    # an unreadable one (a folder where the file should be: no permission games as root)
+    path.mkdir()
+    assert memory.recall("k", path) == {} and "cannot be read" in statefile.notices()[0]
+    # and a fresh one is written after it, mode 600, versioned
+    memory.remember("k", path, active_cluster="halcyon")
+    assert memory.recall("k", path) == {"active_cluster": "halcyon"}
+    assert json.loads(path.read_text())["version"] == memory.FILE_VERSION and path.stat().st_mode & 0o077 == 0
+    # limits.json goes through the same module: a future version is set aside, not misread
+    lpath = tmp_path / "ncui" / "limits.json"
+    lpath.write_text('{"version": 2, "limits": {"k": {"amount_ucredits": 5}}}')
+    assert limits.load("k", lpath) is None and "newer ncui" in statefile.notices()[0]
+
+
+def _writer(path: str, who: str, n: int) -> None:
+    for i in range(n):
+        memory.remember_job("k", f"{who}-{i}", {"recipe": who}, path=Path(path))
+
+
+def test_two_ncui_processes_writing_at_once_lose_nothing(tmp_path):
+    path = tmp_path / "ncui" / "session.json"
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(path), who, 40)) for who in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    jobs = memory.recall("k", path)["jobs"]  # valid JSON, every write of both landed
+    assert sorted(jobs) == sorted(f"{w}-{i}" for w in "ab" for i in range(40))
+    assert not list(path.parent.glob(".*.tmp")) and not list(path.parent.glob("*.bad-*"))
