@@ -10,6 +10,8 @@ import socket
 import subprocess
 
 import pytest
+from kubernetes import client, config
+from kubernetes.stream import portforward
 from websocket import WebSocketBadStatusException, create_connection
 
 from .conftest import wait_for
@@ -76,7 +78,7 @@ def _stop(w: Watcher) -> int:
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
-def test_port_forward_svc_pod_deploy_to_the_engine(kube_factory):
+def test_port_forward_svc_pod_deploy_to_the_engine(kube_factory, monkeypatch):
     k = kube_factory("k8s-market")
     kube = k.sim.app.state.kube
     k.set_bid(5.0)
@@ -149,3 +151,24 @@ def test_port_forward_svc_pod_deploy_to_the_engine(kube_factory):
         assert r.returncode == 0 and json.loads(r.stdout)["model"] == "thinkingmachines/Inkling", (target, r)
         assert _stop(w) == 0, (target, w.err)
     wait_for(lambda: kube.forwards == 0, 10, what="every session to end")
+
+    # the official Python client's port-forward (the WebSocket channel protocol): one connection per port
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(k.auth_cache))
+    api = config.new_client_from_config(config_file=str(k.kubeconfig))
+    v1 = client.CoreV1Api(api)
+    pf = portforward(v1.connect_get_namespaced_pod_portforward, engine_pod("Running 1/1"), "default", ports="8000")
+    s = pf.socket(8000)
+    s.settimeout(20)
+    _http(s, INKLING)
+    assert _answer(s)["choices"][0]["message"]["reasoning_content"]
+    s.close()
+    wait_for(lambda: kube.forwards == 0, 10, what="the Python client's session to end")
+    # nothing listens on 9000: the refusal arrives on the port's error channel and the connection closes
+    pf = portforward(v1.connect_get_namespaced_pod_portforward, engine_pod("Running 1/1"), "default", ports="9000")
+    s = pf.socket(9000)
+    s.settimeout(20)
+    assert s.recv(100) == b""
+    assert "nothing listens on port 9000" in pf.error(9000) and "connection refused" in pf.error(9000)
+    s.close()
+    wait_for(lambda: kube.forwards == 0, 10, what="the refused session to end")
+    api.close()

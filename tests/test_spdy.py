@@ -223,3 +223,27 @@ async def _handler():
 async def _until(pred) -> None:
     while not pred():
         await asyncio.sleep(0.01)
+
+
+async def test_channel_protocol_as_the_python_client_speaks_it():
+    sent: list[bytes] = []
+
+    async def send(b: bytes) -> None:
+        sent.append(b)
+
+    async def dial(port: int):
+        if port == 9000:
+            return "connection refused"
+        return lambda reader, write: portforward.serve_http(reader, write, _engine, port)
+
+    s = portforward.ChannelSession(send, dial, [8000, 9000])
+    await s.start()
+    # every channel first carries its port, little-endian: data 0 and error 1 for 8000, 2 and 3 for 9000
+    assert sent[:4] == [b"\x00\x40\x1f", b"\x01\x40\x1f", b"\x02\x28\x23", b"\x03\x28\x23"]
+    await s.feed(b"\x00GET /x HTTP/1.1\r\nHost: y\r\nConnection: close\r\n\r\n")
+    await asyncio.wait_for(s.done.wait(), 5)  # both connections ended: the WebSocket may close
+    assert b"\x03connection refused" in sent
+    data = b"".join(m[1:] for m in sent[4:] if m[0] == 0)
+    assert data.startswith(b"HTTP/1.1 200 ") and data.endswith(b'{"path":"/x","got":""}')
+    assert s.served == 1
+    await s.close()

@@ -43,6 +43,32 @@ class Refused(Exception):
     kubectl on the error stream, as the kubelet reports a connection that failed."""
 
 
+async def connect(
+    dial: Dial, port_text: str, inbound: asyncio.StreamReader, write: Write, on_serve: Callable[[], None]
+) -> str:
+    """Connect one forwarded connection to the pod's ``port_text`` and serve it to the end: '' or the error the
+    kubelet would report. ``on_serve`` is called when a handler takes the connection. Cancellation (the client
+    dropped it) propagates."""
+    try:
+        port = int(port_text)
+        if not 0 < port < 65536:
+            raise ValueError
+    except ValueError:
+        return f"invalid port {port_text[:20]!r}"
+    try:
+        target = await dial(port)
+        if isinstance(target, str):
+            return target
+        on_serve()
+        await target(inbound, write)
+        return ""
+    except Refused as e:
+        return str(e)
+    except Exception as e:  # a bug in a handler: the client reads it on the error stream
+        log.exception("port-forward: the handler for port %s failed", port)
+        return f"error forwarding port {port}: {type(e).__name__}: {e}"
+
+
 class _Stream:
     def __init__(self, sid: int, kind: str, port: str, request: str) -> None:
         self.sid, self.kind, self.port, self.request = sid, kind, port, request
@@ -152,34 +178,15 @@ class Session:
     # ---- one forwarded connection ---------------------------------------------------------------
 
     async def _forward(self, request: str, data: _Stream, err: _Stream) -> None:
-        message = ""
+        async def write(b: bytes) -> None:
+            if not data.closed and b:
+                await self._out(lambda c: c.data(data.sid, b))
+
         try:
-            try:
-                port = int(data.port)
-                if not 0 < port < 65536:
-                    raise ValueError
-            except ValueError:
-                message = f"invalid port {data.port[:20]!r}"
-            else:
-                target = await self._dial(port)
-                if isinstance(target, str):
-                    message = target
-                else:
-                    self.served += 1
-
-                    async def write(b: bytes) -> None:
-                        if not data.closed and b:
-                            await self._out(lambda c: c.data(data.sid, b))
-
-                    await target(data.inbound, write)
+            message = await connect(self._dial, data.port, data.inbound, write, self._count)
         except asyncio.CancelledError:
             data.closed = err.closed = True  # reset by the client or the session ends: say nothing more
             raise
-        except Refused as e:
-            message = str(e)
-        except Exception as e:  # a bug in a handler: the client reads it on the error stream
-            log.exception("port-forward: the handler for port %s failed", data.port)
-            message = f"error forwarding port {data.port}: {type(e).__name__}: {e}"
         finally:
             self._pairs.pop(request, None)
             self._tasks.pop(request, None)
@@ -190,6 +197,9 @@ class Session:
         await self._fin(data)
         self._streams.pop(data.sid, None)
         self._streams.pop(err.sid, None)
+
+    def _count(self) -> None:
+        self.served += 1
 
     async def _fin(self, st: _Stream) -> None:
         if not st.closed:
@@ -210,6 +220,75 @@ class Session:
         for t in tasks:
             t.cancel()
         for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+
+# ---- the channel protocol (the official Python client) ----------------------------------------------
+
+CHANNEL_PROTOCOLS = ("v4.channel.k8s.io", "v5.channel.k8s.io")
+CLOSE_CHANNEL = 255  # v5: "channel N is closed" (a half-close of that channel)
+
+
+class ChannelSession:
+    """Port-forward over the WebSocket channel protocol, as the kubelet's websocket.go serves it: the ports are in
+    the URL (``?ports=8000,9000``); port i has data channel 2i and error channel 2i+1, each of which first
+    carries the port number (2 bytes, little-endian); every message is its channel byte, then data. One
+    connection per port; ``done`` is set once every port's connection has ended (the WebSocket then closes)."""
+
+    def __init__(self, send: Write, dial: Dial, ports: list[int]) -> None:
+        self._send, self._dial, self.ports = send, dial, ports
+        self._inbound = [asyncio.StreamReader() for _ in ports]
+        self._tasks: list[asyncio.Task] = []
+        self._lock = asyncio.Lock()
+        self.done = asyncio.Event()
+        self.served = 0
+
+    async def _out(self, channel: int, data: bytes) -> None:
+        async with self._lock:
+            if not self.done.is_set():
+                await self._send(bytes([channel]) + data)
+
+    async def start(self) -> None:
+        for i, port in enumerate(self.ports):
+            for ch in (2 * i, 2 * i + 1):
+                await self._out(ch, port.to_bytes(2, "little"))
+        forwards = [asyncio.create_task(self._forward(i)) for i in range(len(self.ports))]
+
+        async def all_done() -> None:
+            await asyncio.gather(*forwards, return_exceptions=True)
+            self.done.set()
+
+        self._tasks = [*forwards, asyncio.create_task(all_done())]
+
+    async def _forward(self, i: int) -> None:
+        async def write(b: bytes) -> None:
+            if b:
+                await self._out(2 * i, b)
+
+        message = await connect(self._dial, str(self.ports[i]), self._inbound[i], write, self._count)
+        if message:
+            await self._out(2 * i + 1, message.encode())
+
+    def _count(self) -> None:
+        self.served += 1
+
+    async def feed(self, message: bytes) -> None:
+        if not message:
+            return
+        ch, data = message[0], message[1:]
+        if ch == CLOSE_CHANNEL and data:
+            ch, data = data[0], b""
+            if ch % 2 == 0 and ch // 2 < len(self.ports):
+                self._inbound[ch // 2].feed_eof()
+        elif ch % 2 == 0 and ch // 2 < len(self.ports) and data and not self._inbound[ch // 2].at_eof():
+            self._inbound[ch // 2].feed_data(data)
+
+    async def close(self) -> None:
+        self.done.set()
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
 

@@ -1277,7 +1277,8 @@ def _pf_engine_app(kube: Kube, c: Cluster, key: tuple[str, str], port: int) -> A
 
 
 async def _portforward(kube: Kube, ws: WebSocket, cname: str, ns: str, name: str) -> None:
-    """``kubectl port-forward``: SPDY/3.1 tunnelled in the WebSocket's binary messages (see portforward.py)."""
+    """``kubectl port-forward``: SPDY/3.1 tunnelled in the WebSocket's binary messages; or the channel protocol
+    of the official Python client (see portforward.py)."""
     auth = ws.headers.get("authorization", "")
     token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
 
@@ -1288,18 +1289,29 @@ async def _portforward(kube: Kube, ws: WebSocket, cname: str, ns: str, name: str
             raise KubeError(401, "Unauthorized", "Unauthorized")
         return c, _pf_pod(kube, c, ns, name)
 
+    offered = ws.scope.get("subprotocols") or []
+    proto = next((p for p in (portforward.WS_PROTOCOL, *portforward.CHANNEL_PROTOCOLS) if p in offered), None)
+    ports: list[int] = []
     try:
         c, _ = await run_in_threadpool(check)
-        if portforward.WS_PROTOCOL not in ws.scope.get("subprotocols", []):
+        if proto is None:
             raise KubeError(
                 400,
                 "BadRequest",
-                f"port-forward needs the WebSocket subprotocol {portforward.WS_PROTOCOL} (kubectl 1.30 or later)",
+                f"port-forward needs the WebSocket subprotocol {portforward.WS_PROTOCOL} (kubectl 1.30 or later) "
+                f"or {portforward.CHANNEL_PROTOCOLS[0]} with ?ports=",
             )
+        if proto in portforward.CHANNEL_PROTOCOLS:
+            try:
+                ports = [int(x) for x in ws.query_params.get("ports", "").split(",") if x.strip()]
+            except ValueError:
+                ports = [0]
+            if not ports or not all(0 < x < 65536 for x in ports) or len(set(ports)) != len(ports):
+                raise KubeError(400, "BadRequest", "port-forward needs ?ports=PORT[,PORT…] (distinct, 1 to 65535)")
     except KubeError as e:
         await ws.send_denial_response(status_resp(e))
         return
-    await ws.accept(subprotocol=portforward.WS_PROTOCOL)
+    await ws.accept(subprotocol=proto)
     key = (ns, name)
 
     async def dial(port: int) -> portforward.Handler | str:
@@ -1315,7 +1327,12 @@ async def _portforward(kube: Kube, ws: WebSocket, cname: str, ns: str, name: str
         app = _pf_engine_app(kube, c, key, port)
         return lambda reader, write: portforward.serve_http(reader, write, app, port)
 
-    session = portforward.Session(ws.send_bytes, dial)
+    session: portforward.Session | portforward.ChannelSession
+    if proto == portforward.WS_PROTOCOL:
+        session = portforward.Session(ws.send_bytes, dial)
+    else:
+        session = portforward.ChannelSession(ws.send_bytes, dial, ports)
+        await session.start()
     kube.forwards += 1
 
     async def pump() -> None:
