@@ -161,11 +161,13 @@ async def test_session_pairs_streams_serves_http_keepalive_and_ends_like_the_kub
     replies = lambda fs: {f.stream_id for f in fs if f.type == spdy.SYN_REPLY}  # noqa: E731
     await c.until(lambda fs: replies(fs) == {e1, d1, e2, d2}, frames)  # every stream answered at once
     assert c.session.active == 2
-    post = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"
+    post = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"
     await c.send(c.codec.data(d2, post))
+    await c.until(lambda fs: _body(fs, d2) == b"HTTP/1.1 100 \r\n\r\n", frames)  # curl asks before a body
+    await c.send(c.codec.data(d2, b"hi"))
     await c.send(c.codec.data(d1, b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"))
     await c.until(lambda fs: b'"got":"hi"' in _body(fs, d2) and b"data: 2" in _body(fs, d1), frames)
-    assert _body(frames, d2).startswith(b"HTTP/1.1 200 ")
+    assert _body(frames, d2).startswith(b"HTTP/1.1 100 \r\n\r\nHTTP/1.1 200 ")
     assert b"transfer-encoding: chunked" in _body(frames, d1).lower()  # a streamed answer goes out as it comes
     # keep-alive: a second request on the same connection
     await c.send(c.codec.data(d2, b"GET /again HTTP/1.1\r\nHost: x\r\n\r\n"))
