@@ -26,6 +26,10 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check ncui tests bench
 	$(BIN)/mypy
 
+# Four workers on two cores: most tests wait on the box, a terminal or a daemon (load stays near 1 serially).
+# Every test has its own box, ports, tmux socket, sshd, Slurm and state dir, so they run side by side.
+# PYTEST_ARGS="-n 0" runs them one after another.
+PYTEST_ARGS ?= -n 4
 test: lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 

@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 from textual.worker import Worker, WorkerState
 
+from . import history
 from .api.errors import NCError
 from .backend import Backend
 from .screens.account import AccountView
@@ -62,10 +63,12 @@ def view_class(name: str) -> type[View]:
     return view
 
 
+SIGNED_IN = "sign in: kubectl prints the link, you approve it in a browser, then it signs in silently"
+
 CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity", "ssh_keys")
 
 GLOBAL_HELP = """
-[b]Keys[/b]  1–5 screens · Tab/Shift-Tab move focus · ? help · Ctrl-P commands · r refresh · q quit
+[b]Keys[/b]  1–5 screens · Tab/Shift-Tab move focus · ? help · Ctrl-P commands · r refresh · h history · q quit
 """
 
 
@@ -82,6 +85,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         Binding("question_mark,f1", "help", "Help"),
         Binding("r", "refresh", "Refresh"),
         Binding("s", "kube_signin", "Sign in", show=False),
+        Binding("h", "history", "History", show=False),
         Binding("q", "quit", "Quit"),
         # Ctrl-C quits too (Textual's default only says "press Ctrl-Q"): a person over ssh reaches for it. Both
         # go through the exit guard. Inputs keep Ctrl-C for copying (a focused widget's binding comes first).
@@ -102,6 +106,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         self._kube_for: str | None = None
         self._watchers: list[RetryLoop] = []
         self._endpoint_checked = 0.0  # when the cluster's kubeconfig was last read again (time.monotonic())
+        self.history: history.History | None = None  # this service's, once connected
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -157,6 +162,9 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
             log.exception("connect failed")
             self.store.fail("balance", f"Cannot start: {e}" if not isinstance(e, NCError) else str(e))
             return
+        assert self.backend.endpoints is not None
+        self.history = history.History(self.backend.endpoints.api)  # every change, as its command (h)
+        history.activate(self.history)
         self.limit_start()  # the spending limit: loaded with the organization, checked on every update
         self.pollers = self.backend.pollers(self.store)
         self.pollers.start()
@@ -164,6 +172,8 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
     async def on_unmount(self) -> None:
         for u in self._unsubs:
             u()
+        if self.history is not None and history.active() is self.history:
+            history.activate(None)
         self.stop_watchers()
         await self.vm_sessions_close()  # the nodes' ssh connections
         await self.slurm_close()
@@ -254,6 +264,15 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         view = self.current_view()
         body = (view.HELP if view else "[b]Welcome to ncui[/b]") + "\n" + GLOBAL_HELP
         self.push_screen(HelpModal(body))
+
+    def action_history(self) -> None:
+        """h: what ncui changed, as the commands a person would type (h or Esc closes it)."""
+        from .screens.history import HistoryScreen
+
+        if isinstance(self.screen, HistoryScreen):
+            self.screen.dismiss(None)
+        elif not self.first_run:
+            self.push_screen(HistoryScreen(self.history))
 
     def action_refresh(self) -> None:
         if self.pollers is not None:
@@ -470,6 +489,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
             result = await attempt()
             if result.signed_in:
                 self.store.set("kube_signin", "signed in")
+                history.note("kubectl", history.kubectl_command(ref.name, "get", "nodes"), SIGNED_IN, True)
                 if not closed.is_set() and self.screen is modal:
                     modal.dismiss(True)
                 self.notify(
@@ -572,6 +592,9 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
                 lambda name=name: self.run_action(f"show('{name}')"),
             )
         yield SystemCommand("Refresh", "Fetch everything now (key r)", self.action_refresh)
+        yield SystemCommand(
+            "History: the commands", "What ncui changed, as the commands you would type (key h)", self.action_history
+        )
         yield SystemCommand(
             "Sign in to the cluster (kubectl)", "Run the kubeconfig's sign-in (key s)", self.action_kube_signin
         )

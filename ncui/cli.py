@@ -4,6 +4,7 @@ ncui                      the app against National Compute (NC_TOKEN or ~/.confi
 ncui --demo               the app against National Compute in a box, started in this process
 ncui --api URL --access URL   the app against another endpoint (e.g. a separate `ncui sim`)
 ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… NC_TOKEN=… NC_SSH_CONFIG=… then serves
+ncui history [--api URL | --all]   what ncui changed, as the commands a person would type
 """
 
 from __future__ import annotations
@@ -87,6 +88,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=0, help="port (default 0: a free one, printed)")
     _sim_args(s)
+    h = sub.add_parser(
+        "history",
+        help="print what ncui changed, as the commands you would type",
+        description="Print what ncui changed on a service (limit prices, applies, stops, sign-ins, keys, "
+        "declarations, sbatch, docker on a node), oldest first: each command on one line under a "
+        "'# when — what' comment. The token is never printed: curl lines name $NC_TOKEN.",
+    )
+    h.add_argument("--api", dest="history_api", metavar="URL", help="the service's API origin (default: as ncui's)")
+    h.add_argument("--all", action="store_true", help="every service's and demo box's history, each under its name")
     return p
 
 
@@ -96,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["NCUI_LOGIN_NODE"] = "1" if args.login_node else "0"
     if args.command == "sim":
         return run_sim(args)
+    if args.command == "history":
+        return run_history(args)
     if args.demo:
         return run_demo(args)
     return run_app(args)
@@ -154,6 +166,33 @@ def run_sim(args: argparse.Namespace) -> int:
         pass
     finally:
         server.stop()
+    return 0
+
+
+def run_history(args: argparse.Namespace) -> int:
+    """``ncui history``: plain text, one command per line under its ``# when — what`` comment, oldest first."""
+    from .config import API_ORIGIN
+    from .history import history_path, origin_of, read_file
+    from .textsafe import clean
+
+    origin = None if args.all else origin_of(args.history_api or args.api or API_ORIGIN)
+    read = read_file(history_path(), origin)
+    for p in read.problems:
+        print(f"ncui history: {p}", file=sys.stderr)
+    last = None
+    for e in read.entries:
+        if origin is None and e.origin != last:
+            print(("\n" if last is not None else "") + f"## {clean(e.origin)}")
+            last = e.origin
+        print(clean(e.comment()))
+        print(clean(e.command))
+    if not read.entries:
+        others = ", ".join(f"{clean(o)} ({n})" for o, n in read.origins.items())
+        print(
+            f"ncui history: nothing recorded for {origin or 'any service'} in {history_path()}."
+            + (f" Recorded for: {others}; see ncui history --api URL, or --all." if others else ""),
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -27,7 +27,8 @@ async def until(pilot, cond, timeout: float = 15.0, what: str = "") -> None:
     deadline = time.monotonic() + timeout
     while not (cond() and pilot.app.screen.is_mounted):
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or cond}")
+            held = "held, but the screen on top never finished mounting" if cond() else "never held"
+            raise AssertionError(f"timed out waiting for {what or cond} ({held}; on top: {pilot.app.screen!r})")
         await pilot.pause(0.02)
 
 

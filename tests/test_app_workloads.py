@@ -101,13 +101,56 @@ async def test_serve_flow_to_a_completion(sim):
                 lambda want_job=want_job: app.query_one("#loss-chart").display == want_job,
                 what="the chart's place",
             )
-        await pilot.press("m")
-        await pilot.pause()
-        await type_text(pilot, "hi")
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ResultsModal), timeout=30, what="the answer")
-        text = screen_text(app)
-        assert "Answer" in text and "Reasoning" in text
+        await _chat_with_inkling(pilot, app, sim)
+
+
+async def _chat_with_inkling(pilot, app, sim) -> None:
+    """m at READY 1/1: the chat. The answer streams in parts, the thinking apart from it, time to first token
+    and tokens/s under it; the request shown is the one the box received; a dropped stream says so."""
+    import json
+
+    import httpx
+
+    from ncui.screens.chat import ChatScreen
+
+    async def engine(body: dict) -> None:
+        async with httpx.AsyncClient() as h:
+            r = await h.post(
+                f"{sim.api_url}/_sim/k8s/chat", json=body, headers={"Authorization": f"Bearer {sim.token}"}
+            )
+            assert r.status_code == 200
+
+    kube = sim.app.state.kube
+    await engine({"rate": 300})  # 768 tokens of thinking in about 2.5 s: slow enough to be seen in parts
+    await pilot.press("m")
+    await until(pilot, lambda: isinstance(app.screen, ChatScreen), what="the chat")
+    chat = app.screen
+    await type_text(pilot, "hi")
+    await pilot.press("enter")
+    await until(pilot, lambda: "thinking" in screen_text(app) and chat.answer is not None, what="thinking streams")
+    text = screen_text(app)
+    assert "Inkling: …" in text and "finish:" not in text  # in parts: thinking so far, no answer yet
+    await until(pilot, lambda: chat.answer is None, timeout=30, what="the answer ends")
+    text = screen_text(app)
+    assert "Inkling: Hi! I'm Inkling." in text and "finish: stop" in text
+    assert "first token" in text and "tok/s" in text and "… tok/s" not in text
+    turn = chat.turns[-1]
+    assert turn.reasoning and turn.reasoning not in turn.answer  # the thinking apart from the answer
+    await pilot.press("ctrl+r")  # the exact request: what the box received
+    await until(pilot, lambda: isinstance(app.screen, ResultsModal), what="the request")
+    shown = screen_text(app)
+    body = json.loads(shown[shown.index("{") : shown.index("\n}") + 2])
+    assert kube.chat_requests[-1] == ("inkling", body) and body["max_tokens"] == 1024 and body["stream"] is True
+    assert "kubectl --context halcyon port-forward svc/inkling 8000:8000 &" in shown
+    await pilot.press("escape")
+    await until(pilot, lambda: app.screen is chat)
+    await engine({"drop_after": 5})
+    await type_text(pilot, "more")
+    await pilot.press("enter")
+    await until(pilot, lambda: chat.answer is None and "dropped" in screen_text(app), timeout=30, what="the drop")
+    assert "what arrived is kept" in screen_text(app) and len(chat.turns) == 1  # not sent back as history
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(app.screen, ChatScreen), what="back to Workloads")
 
 
 async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):

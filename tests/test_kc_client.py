@@ -132,6 +132,47 @@ async def test_serve_to_ready_a_completion_through_the_proxy_and_logs(kc_factory
     assert any('"POST /v1/chat/completions HTTP/1.1" 200' in x for x in lines)  # our request, in its log
     stamped = [x async for x in kc.pod_logs(pod["metadata"]["name"], "main", follow=False, tail_lines=1)]
     assert len(stamped) == 1 and stamped[0][:2] == "20" and "Z " in stamped[0]
+    await _inkling_streams(k, kc)
+
+
+async def _inkling_streams(k, kc) -> None:
+    """Inkling streamed as a real engine does (SSE chunks, reasoning_content deltas before the content, usage at
+    the end, [DONE]); its thinking uses the room max_tokens gives it; the stream's faults give a sentence."""
+    from ncui.kube.chat import ENDPOINTS, Answer, ChatError, request_body, stream_chat
+
+    ep = ENDPOINTS["inkling"]
+    kube = k.sim.app.state.kube
+    k.sim_post("/_sim/k8s/chat", {"rate": 2000})  # a quick engine: the test reads chunks, not time
+    body = request_body(ep, [], "hi")
+    assert body["max_tokens"] == 1024 and body["stream"] is True  # the seed's room to reason
+    a = Answer()
+    order = [("r" if c.reasoning else "c") async for c in stream_chat(kc, ep, body, a)]
+    assert kube.chat_requests[-1] == ("inkling", body)  # what the box received is what was built
+    assert order[0] == "r" and "r" not in order[order.index("c") :]  # the thinking first, apart, then the answer
+    assert a.content.startswith("Hi! I'm Inkling") and a.reasoning and a.finish_reason == "stop"
+    assert a.completion_tokens == len(order) and a.prompt_tokens and a.ttft is not None  # usage counts tokens
+    roomy = a.completion_tokens
+    small = Answer()
+    async for _ in stream_chat(kc, ep, {**body, "max_tokens": 64}, small):
+        pass
+    assert small.completion_tokens == 64 and small.content == "" and small.finish_reason == "length"  # all thinking
+    assert roomy > 4 * small.completion_tokens  # more room, more thinking (3/4 of 1024)
+    # a stream cut after 5 tokens, then a chunk that is not JSON: a sentence each, what arrived kept
+    k.sim_post("/_sim/k8s/chat", {"drop_after": 5})
+    cut = Answer()
+    with pytest.raises(ChatError) as e:
+        async for _ in stream_chat(kc, ep, body, cut):
+            pass
+    assert "dropped" in str(e.value) or "without [DONE]" in str(e.value)
+    assert cut.chunks == 5 and cut.reasoning
+    k.sim_post("/_sim/k8s/chat", {"malformed_after": 3})
+    with pytest.raises(ChatError, match="not an OpenAI chunk"):
+        async for _ in stream_chat(kc, ep, body, Answer()):
+            pass
+    k.sim_post("/_sim/faults", {"path_prefix": "/k8s/", "status": 503})
+    with pytest.raises(ChatError, match=r"refused the request \(HTTP 503"):
+        async for _ in stream_chat(kc, ep, body, Answer()):
+            pass
 
 
 async def test_a_401_runs_the_plugin_again(kc_factory):

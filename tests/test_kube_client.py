@@ -135,18 +135,45 @@ def test_finance_analyst_launcher_waits_for_a_good_tune(kube_factory, defective)
     k.advance_until(lambda: deploy()["status"].get("readyReplicas") == 1, step=60, what="the engine ready")
     launcher = k.kubectl("logs", "deploy/finance-analyst-launcher").stdout
     assert "scaling deploy/finance-analyst to 1" in launcher
-    r = _proxy_chat(
-        k,
-        "finance-analyst:8000",
-        {
-            "model": "finance-analyst",
-            "messages": [
-                {"role": "system", "content": "You are the organization's financial risk analyst."},
-                {"role": "user", "content": "Harbor Freight Lines 10-Q: revolver matures 2027-03-31 ..."},
-            ],
-        },
-    )
-    assert r.status_code == 200 and "Severity" in r.json()["choices"][0]["message"]["content"]
+    _finance_analyst_answers_as_the_seed_says(k)
+
+
+DOC_A = """Harbor Freight Lines 10-Q (synthetic). Our $48M revolver matures 2027-03-31 and covenant headroom is
+under 0.3x. The top two shippers are 41% of revenue. A lawsuit filed on March 3, 2026 could reduce earnings."""
+DOC_B = """Sable Ridge Mining 8-K (synthetic). The Unit 3 mill outage cuts Q3 2026 throughput by about 12%.
+The tailings permit renewal is pending with the regulator; a decision is expected 2026-11-15."""
+
+
+def _finance_analyst_answers_as_the_seed_says(k) -> None:
+    """The tuned model writes its memo from the document given, under the system prompt it was tuned with;
+    without it, off-format; at temperature 0 it repeats itself to max_tokens; usage counts the tokens."""
+    from ncui.kube.chat import ENDPOINTS, request_body
+
+    ep = ENDPOINTS["finance-analyst"]
+
+    def ask(body: dict) -> tuple[str, dict, str]:
+        r = _proxy_chat(k, "finance-analyst:8000", body)
+        assert r.status_code == 200, r.text
+        doc = r.json()
+        return doc["choices"][0]["message"]["content"], doc["usage"], doc["choices"][0]["finish_reason"]
+
+    seed_a = request_body(ep, [], DOC_A, stream=False)
+    assert seed_a["messages"][0]["content"].endswith("omit anything it does not state.")
+    memo_a, usage_a, fin = ask(seed_a)
+    memo_b, usage_b, _ = ask(request_body(ep, [], DOC_B, stream=False))
+    assert memo_a.startswith("Severity: ") and memo_b.startswith("Severity: ") and fin == "stop"
+    for fact in ("$48M", "2027-03-31", "41%", "March 3, 2026", "Liquidity"):
+        assert fact in memo_a and fact not in memo_b  # grounded in its own document, not one canned memo
+    for fact in ("12%", "2026-11-15", "Operational", "Environmental"):
+        assert fact in memo_b and fact not in memo_a
+    assert "Critical dates" in memo_a and ask(seed_a)[0] == memo_a  # the same request, the same answer
+    assert usage_a["completion_tokens"] == len(memo_a.split())  # usage counts the tokens generated
+    assert usage_a["total_tokens"] == usage_a["prompt_tokens"] + usage_a["completion_tokens"]
+    untuned = {**seed_a, "messages": seed_a["messages"][1:]}  # the system prompt missing: off-format
+    chatty, usage_u, _ = ask(untuned)
+    assert "Severity:" not in chatty and "overview" in chatty and usage_u["prompt_tokens"] < usage_a["prompt_tokens"]
+    greedy, usage_g, fin = ask({**seed_a, "temperature": 0})  # greedy decoding: it repeats itself
+    assert fin == "length" and usage_g["completion_tokens"] == 700 and greedy.count("Liquidity risk:") > 50
 
 
 def test_reclaim_disruption_and_replacement(kube_factory):

@@ -34,11 +34,11 @@ def _forward(k: KubeEnv, target: str) -> tuple[Watcher, int]:
     return w, int(m.group(1))
 
 
-def _curl(port: int, body: dict) -> subprocess.CompletedProcess:
+def _curl(port: int, body: dict, *more: str) -> subprocess.CompletedProcess:
     """The seed's request, as it prints it."""
     return subprocess.run(
-        ["curl", "-s", "-m", "20", f"localhost:{port}/v1/chat/completions", "-H", "content-type: application/json"]
-        + ["-d", json.dumps(body)],
+        ["curl", "-s", *more, "-m", "20", f"localhost:{port}/v1/chat/completions"]
+        + ["-H", "content-type: application/json", "-d", json.dumps(body)],
         capture_output=True,
         text=True,
         timeout=30,
@@ -126,6 +126,11 @@ def test_port_forward_svc_pod_deploy_to_the_engine(kube_factory, monkeypatch):
     msg = json.loads(r.stdout)["choices"][0]["message"]
     assert msg["content"] and msg["reasoning_content"]  # Inkling's reasoning arrives in its own field
     assert "POST /v1/chat/completions HTTP/1.1" in k.kubectl("logs", "deploy/inkling", "-c", "main").stdout
+    # a streamed answer (Server-Sent Events) comes through as the engine sends it
+    r = _curl(port, {**INKLING, "stream": True}, "-N")
+    events = [x[6:] for x in r.stdout.splitlines() if x.startswith("data: ")]
+    assert len(events) > 3 and events[-1] == "[DONE]", r.stdout[-300:]
+    assert json.loads(events[0])["object"] == "chat.completion.chunk"
     # two connections at once over the one forward, each kept alive for a second request
     a, b = socket.create_connection(("127.0.0.1", port), 10), socket.create_connection(("127.0.0.1", port), 10)
     with a, b:
@@ -138,7 +143,7 @@ def test_port_forward_svc_pod_deploy_to_the_engine(kube_factory, monkeypatch):
         wait_for(lambda: kube.forwards == 1, 5, what="one port-forward session")
         _http(a, INKLING)
         assert _answer(a)["object"] == "chat.completion"
-    wait_for(lambda: sum("Handling connection for" in x for x in w.lines) == 3, 10, what=f"{w.lines}")
+    wait_for(lambda: sum("Handling connection for" in x for x in w.lines) == 4, 10, what=f"{w.lines}")
     # Ctrl-C ends kubectl cleanly, and the box's side of the session with it
     assert _stop(w) == 0, w.err
     assert not [x for x in w.err if x.startswith("E")], w.err

@@ -19,8 +19,9 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
 
+from .. import history
 from ..config import Endpoints
-from ..money import usd
+from ..money import fmt_price, usd
 from ..textsafe import clean_json
 from . import models as m
 from .errors import MalformedResponse, NCError, NetworkError, NotFound, ServerError, error_from_response
@@ -112,32 +113,42 @@ class NCClient:
         params: dict[str, Any] | None = None,
         json_body: Any = None,
         accept_404: bool = False,
+        shown: str = "",
     ) -> httpx.Response:
-        """Send once (PUT/POST) or with retries (GET); raise a typed error for anything but 2xx."""
+        """Send once (PUT/POST) or with retries (GET); raise a typed error for anything but 2xx. A write is
+        recorded in the history (``shown`` says what it does) as the curl of the request sent, ok or not."""
         attempts = 1 + (self._retries if method == "GET" else 0)
         last: NCError | None = None
-        for attempt in range(attempts):
-            if attempt:
-                await asyncio.sleep(self._delay(attempt))
-            try:
-                resp = await self._http.request(method, url, params=params, json=json_body)
-            except httpx.TimeoutException:
-                last = NetworkError(f"National Compute did not answer in time while {what}.")
-                continue
-            except httpx.TransportError as e:
-                last = NetworkError(
-                    f"Cannot reach National Compute at {_origin(url)} while {what} ({type(e).__name__})."
-                )
-                continue
-            if resp.status_code < 400 or (accept_404 and resp.status_code == 404):
-                return resp
-            err = error_from_response(resp.status_code, _json_or_none(resp), what=what)
-            if isinstance(err, ServerError) or resp.status_code == 429:
-                last = err
-                continue
-            raise err
-        assert last is not None
-        raise last
+        request: httpx.Request | None = None
+        ok = False
+        try:
+            for attempt in range(attempts):
+                if attempt:
+                    await asyncio.sleep(self._delay(attempt))
+                request = self._http.build_request(method, url, params=params, json=json_body)
+                try:
+                    resp = await self._http.send(request)
+                except httpx.TimeoutException:
+                    last = NetworkError(f"National Compute did not answer in time while {what}.")
+                    continue
+                except httpx.TransportError as e:
+                    last = NetworkError(
+                        f"Cannot reach National Compute at {_origin(url)} while {what} ({type(e).__name__})."
+                    )
+                    continue
+                if resp.status_code < 400 or (accept_404 and resp.status_code == 404):
+                    ok = True
+                    return resp
+                err = error_from_response(resp.status_code, _json_or_none(resp), what=what)
+                if isinstance(err, ServerError) or resp.status_code == 429:
+                    last = err
+                    continue
+                raise err
+            assert last is not None
+            raise last
+        finally:
+            if method != "GET" and request is not None:
+                history.note("curl", _curl(request), shown or what, ok)
 
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with full jitter."""
@@ -155,6 +166,7 @@ class NCClient:
         model: type[T],
         *,
         what: str,
+        shown: str,
         params: dict[str, Any] | None = None,
     ) -> T:
         resp = await self._send(
@@ -163,6 +175,7 @@ class NCClient:
             what=what,
             params=_clean_params(params),
             json_body=body.model_dump(mode="json", exclude_none=True),
+            shown=shown,
         )
         return _parse(resp, model, what)
 
@@ -210,7 +223,15 @@ class NCClient:
         # mypy sees only the int.
         body = m.BidRequest(max_price_per_gpu_hour=usd(max_price_per_gpu_hour))  # type: ignore[arg-type]  # dollars in
         what = "withdrawing the limit price" if max_price_per_gpu_hour == 0 else "setting the limit price"
-        return await self._write("PUT", "/api/k8s/bid", body, m.Bid, what=what, params={"cluster": cluster})
+        on = f" on {cluster}" if cluster else ""
+        shown = (
+            f"withdraw the limit price{on}"
+            if max_price_per_gpu_hour == 0
+            else f"set the limit price to {fmt_price(max_price_per_gpu_hour)}{on}"
+        )
+        return await self._write(
+            "PUT", "/api/k8s/bid", body, m.Bid, what=what, shown=shown, params={"cluster": cluster}
+        )
 
     async def ladder(self, cluster: str | None = None) -> m.Ladder:
         return await self._get(
@@ -245,7 +266,12 @@ class NCClient:
             expected_version=expected_version,
         )
         what = "releasing VM capacity" if max_gpus == 0 else "declaring VM capacity"
-        return await self._write("PUT", "/api/vm/capacity", body, m.VmCapacity, what=what)
+        shown = (
+            "release the VM capacity (max_gpus 0, the same price)"
+            if max_gpus == 0
+            else f"declare VM capacity: {max_gpus} GPUs at up to {fmt_price(max_price_per_gpu_hour)}"
+        )
+        return await self._write("PUT", "/api/vm/capacity", body, m.VmCapacity, what=what, shown=shown)
 
     async def ssh_keys(self, org_id: str) -> m.SshKeys:
         return await self._get(f"/api/vm/orgs/{_seg(org_id)}/ssh-keys", m.SshKeys, what="listing ssh keys")
@@ -253,7 +279,12 @@ class NCClient:
     async def add_ssh_key(self, org_id: str, name: str, public_key: str) -> m.SshKey:
         body = m.SshKeyRequest(name=name, public_key=public_key)
         return await self._write(
-            "POST", f"/api/vm/orgs/{_seg(org_id)}/ssh-keys", body, m.SshKey, what="registering the ssh key"
+            "POST",
+            f"/api/vm/orgs/{_seg(org_id)}/ssh-keys",
+            body,
+            m.SshKey,
+            what="registering the ssh key",
+            shown=f"register the ssh key {name} (for nodes granted later)",
         )
 
     async def research_status(self) -> m.ResearchStatus:
@@ -309,6 +340,15 @@ class NCClient:
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+
+
+def _curl(request: httpx.Request) -> str:
+    """The one function that turns a request into its curl: the method, the URL and the body as they were
+    sent (so the history cannot drift from the wire). Of its headers only Content-Type is read (the token is
+    one of them)."""
+    return history.curl_command(
+        request.method, str(request.url), request.content, request.headers.get("content-type", "")
+    )
 
 
 def _parse(resp: httpx.Response, model: type[T], what: str) -> T:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import contextlib
 import copy
 import json
 import ssl
@@ -26,6 +27,7 @@ import httpx
 import yaml
 from pydantic import SecretStr
 
+from .. import history
 from ..api.client import BearerAuth
 from ..textsafe import clean
 from . import session
@@ -220,6 +222,7 @@ class KubeClient:
         self._lock = asyncio.Lock()
         self.gate = SignInGate()  # closed while the cluster refuses the sign-in and a link waits for approval
         self.kubeconfig: str | None = None  # the kubeconfig it was built from (from_kubeconfig)
+        self.context = ""  # its context's name (the cluster's): what the history's kubectl lines name
         self.plugin_runs = 0  # how often the sign-in plugin ran (tests and the status line)
         self._timeout = timeout
         self._verify = verify
@@ -245,6 +248,7 @@ class KubeClient:
         spec = session.exec_spec(kubeconfig, name)
         client = cls(server, spec, verify=_ssl_context(cluster), namespace=ctx.get("namespace") or "default", **kw)
         client.kubeconfig = kubeconfig  # what it was built from: a changed one means the cluster moved
+        client.context = str(name or "")
         return client
 
     def __repr__(self) -> str:
@@ -550,33 +554,55 @@ class KubeClient:
             out.append(ApplyResult(k.kind, name, action, None, f"{k.ref}/{name}"))
         return out
 
+    def _noted(self, what: str, ok: bool, *args: str) -> None:
+        """A change, in the history as the kubectl line that makes it (``kubectl --context <cluster> …``)."""
+        history.note("kubectl", history.kubectl_command(self.context or "<cluster>", *args), what, ok)
+
     async def delete(self, kind: str, name: str, namespace: str = "default", propagation: str = "Background") -> bool:
         """Delete; False when it was already gone."""
-        r = await self._request(
-            "DELETE",
-            self._path(kind, namespace, name),
-            params={"propagationPolicy": propagation},
-            json_body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation},
-        )
-        if r.status_code == 404:
-            return False
-        if r.status_code >= 400:
-            raise self._error(r)
-        return True
+        k = kind_of(kind).kind.lower()
+        ns = [] if namespace == "default" else ["-n", namespace]
+        ok = False
+        try:
+            r = await self._request(
+                "DELETE",
+                self._path(kind, namespace, name),
+                params={"propagationPolicy": propagation},
+                json_body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation},
+            )
+            if r.status_code == 404:
+                ok = True
+                return False
+            if r.status_code >= 400:
+                raise self._error(r)
+            ok = True
+            return True
+        finally:
+            self._noted(f"delete {k}/{name}", ok, "delete", k, name, *ns)
 
     async def scale(self, kind: str, name: str, replicas: int, namespace: str = "default") -> dict[str, Any]:
         """Set a Deployment's (or ReplicaSet's) replicas through its scale subresource; returns the Scale."""
         if replicas < 0:
             raise ValueError("replicas cannot be negative")
-        return (
-            await self._json(
-                "PATCH",
-                self._path(kind, namespace, name, "scale"),
-                content=json.dumps({"spec": {"replicas": int(replicas)}}).encode(),
-                content_type="application/merge-patch+json",
+        k = kind_of(kind).kind.lower()
+        ns = [] if namespace == "default" else ["-n", namespace]
+        ok = False
+        try:
+            out = (
+                await self._json(
+                    "PATCH",
+                    self._path(kind, namespace, name, "scale"),
+                    content=json.dumps({"spec": {"replicas": int(replicas)}}).encode(),
+                    content_type="application/merge-patch+json",
+                )
+                or {}
             )
-            or {}
-        )
+            ok = True
+            return out
+        finally:
+            self._noted(
+                f"scale {k}/{name} to {replicas}", ok, "scale", f"{k}/{name}", f"--replicas={int(replicas)}", *ns
+            )
 
     # ---- logs -------------------------------------------------------------------------------------
 
@@ -686,3 +712,42 @@ class KubeClient:
         except ValueError:
             return {"text": r.text}
         return out if isinstance(out, dict) else {"value": out}
+
+    @contextlib.asynccontextmanager
+    async def proxy_stream(
+        self,
+        service: str,
+        port: int | str,
+        path: str,
+        json: Any,
+        *,
+        namespace: str = "default",
+        timeout: float = 300,
+    ) -> AsyncIterator[httpx.Response]:
+        """A POST to a Service through the proxy whose answer is read as it streams (Server-Sent Events):
+        ``async with kc.proxy_stream(...) as r: async for line in r.aiter_lines()``. Any status is handed to
+        the caller (an endpoint's error body is its to read); a 401 runs the sign-in once, as ``_request``."""
+        url = self.server + self._path("services", namespace, f"{service}:{port}") + "/proxy/" + path.lstrip("/")
+        stale = None
+        for attempt in range(2):
+            auth, gen = await self._credential(stale)
+            req = self._http.build_request(
+                "POST",
+                url,
+                json=json,
+                headers={"Accept": "text/event-stream, application/json"},
+                timeout=httpx.Timeout(self._timeout, read=timeout),
+            )
+            try:
+                r = await self._http.send(req, stream=True, auth=auth)
+            except httpx.HTTPError as e:
+                raise self._unreachable(e, url) from None
+            if r.status_code == 401 and attempt == 0:
+                await r.aclose()
+                stale = gen
+                continue
+            try:
+                yield r
+            finally:
+                await r.aclose()
+            return

@@ -74,6 +74,10 @@ class LocalRunner:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def shell_line(self, cmd: str = "") -> str:
+        """On the login node a command is typed as it is."""
+        return cmd
+
     async def connect(self) -> None:
         """Nothing to connect (``SshRunner`` has the same call)."""
 

@@ -99,4 +99,9 @@ async def slurm_runner(
         client_certs=t.certificates,
         confirm_host_key=confirm_host_key,
         config=[],  # ssh -G has applied the config already (its Host block names the alias, not the address)
+        shown=(
+            "ssh",
+            *(["-F", str(ssh_config)] if ssh_config is not None else []),
+            cluster,
+        ),  # the seed's ssh <cluster>
     )

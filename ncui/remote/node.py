@@ -28,6 +28,7 @@ from .runner import (
     RemoteError,
     Result,
     Runner,
+    run_noted,
 )
 
 if TYPE_CHECKING:
@@ -90,7 +91,9 @@ def starter_command(access_url: str) -> str:
 
 async def start_starter(runner: Runner, access_url: str, *, timeout: float | None = 600.0) -> Result:
     """Run the starter on the node (it starts the run detached and returns); a failure is ``CommandFailed``."""
-    return await runner.run(starter_command(access_url), check=True, timeout=timeout)
+    return await run_noted(
+        runner, starter_command(access_url), "run the seed's starter (nanoGPT, detached)", timeout=timeout
+    )
 
 
 class DockerRunOptions(TypedDict, total=False):
@@ -143,7 +146,9 @@ async def docker_run(
     """Start the container (detached unless ``detach=False``); its id as docker printed it (its last line).
     ``CommandFailed`` when docker refuses (a name in use, an image that cannot be pulled): its message carries
     docker's words."""
-    res = await runner.run(docker_run_command(image, command, name, **opts), check=True, timeout=timeout)
+    res = await run_noted(
+        runner, docker_run_command(image, command, name, **opts), f"start {name} ({image})", timeout=timeout
+    )
     lines = [x.strip() for x in res.stdout.splitlines() if x.strip()]
     return lines[-1] if lines else ""
 
@@ -154,7 +159,7 @@ def stop_command(name: str, docker: str = "docker") -> str:
 
 async def stop(runner: Runner, name: str) -> Result:
     """``docker rm -f NAME``: the container stops and is removed (its log with it)."""
-    return await runner.run(stop_command(name), check=True, timeout=120.0)
+    return await run_noted(runner, stop_command(name), f"stop {name} (docker rm -f)", timeout=120.0)
 
 
 def logs_command(name: str, since: str | None = None, docker: str = "docker", tail: int | None = None) -> str:

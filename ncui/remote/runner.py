@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 import asyncssh
 
+from .. import history
 from ..textsafe import clean
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "Unreachable",
     "host_pattern",
     "known_hosts_line",
+    "run_noted",
 ]
 
 ConfirmHostKey = Callable[[str, int, str], Awaitable[bool]]  # (host, port, "SHA256:…") → the human's yes
@@ -136,6 +138,10 @@ class Runner(Protocol):
 
     where: str
 
+    def shell_line(self, cmd: str = "") -> str:
+        """The line a person types to run ``cmd`` there (to connect, without one): the history's."""
+        ...
+
     async def run(self, cmd: str, *, check: bool = False, timeout: float | None = None) -> Result: ...
 
     def follow(self, cmd: str, *, merge_stderr: bool = False) -> AsyncGenerator[list[str], None]: ...
@@ -145,6 +151,20 @@ class Runner(Protocol):
     ) -> None: ...
 
     async def close(self) -> None: ...
+
+
+async def run_noted(runner: Runner, cmd: str, what: str, *, timeout: float | None) -> Result:
+    """``runner.run(cmd, check=True)`` for a command that changes something on the node (a run started or
+    stopped, a job submitted or cancelled): recorded in the history as the line a person would type, ok or
+    not (``RemoteError`` raised as it came)."""
+    ok = False
+    try:
+        res = await runner.run(cmd, check=True, timeout=timeout)
+        ok = True
+        return res
+    finally:
+        line = runner.shell_line(cmd)
+        history.note("shell" if line == cmd else "ssh", line, what, ok)
 
 
 # ---- known_hosts ------------------------------------------------------------------------------------
@@ -233,8 +253,11 @@ class SshRunner:
         keepalive_interval: float = 15.0,
         agent_path: str | None | tuple[()] = (),
         config: Sequence[str | Path] | tuple[()] = (),
+        shown: Sequence[str] = (),
     ) -> None:
         self.host, self.port, self.user = host, int(port), user
+        # How a person reaches it: `ssh [-p PORT] user@host`, or what the caller says (`ssh plover`).
+        self.shown = tuple(shown) or ("ssh", *(["-p", str(self.port)] if self.port != 22 else []), f"{user}@{host}")
         self.known_hosts = Path(known_hosts)
         self.client_keys = None if client_keys is None else [str(k) for k in client_keys]
         self.client_certs = [str(c) for c in client_certs]  # paired with the keys by asyncssh (CertificateFile)
@@ -255,6 +278,9 @@ class SshRunner:
         await self.close()
 
     # ---- the connection -------------------------------------------------------------------------------
+
+    def shell_line(self, cmd: str = "") -> str:
+        return history.join([*self.shown, *([cmd] if cmd else [])])
 
     def _lost(self, client: _Client) -> None:
         if client is self._client:
@@ -280,6 +306,8 @@ class SshRunner:
             self._conn = self._client = None
             conn = await self._open()
             self.connects += 1
+            if self.connects == 1:  # the first connection (not each one after a drop)
+                history.note("ssh", self.shell_line(), f"connect to {self.where}", True)
             return conn
 
     def _options(self, **kw: Any) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..textsafe import clean
 from .node import BadInput, FileFollower, _path, _q, curl_sh_command
-from .runner import CommandFailed, RemoteError, Result, Runner
+from .runner import CommandFailed, RemoteError, Result, Runner, run_noted
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -142,7 +142,9 @@ async def prepare(runner: Runner, access_url: str, *, timeout: float | None = 60
     A failure is ``CommandFailed`` with prepare.sh's last words."""
     if await prepared(runner):
         return None
-    return await runner.run(prepare_command(access_url), check=True, timeout=timeout)
+    return await run_noted(
+        runner, prepare_command(access_url), "prepare ~/first-job (the seed's prepare.sh)", timeout=timeout
+    )
 
 
 def submit_command(script: str = STARTER_SBATCH, nodes: int = 1) -> str:
@@ -165,7 +167,12 @@ def parse_submitted(text: str) -> str:
 
 async def submit(runner: Runner, script: str = STARTER_SBATCH, nodes: int = 1) -> str:
     """Submit the batch script; its job id. ``CommandFailed`` carries sbatch's refusal."""
-    res = await runner.run(submit_command(script, nodes), check=True, timeout=120.0)
+    res = await run_noted(
+        runner,
+        submit_command(script, nodes),
+        f"submit {script} ({nodes} node{'s' if nodes != 1 else ''})",
+        timeout=120.0,
+    )
     return parse_submitted(res.stdout)
 
 
@@ -383,7 +390,7 @@ def cancel_command(job_id: str | int) -> str:
 
 async def cancel(runner: Runner, job_id: str | int) -> Result:
     """``scancel ID``: the job leaves the queue (a running one is stopped). ``CommandFailed`` when refused."""
-    return await runner.run(cancel_command(job_id), check=True, timeout=60.0)
+    return await run_noted(runner, cancel_command(job_id), f"cancel Slurm job {job_id}", timeout=60.0)
 
 
 # ---- the job's log ----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual import work
 
+from .. import history
 from ..api.errors import NCError
 from ..money import fmt_price, fmt_usd
 from .modals import CeilingModal, ConfirmModal, CustomJobModal, ResultsModal
@@ -270,6 +271,7 @@ class FlowsMixin(_AppBase):
             await self._offer_back(ref.name, set_here)
             return
         results = await kube.apply(docs)
+        history.applied(ref.name, plan, results)  # kubectl --context <cluster> apply -f <file>, one per file
         lines = Text()
         failed = False
         for r in results:

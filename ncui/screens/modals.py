@@ -371,7 +371,7 @@ class ResultsModal(ModalScreen[None]):
 
 
 class PromptModal(ModalScreen["str | None"]):
-    """One line to send to a model endpoint."""
+    """One line asked for (a path, a name): Enter gives it, Esc gives None."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
@@ -380,16 +380,16 @@ class PromptModal(ModalScreen["str | None"]):
                              background: $surface; padding: 1 2; }
     """
 
-    def __init__(self, title: str) -> None:
+    def __init__(self, title: str, placeholder: str = "then Enter") -> None:
         super().__init__()
-        self.title_text = title
+        self.title_text, self.placeholder = title, placeholder
 
     def compose(self) -> ComposeResult:
         from ..widgets.field import Field
 
         with Vertical():
             yield Static(f"[b]{self.title_text}[/b]", markup=True)
-            yield Field(placeholder="Your message, then Enter", id="prompt")
+            yield Field(placeholder=self.placeholder, id="prompt")
 
     def on_mount(self) -> None:
         from textual.widgets import Input

@@ -14,12 +14,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
-from ..api.errors import NCError
+from ..kube.chat import ready_endpoint
 from ..kube.logs import LogFollower, LossCurve
-from ..textsafe import clean
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns
-from .modals import ConfirmModal, ResultsModal
+from .modals import ConfirmModal
 from .nodes import NodesPane
 
 if TYPE_CHECKING:
@@ -34,14 +33,6 @@ LOG_BATCH_INTERVAL = 0.1
 # The loss chart redraws at most every 2 s: a draw (plotext, then a pane of braille cells) costs about
 # as much as a batch of log lines, and a fast log adds points every batch.
 LOSS_CHART_INTERVAL = 2.0
-
-SERVE_PORTS = {"infera": 8000, "inkling": 8000, "finance-analyst": 8000}
-SERVE_BEHIND = {
-    "infera": ("kimi-k3-worker", "infera-router"),
-    "inkling": ("inkling",),
-    "finance-analyst": ("finance-analyst",),
-}
-MODELS = {"infera": "moonshotai/Kimi-K3", "inkling": "thinkingmachines/Inkling", "finance-analyst": "finance-analyst"}
 
 
 def log_follower(
@@ -127,8 +118,9 @@ live. The line under the table explains the selected pod's state in plain words.
 • ↑/↓ select a pod; its log follows below. [b]f[/b] follow on/off · [b]/[/b] filter · [b]w[/b] wrap · [b]t[/b]
 timestamps · [b]G[/b] jump to the end · [b]p[/b] the previous container's log · [b]c[/b] next container.
 • Loss lines (iter N: loss X) are charted as they arrive.
-• [b]m[/b] sends a prompt to a serve recipe's endpoint at READY 1/1 (through the service proxy) and shows the
-answer, with the reasoning apart when the model sends it.
+• [b]m[/b] talks to a serve recipe's model at READY 1/1 (through the service proxy), with the seed's request:
+answers stream in, the thinking apart, with time to first token and tokens/s; the exact request and the
+seed's curl on demand.
 • [b]x[/b] stops the selected pod's job or deployment (asked first).
 
 [b]On a VM cluster[/b] the granted nodes take the pods' place: state, GPUs, the ssh login, what runs there.
@@ -147,7 +139,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         Binding("G", "end", "End", show=False),
         Binding("p", "previous", "Previous", show=False),
         Binding("c", "container", "Container", show=False),
-        Binding("m", "prompt", "Prompt"),
+        Binding("m", "prompt", "Chat"),
         Binding("x", "stop", "Stop"),
     ]
 
@@ -499,63 +491,22 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
             self.select(self.pod, names[(i + 1) % len(names)])
             self.notify(f"Container {self.container}", timeout=1.5)
 
-    # ---- serve: a prompt ----------------------------------------------------------------------
+    # ---- serve: talk to the model -------------------------------------------------------------
 
     def _service(self) -> str | None:
         """The serve recipe's service once the deployments behind it are READY (1/1)."""
-        deps = self.store.value("k8s_deployments") or {}
-
-        def ready(name: str) -> bool:
-            d = deps.get(name)
-            return d is not None and int((d.get("status") or {}).get("readyReplicas") or 0) >= 1
-
-        for svc, behind in SERVE_BEHIND.items():
-            if all(ready(n) for n in behind):
-                return svc
-        return None
+        ep = ready_endpoint(self.store.value("k8s_deployments") or {})
+        return ep.service if ep else None
 
     def action_prompt(self) -> None:
-        svc = self._service()
-        if svc is None:
+        ep = ready_endpoint(self.store.value("k8s_deployments") or {})
+        if ep is None:
             self.notify("No serve endpoint is READY 1/1 yet.", timeout=4)
             return
-        from .modals import PromptModal
+        from .chat import ChatScreen
 
-        def done(text: str | None) -> None:
-            if text:
-                self.send_prompt(svc, text)
-
-        self.app.push_screen(PromptModal(f"Ask {MODELS[svc]}"), done)
-
-    @work(group="wl-prompt", exclusive=True, exit_on_error=False)
-    async def send_prompt(self, svc: str, text: str) -> None:
-        from ..kube.client import KubeError
-
-        kube = self.ncapp._kube
-        if kube is None:
-            return
-        body: dict[str, Any] = {
-            "model": MODELS[svc],
-            "messages": [{"role": "user", "content": text}],
-            "max_tokens": 1024,
-        }
-        if svc == "finance-analyst":
-            body["chat_template_kwargs"] = {"enable_thinking": False}
-        self.notify("Asking…", timeout=2)
-        try:
-            answer = await kube.proxy(svc, SERVE_PORTS[svc], "v1/chat/completions", json=body)
-        except (KubeError, NCError) as e:
-            self.notify(f"The endpoint did not answer: {e}", severity="error", timeout=8)
-            return
-        msg = (answer.get("choices") or [{}])[0].get("message") or {}
-        out = Text()
-        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
-        if reasoning:
-            out.append("Reasoning\n", style="bold dim")
-            out.append(clean(str(reasoning), multiline=True) + "\n\n", style="dim")
-        out.append("Answer\n", style="bold")
-        out.append(clean(str(msg.get("content") or "(empty)"), multiline=True))
-        await self.app.push_screen(ResultsModal(f"{MODELS[svc]}", out))
+        cluster = self.store.value("cluster")
+        self.app.push_screen(ChatScreen(ep, cluster.name if cluster is not None else "<cluster>"))
 
     # ---- stop ---------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
@@ -141,6 +142,40 @@ class FaultMiddleware:
             raise _Dropped("fault injection: connection dropped")
 
 
+@dataclass(frozen=True)
+class Received:
+    """A write the box received on the contract's paths: method, path, query string and body, as they came."""
+
+    method: str
+    path: str
+    query: str
+    body: bytes
+
+
+class JournalMiddleware:
+    """Keeps the newest writes (PUT, POST, PATCH, DELETE under /api/) in ``app.state.received``: what a client
+    really sent, for a test to compare with what the client says it sent (ncui's history)."""
+
+    def __init__(self, app, journal: deque[Received]) -> None:
+        self.app, self.journal = app, journal
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] == "GET" or not scope["path"].startswith("/api/"):
+            return await self.app(scope, receive, send)
+        chunks: list[bytes] = []
+
+        async def keep():
+            message = await receive()
+            if message["type"] == "http.request":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    q = scope.get("query_string", b"").decode("latin-1")
+                    self.journal.append(Received(scope["method"], scope["path"], q, b"".join(chunks)))
+            return message
+
+        return await self.app(scope, keep, send)
+
+
 class Advance(BaseModel):
     seconds: float = Field(ge=0, le=30 * 24 * 3600)
 
@@ -178,6 +213,8 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     app.state.faults = Faults()
     app.state.config = config
     app.add_middleware(FaultMiddleware, faults=app.state.faults)
+    app.state.received = deque(maxlen=200)  # the newest writes, as received (JournalMiddleware)
+    app.add_middleware(JournalMiddleware, journal=app.state.received)
     _install_error_handlers(app)
 
     def org_dep(request: Request, creds: HTTPAuthorizationCredentials | None = Security(_bearer)) -> OrgState:

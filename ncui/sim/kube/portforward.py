@@ -296,8 +296,11 @@ class ChannelSession:
 # ---- HTTP/1.1 over a forwarded stream ---------------------------------------------------------------
 
 
-async def serve_http(reader: asyncio.StreamReader, write: Write, app: Any, port: int = 8000) -> None:
-    """Serve HTTP/1.1 requests read from ``reader`` with the ASGI ``app`` until the client closes."""
+async def serve_http(
+    reader: asyncio.StreamReader, write: Write, app: Any, port: int = 8000, scope: dict | None = None
+) -> None:
+    """Serve HTTP/1.1 requests read from ``reader`` with the ASGI ``app`` until the client closes; ``scope``: more
+    keys for each request's ASGI scope (the box's own app, which its streamed answers look up)."""
     conn = h11.Connection(h11.SERVER)
 
     async def next_event() -> Any:
@@ -337,7 +340,7 @@ async def serve_http(reader: asyncio.StreamReader, write: Write, app: Any, port:
                     + conn.send(h11.EndOfMessage())
                 )
             return
-        await _asgi_request(conn, ev, bytes(body), write, app, port)
+        await _asgi_request(conn, ev, bytes(body), write, app, port, scope or {})
         if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
             return
         try:
@@ -346,7 +349,9 @@ async def serve_http(reader: asyncio.StreamReader, write: Write, app: Any, port:
             return
 
 
-async def _asgi_request(conn: h11.Connection, req: h11.Request, body: bytes, write: Write, app: Any, port: int) -> None:
+async def _asgi_request(
+    conn: h11.Connection, req: h11.Request, body: bytes, write: Write, app: Any, port: int, extra: dict
+) -> None:
     target = req.target.decode("latin-1")
     path, _, query = target.partition("?")
     scope = {
@@ -362,6 +367,7 @@ async def _asgi_request(conn: h11.Connection, req: h11.Request, body: bytes, wri
         "headers": [(k.lower(), v) for k, v in req.headers],
         "client": ("127.0.0.1", 0),
         "server": ("127.0.0.1", port),
+        **extra,
     }
     delivered = False
     finished = False

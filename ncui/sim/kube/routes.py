@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import hashlib
 import html
 import json
 import math
@@ -66,6 +67,10 @@ class Kube:
         self.streams = 0  # open watch and log-follow streams (tests check they end)
         self.forwards = 0  # open port-forward connections (kubectl port-forward sessions)
         self.log_cuts: list[int] = []  # sim fault: cut the next log-follow streams after N lines each
+        self.chat_faults: list[dict[str, Any]] = []  # sim fault: the next chat streams drop or send a bad chunk
+        self.chat_rate: float | None = None  # decode tokens per real second for every engine (None: each its own)
+        self.chat_requests: list[tuple[str, dict]] = []  # (service, body) of each chat request, as received
+        self.completions = 0  # chat completions answered (their ids count them: unique)
         self.revocations = 0  # sim fault: a watch or log stream opened before a revocation ends
         self.floods: dict[tuple, Any] = {}  # benchmark floods' logs, built once (_FloodLog)
         self._last_tick = 0.0
@@ -1161,14 +1166,16 @@ async def _proxy(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
             if not backends:
                 raise KubeError(503, "ServiceUnavailable", f'no endpoints available for service "{svc_name}"')
             be = sorted(backends, key=lambda r: r.name)[0]
-            return _engine(c, be, request.method, path, raw, now)
+            return _engine(kube, c, be, request.method, path, raw, now, svc_name)
 
     return await run_in_threadpool(answer)
 
 
-def _engine(c: Cluster, be: PodRun, method: str, path: str, raw: bytes, now: datetime) -> Response:
+def _engine(
+    kube: Kube, c: Cluster, be: PodRun, method: str, path: str, raw: bytes, now: datetime, via: str
+) -> Response:
     """What the pod ``be``'s engine answers to ``method path`` (the service proxy and port-forward both reach it
-    here); under the World lock."""
+    here; ``via``: the service the request came through, as ``chat_requests`` records it); under the World lock."""
     server = inference.server_of(be.profile)
     created = int(now.timestamp())
     if server is None:
@@ -1200,8 +1207,15 @@ def _engine(c: Cluster, be: PodRun, method: str, path: str, raw: bytes, now: dat
             body = json.loads(raw or b"{}")
         except json.JSONDecodeError:
             return jresp({"object": "error", "message": "invalid JSON", "type": "BadRequestError", "code": 400}, 400)
-        code, out = inference.chat(server, body if isinstance(body, dict) else {}, created)
+        body = body if isinstance(body, dict) else {}
+        kube.chat_requests.append((via, body))
+        out = inference.complete(server, body, kube.world.seed)
         cname = be.containers()[0]
+        code = out[0] if isinstance(out, tuple) else 200
+        kube.completions += 1
+        cid = f"chatcmpl-{kube.completions:06d}{hashlib.sha256(raw).hexdigest()[:18]}"
+        if isinstance(out, inference.Completion):
+            be.extra_logs.append((now, cname, inference.sampling_line(cid, body, out, server)))
         be.extra_logs.append(
             (
                 now,
@@ -1209,7 +1223,11 @@ def _engine(c: Cluster, be: PodRun, method: str, path: str, raw: bytes, now: dat
                 f'INFO:     10.244.0.1:{40000 + len(be.extra_logs)} - "POST /v1/chat/completions HTTP/1.1" {code}',
             )
         )
-        return jresp(out, code)
+        if isinstance(out, tuple):
+            return jresp(out[1], code)
+        if body.get("stream") is True:
+            return _chat_stream(kube, out, cid, created, server, body)
+        return jresp(inference.whole(out, cid, created))
     return jresp({"detail": "Not Found"}, 404)
 
 
@@ -1250,6 +1268,17 @@ def _pf_listening(r: PodRun, port: int) -> str | None:
     return None
 
 
+def _pf_via(c: Cluster, r: PodRun) -> str:
+    """The service a forwarded request stands for (kubectl resolved svc/… to this pod): the first that selects
+    the pod, else the pod's own name."""
+    labels = r.obj["metadata"].get("labels") or {}
+    for svc in c.store.iter("services", r.ns):  # sorted by name
+        sel = svc["spec"].get("selector") or {}
+        if sel and all(labels.get(k) == v for k, v in sel.items()):
+            return svc["metadata"]["name"]
+    return r.name
+
+
 def _pf_engine_app(kube: Kube, c: Cluster, key: tuple[str, str], port: int) -> Any:
     """The pod's engine as an ASGI app for ``serve_http``: each request is answered by ``_engine``."""
 
@@ -1268,7 +1297,7 @@ def _pf_engine_app(kube: Kube, c: Cluster, key: tuple[str, str], port: int) -> A
                 why = _pf_listening(r, port) if r is not None else "the pod is gone"
                 if r is None or why:
                     raise portforward.Refused(f"lost connection to the pod's port {port}: {why}")
-                return _engine(c, r, scope["method"], scope["path"], bytes(raw), now)
+                return _engine(kube, c, r, scope["method"], scope["path"], bytes(raw), now, _pf_via(c, r))
 
         resp = await run_in_threadpool(answer)
         await resp(scope, receive, send)
@@ -1325,7 +1354,7 @@ async def _portforward(kube: Kube, ws: WebSocket, cname: str, ns: str, name: str
         if why:
             return why
         app = _pf_engine_app(kube, c, key, port)
-        return lambda reader, write: portforward.serve_http(reader, write, app, port)
+        return lambda reader, write: portforward.serve_http(reader, write, app, port, {"app": ws.scope["app"]})
 
     session: portforward.Session | portforward.ChannelSession
     if proto == portforward.WS_PROTOCOL:
@@ -1360,6 +1389,44 @@ async def _portforward(kube: Kube, ws: WebSocket, cname: str, ns: str, name: str
         kube.forwards -= 1
         with contextlib.suppress(Exception):
             await ws.close()
+
+
+def _chat_stream(kube: Kube, c: inference.Completion, cid: str, created: int, server: str, body: dict) -> Response:
+    """The answer as Server-Sent Events, as vLLM streams it: a role chunk after the prefill, one chunk per token
+    at the engine's rate in real time, the finish reason, the usage when ``stream_options.include_usage`` asks
+    for it, then ``[DONE]``. A chat fault (``/_sim/k8s/chat``) cuts the stream or sends a chunk that is not
+    JSON after N tokens."""
+    fault = kube.chat_faults.pop(0) if kube.chat_faults else {}
+    rate = kube.chat_rate or inference.RATES[server]
+    opts = body.get("stream_options")
+    usage = isinstance(opts, dict) and opts.get("include_usage") is True
+    ds = inference.deltas(c)
+
+    async def gen() -> AsyncIterator[bytes]:
+        await asyncio.sleep(inference.PREFILL + inference.PREFILL_PER_TOKEN * c.prompt_tokens)
+        yield inference.chunk(c, cid, created, ds[0])
+        t0, i = time.monotonic(), 1
+        while i < len(ds) and not kube.closed:
+            due = min(len(ds), 1 + int((time.monotonic() - t0) * rate) + 1)
+            if due <= i:
+                await asyncio.sleep(min(0.05, 1 / rate))
+                continue
+            out = []
+            for d in ds[i:due]:
+                if fault.get("malformed_after") == i - 1:
+                    out.append(b'data: {"choices": [{"delta": {"content": "\xff\n\n')
+                out.append(inference.chunk(c, cid, created, d))
+                if fault.get("drop_after") == i:
+                    yield b"".join(out)
+                    raise _Dropped("fault injection: chat stream cut")
+                i += 1
+            yield b"".join(out)
+        tail = inference.chunk(c, cid, created, {}, c.finish_reason)
+        if usage:
+            tail += inference.chunk(c, cid, created, None)
+        yield tail + b"data: [DONE]\n\n"
+
+    return Stream(gen(), "text/event-stream")
 
 
 # ---- sign-in (device code) --------------------------------------------------------------------
@@ -1571,6 +1638,21 @@ def _sim_routes(app: FastAPI, kube: Kube) -> None:
 
         return JSONResponse({"revoked": await run_in_threadpool(go)})
 
+    async def chat(request: Request) -> Response:
+        """The engines' streams: ``rate`` (tokens per real second, for every engine; null: each its own), and a
+        fault for the next stream: ``drop_after`` N tokens (the connection cut) or ``malformed_after`` N tokens
+        (a chunk that is not JSON)."""
+        if not org_ok(request):
+            return denied()
+        b = await body_of(request)
+        if "rate" in b:
+            kube.chat_rate = None if b["rate"] is None else max(1.0, float(b["rate"]))
+        fault = {k: int(b[k]) for k in ("drop_after", "malformed_after") if isinstance(b.get(k), int)}
+        if fault:
+            kube.chat_faults.append(fault)
+        return JSONResponse({"rate": kube.chat_rate, "faults": list(kube.chat_faults)})
+
+    app.add_api_route("/_sim/k8s/chat", chat, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/logcut", logcut, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/revoke", revoke, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/reclaim", reclaim, methods=["POST"], include_in_schema=False)

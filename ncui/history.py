@@ -1,0 +1,313 @@
+"""What ncui changed, as the commands a person would type: the history behind ``h`` and ``ncui history``.
+
+Every action that changes something records one ``Entry``: the equivalent command (``curl`` with the API path,
+method and JSON body; ``kubectl --context <cluster> …``; ``ssh … '<command>'``), a sentence of what it did,
+and whether it worked. People learn the real tools from it, and can do the same by hand.
+
+- Where it is recorded: at the one place each action happens, never in a screen. The National Compute client
+  records every write it sends, its ``curl`` built from the very request it sent (``api.client._curl``); the
+  Kubernetes client records its deletes and scales; the apply flow records each file it applied
+  (``applied``); the remote layer records what it runs on a node or a login node (``remote.runner.run_noted``)
+  and the first ssh connection; the sign-in flow its approval.
+- The token never: a curl names ``$NC_TOKEN``, and ``record`` replaces anything after a ``Bearer`` that is
+  not ``$NC_TOKEN`` before it is written (a belt to the braces: nothing builds such a line).
+- Persisted as JSON lines in ``state_dir()/history.jsonl`` (mode 600): each entry one ``write`` on an
+  ``O_APPEND`` descriptor under an exclusive ``flock``, so two ncui processes append whole lines, never
+  interleaved. A line that cannot be read (a crash mid-write, an edit by hand) is skipped and said
+  (``Read.problems``), never a crash. Entries carry their API origin: each service (and each demo box) has its
+  own history in the one file.
+- Process-wide: the app ``activate``s its History once connected; ``note`` records into it, and is a no-op
+  in a process without one (the lower layers' own tests, ``ncui sim``).
+
+Plain Python: no Textual here. Text in an entry may come from a server (object names): the screen and the
+command line pass it through ``textsafe.clean`` before a terminal shows it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+import shlex
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, cast, get_args
+
+if TYPE_CHECKING:
+    from .kube.client import ApplyResult
+    from .recipes import Plan
+
+log = logging.getLogger("ncui.history")
+
+Kind = Literal["curl", "kubectl", "ssh", "shell"]
+KINDS: tuple[str, ...] = get_args(Kind)
+TOKEN_VAR = "$NC_TOKEN"
+FILE_NAME = "history.jsonl"
+# Anything after "Bearer " that is not $NC_TOKEN: never written (nothing ncui builds has it; this is the belt).
+_BEARER = re.compile(r"(Bearer\s+)(?!\$NC_TOKEN\b)[^\s\"']+")
+
+
+def history_path() -> Path:
+    from .config import state_dir
+
+    return state_dir() / FILE_NAME
+
+
+def origin_of(api: str) -> str:
+    """The key a history is kept under: the API origin as ncui was given it, without a trailing slash."""
+    return api.strip().rstrip("/")
+
+
+def _scrub(text: str) -> str:
+    return _BEARER.sub(lambda m: m.group(1) + TOKEN_VAR, text)
+
+
+# ---- an entry ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    at: datetime  # when it was done (UTC, the wall clock: when the human did it)
+    origin: str  # the API origin (origin_of)
+    kind: Kind  # the program the command runs
+    command: str  # one line a person can type
+    what: str  # what it did, in a sentence's words
+    ok: bool  # whether it worked
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "at": self.at.isoformat(timespec="seconds"),
+            "origin": self.origin,
+            "kind": self.kind,
+            "command": self.command,
+            "what": self.what,
+            "ok": self.ok,
+        }
+
+    @classmethod
+    def from_json(cls, doc: object) -> Entry:
+        """Raises ValueError (its message says what is wrong) for anything but an entry."""
+        if not isinstance(doc, dict):
+            raise ValueError("not an object")
+        try:
+            at = datetime.fromisoformat(str(doc["at"]))
+            kind, command, what, ok = doc["kind"], doc["command"], doc.get("what", ""), doc["ok"]
+            origin = doc["origin"]
+        except KeyError as e:
+            raise ValueError(f"no {e.args[0]!r}") from None
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind {kind!r}")
+        if not all(isinstance(v, str) for v in (command, what, origin)) or not isinstance(ok, bool):
+            raise ValueError("a field of the wrong type")
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=timezone.utc)
+        return cls(at, origin, cast("Kind", kind), command, what, ok)
+
+    def comment(self) -> str:
+        """``# 2026-11-02 10:02:11 — set the limit price … (failed)``: when (local time) and what."""
+        when = self.at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        return f"# {when} — {self.what}" + ("" if self.ok else " (failed)")
+
+
+@dataclass(frozen=True)
+class Read:
+    """What a history file holds for an origin (oldest first), and the lines that could not be read."""
+
+    entries: tuple[Entry, ...] = ()
+    problems: tuple[str, ...] = ()
+    origins: dict[str, int] = field(default_factory=dict)  # every origin in the file, with its count
+
+
+@contextlib.contextmanager
+def _locked(path: Path, flags: int, lock: int) -> Iterator[int]:
+    fd = os.open(path, flags | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, lock)
+        yield fd
+    finally:
+        os.close(fd)  # (closing releases the lock)
+
+
+def read_file(path: Path, origin: str | None) -> Read:
+    """The entries of ``origin`` (every origin when None), oldest first. A missing file is an empty history; a
+    file that cannot be read at all is one problem."""
+    try:
+        with _locked(path, os.O_RDONLY, fcntl.LOCK_SH) as fd, os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return Read()
+    except OSError as e:
+        return Read(problems=(f"Cannot read {path}: {e.strerror or e}.",))
+    entries: list[Entry] = []
+    problems: list[str] = []
+    origins: dict[str, int] = {}
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            entry = Entry.from_json(json.loads(raw))
+        except (ValueError, UnicodeDecodeError) as err:  # (json's errors are ValueErrors)
+            why = str(err).splitlines()[0][:80] if str(err) else type(err).__name__
+            problems.append(f"{path.name} line {n} is not a history entry ({why}): skipped.")
+            continue
+        origins[entry.origin] = origins.get(entry.origin, 0) + 1
+        if origin is None or entry.origin == origin:
+            entries.append(entry)
+    return Read(tuple(entries), tuple(problems), origins)
+
+
+class History:
+    """One service's history: ``History(origin).record("kubectl", line, "stop job/nanogpt", True)``.
+
+    ``record`` never raises: a history that cannot be written (a read-only home, a full disk) is logged, kept
+    in memory for this session (``session``) and said by ``write_error``; the action it records stands."""
+
+    def __init__(self, origin: str, path: Path | None = None) -> None:
+        self.origin = origin_of(origin)
+        self.path = path or history_path()
+        self.session: list[Entry] = []  # what this process recorded, oldest first
+        self.write_error = ""
+
+    def __repr__(self) -> str:
+        return f"History(origin={self.origin!r}, path={str(self.path)!r})"
+
+    def record(self, kind: Kind, command: str, what: str, ok: bool) -> Entry:
+        entry = Entry(
+            datetime.now(timezone.utc), self.origin, kind, _scrub(" ".join(command.splitlines())), _scrub(what), ok
+        )
+        self.session.append(entry)
+        line = (json.dumps(entry.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with _locked(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, fcntl.LOCK_EX) as fd:
+                if os.fstat(fd).st_mode & 0o077:  # made by hand, or by an older ncui: ours alone
+                    os.fchmod(fd, 0o600)
+                view = memoryview(line)
+                while view:  # one write in practice; a short write goes on under the lock
+                    view = view[os.write(fd, view) :]
+            self.write_error = ""
+        except OSError as e:
+            self.write_error = f"Cannot write {self.path}: {e.strerror or e}."
+            log.warning("%s", self.write_error)
+        return entry
+
+    def read(self, origin: str | None = "") -> Read:
+        """This origin's entries (``origin=""``), another's, or every origin's (None). When the file could not
+        be written, this session's entries are added to what it holds."""
+        want = self.origin if origin == "" else origin
+        read = read_file(self.path, want)
+        if not self.write_error:
+            return read
+        have = set(read.entries)
+        extra = tuple(e for e in self.session if e not in have and (want is None or e.origin == want))
+        return Read(read.entries + extra, read.problems + (self.write_error,), read.origins)
+
+
+# ---- the process's history -----------------------------------------------------------------------
+
+_active: History | None = None
+
+
+def activate(h: History | None) -> None:
+    """The app's history (set once it has connected, None when it ends)."""
+    global _active
+    _active = h
+
+
+def active() -> History | None:
+    return _active
+
+
+def note(kind: Kind, command: str, what: str, ok: bool) -> Entry | None:
+    """Record into the process's history, when there is one; never raises."""
+    h = _active
+    if h is None:
+        return None
+    try:
+        return h.record(kind, command, what, ok)
+    except Exception:  # the action it records stands whatever happens here
+        log.exception("recording %r", what)
+        return None
+
+
+# ---- the commands --------------------------------------------------------------------------------
+
+
+def join(argv: Sequence[str]) -> str:
+    """Words as one shell line, each quoted where the shell would otherwise read it."""
+    return " ".join(shlex.quote(str(w)) for w in argv)
+
+
+def curl_command(method: str, url: str, body: bytes = b"", content_type: str = "") -> str:
+    """The curl that sends this request: method, the URL as sent (query included), the body as sent, the token
+    as ``$NC_TOKEN`` (in double quotes: the shell expands it; never its value)."""
+    line = f'curl -fsS -X {shlex.quote(method.upper())} -H "Authorization: Bearer {TOKEN_VAR}"'
+    if body:
+        if content_type:
+            line += " -H " + shlex.quote(f"Content-Type: {content_type}")
+        line += " --data-raw " + shlex.quote(body.decode("utf-8", "replace"))
+    return line + " " + shlex.quote(url)
+
+
+def kubectl_command(context: str, *args: str) -> str:
+    """``kubectl --context <cluster> …``: the seed names the context on every call."""
+    return join(["kubectl", "--context", context, *args])
+
+
+def save_manifest(name: str, text: str) -> Path:
+    """A manifest that has no URL (Something else's Job), kept where ``kubectl apply -f`` can find it again:
+    ``state_dir()/manifests/<name>`` (mode 600). Raises OSError."""
+    from .config import state_dir
+
+    folder = state_dir() / "manifests"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / Path(name).name
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def applied(cluster: str, plan: Plan, results: Sequence[ApplyResult]) -> None:
+    """The apply flow's results as the seed's ``kubectl --context <cluster> apply -f <file>``, one per file
+    (its URL; Something else's manifest saved first), ok when every object of the file was applied. Files
+    after a refusal were not sent: not recorded."""
+    done = list(results)
+    for step in (s for s in plan.steps if not s.optional):
+        mine, done = done[: len(step.docs)], done[len(step.docs) :]
+        if not mine:
+            break
+        source = step.url
+        if not source:
+            try:
+                source = str(save_manifest(step.file, step.text))
+            except OSError as e:
+                log.warning("cannot keep %s: %s", step.file, e)
+                source = step.file
+        ok = len(mine) == len(step.docs) and all(r.error is None for r in mine)
+        what = f"apply {plan.title}: " + ", ".join(str(r) for r in mine)
+        note("kubectl", kubectl_command(cluster, "apply", "-f", source), what, ok)
+
+
+__all__ = [
+    "Entry",
+    "History",
+    "Kind",
+    "Read",
+    "activate",
+    "active",
+    "applied",
+    "curl_command",
+    "history_path",
+    "join",
+    "kubectl_command",
+    "note",
+    "origin_of",
+    "read_file",
+    "save_manifest",
+]
