@@ -53,6 +53,7 @@ class SimServer:
                 lifespan="off",
                 timeout_graceful_shutdown=2,
                 timeout_keep_alive=5,
+                ws="wsproto",  # kubectl port-forward: SPDY tunnelled in a WebSocket (kube/portforward.py)
             )
         )
         # The same app over HTTPS for kubectl: client-go sends credentials (the sign-in plugin's token)
@@ -76,6 +77,7 @@ class SimServer:
                 lifespan="off",
                 timeout_graceful_shutdown=2,
                 timeout_keep_alive=5,
+                ws="wsproto",  # kubectl port-forward: SPDY tunnelled in a WebSocket (kube/portforward.py)
                 ssl_certfile=str(self._tls_dir / "cert.pem"),
                 ssl_keyfile=str(self._tls_dir / "key.pem"),
             )

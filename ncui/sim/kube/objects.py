@@ -50,7 +50,7 @@ BY_GV: dict[tuple[str, str], list[Resource]] = {}
 for _r in RESOURCES:
     BY_GV.setdefault((_r.group, _r.version), []).append(_r)
 SUBRESOURCES = {
-    "pods": ["log", "status"],
+    "pods": ["log", "portforward", "status"],
     "jobs": ["status"],
     "deployments": ["scale", "status"],
     "replicasets": ["scale", "status"],

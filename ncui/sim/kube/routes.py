@@ -9,6 +9,7 @@ the server stops.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import hashlib
 import html
@@ -20,14 +21,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 from urllib.parse import parse_qs
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..world import World
-from . import authz, inference, openapi, tables
+from . import authz, inference, openapi, portforward, tables
 from .auth import POLL_INTERVAL, Auth
-from .cluster import Cluster
+from .cluster import Cluster, PodRun
 from .objects import (
     BY_GV,
     GROUP_ORDER,
@@ -64,6 +65,7 @@ class Kube:
         self.clusters: dict[str, Cluster] = {}
         self.closed = False
         self.streams = 0  # open watch and log-follow streams (tests check they end)
+        self.forwards = 0  # open port-forward connections (kubectl port-forward sessions)
         self.log_cuts: list[int] = []  # sim fault: cut the next log-follow streams after N lines each
         self.chat_faults: list[dict[str, Any]] = []  # sim fault: the next chat streams drop or send a bad chunk
         self.chat_rate: float | None = None  # decode tokens per real second for every engine (None: each its own)
@@ -187,9 +189,15 @@ def _resource_list(group: str, version: str) -> dict:
             item["categories"] = list(r.categories)
         out.append(item)
         for sub in SUBRESOURCES.get(r.plural, []):
-            kind = {"log": "Pod", "scale": "Scale", "proxy": "ServiceProxyOptions"}.get(sub, r.kind)
+            kind = {
+                "log": "Pod",
+                "scale": "Scale",
+                "proxy": "ServiceProxyOptions",
+                "portforward": "PodPortForwardOptions",
+            }.get(sub, r.kind)
             verbs = {
                 "log": ["get"],
+                "portforward": ["create", "get"],
                 "scale": ["get", "patch", "update"],
                 "proxy": ["create", "delete", "get", "patch", "update"],
             }.get(sub, ["get", "patch", "update"])
@@ -314,6 +322,17 @@ def mount_kube(app: FastAPI, world: World) -> Kube:
     ):
         app.add_api_route(path, k8s_root, methods=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False)
 
+    async def pf_ws(websocket: WebSocket, cluster: str, ns: str, name: str) -> None:
+        await _portforward(kube, websocket, cluster, ns, name)
+
+    async def pf_ws_root(websocket: WebSocket, ns: str, name: str) -> None:
+        auth = websocket.headers.get("authorization", "")
+        token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+        await _portforward(kube, websocket, (kube.auth.cluster_of(token) if token else None) or "", ns, name)
+
+    app.add_api_websocket_route("/k8s/{cluster}/api/v1/namespaces/{ns}/pods/{name}/portforward", pf_ws)
+    app.add_api_websocket_route("/api/v1/namespaces/{ns}/pods/{name}/portforward", pf_ws_root)
+
     _device_routes(app, kube)
     _sim_routes(app, kube)
     return kube
@@ -406,6 +425,15 @@ async def _handle(kube: Kube, request: Request, cname: str, rest: str) -> Respon
         return await _logs(kube, c, t, q)
     if t.sub == "proxy" and t.r.plural == "services":
         return await _proxy(kube, c, t, request)
+    if t.sub == "portforward" and t.r.plural == "pods" and method in ("GET", "POST"):
+        # kubectl's fallback after a refused WebSocket (a plain SPDY/3.1 upgrade): the same refusal, or why not
+        await run_in_threadpool(_pf_pod, kube, c, t.ns or "", t.name or "")
+        raise KubeError(
+            400,
+            "BadRequest",
+            "the box serves port-forward over WebSocket only (subprotocol SPDY/3.1+portforward.k8s.io, "
+            "kubectl 1.30 or later); a plain SPDY/3.1 upgrade is not supported",
+        )
     if method == "GET" and t.name is None and q.get("watch") in ("true", "1"):
         return await _watch(kube, c, t, request)
     body = None
@@ -1176,64 +1204,229 @@ async def _proxy(kube: Kube, c: Cluster, t: Target, request: Request) -> Respons
             if not backends:
                 raise KubeError(503, "ServiceUnavailable", f'no endpoints available for service "{svc_name}"')
             be = sorted(backends, key=lambda r: r.name)[0]
-            server = inference.server_of(be.profile)
-            created = int(now.timestamp())
-            if server is None:
-                return Response(
-                    f"{be.name}: nothing listens on this port in the simulator\n",
-                    status_code=502,
-                    media_type="text/plain",
-                )
-            if be.profile == "router":
-                workers = [r for r in c.runs.values() if r.active and r.profile == "kimi-worker" and r.state == "ready"]
-                if not workers and path.startswith("/v1/"):
-                    return jresp(
-                        {
-                            "object": "error",
-                            "message": "No available backends for model moonshotai/Kimi-K3",
-                            "type": "ServiceUnavailable",
-                            "code": 503,
-                        },
-                        503,
-                    )
-                if workers:
-                    be = workers[0]
-            if path in ("/health", "/healthz"):
-                return Response(b"", status_code=200)
-            if path == "/v1/models" and request.method == "GET":
-                return jresp(inference.models(server, created))
-            if path == "/v1/chat/completions" and request.method == "POST":
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    return jresp(
-                        {"object": "error", "message": "invalid JSON", "type": "BadRequestError", "code": 400}, 400
-                    )
-                body = body if isinstance(body, dict) else {}
-                kube.chat_requests.append((svc_name, body))
-                out = inference.complete(server, body, kube.world.seed)
-                cname = be.containers()[0]
-                code = out[0] if isinstance(out, tuple) else 200
-                kube.completions += 1
-                cid = f"chatcmpl-{kube.completions:06d}{hashlib.sha256(raw).hexdigest()[:18]}"
-                if isinstance(out, inference.Completion):
-                    be.extra_logs.append((now, cname, inference.sampling_line(cid, body, out, server)))
-                be.extra_logs.append(
-                    (
-                        now,
-                        cname,
-                        f"INFO:     10.244.0.1:{40000 + len(be.extra_logs)} - "
-                        f'"POST /v1/chat/completions HTTP/1.1" {code}',
-                    )
-                )
-                if isinstance(out, tuple):
-                    return jresp(out[1], code)
-                if body.get("stream") is True:
-                    return _chat_stream(kube, out, cid, created, server, body)
-                return jresp(inference.whole(out, cid, created))
-            return jresp({"detail": "Not Found"}, 404)
+            return _engine(kube, c, be, request.method, path, raw, now, svc_name)
 
     return await run_in_threadpool(answer)
+
+
+def _engine(
+    kube: Kube, c: Cluster, be: PodRun, method: str, path: str, raw: bytes, now: datetime, via: str
+) -> Response:
+    """What the pod ``be``'s engine answers to ``method path`` (the service proxy and port-forward both reach it
+    here; ``via``: the service the request came through, as ``chat_requests`` records it); under the World lock."""
+    server = inference.server_of(be.profile)
+    created = int(now.timestamp())
+    if server is None:
+        return Response(
+            f"{be.name}: nothing listens on this port in the simulator\n",
+            status_code=502,
+            media_type="text/plain",
+        )
+    if be.profile == "router":
+        workers = [r for r in c.runs.values() if r.active and r.profile == "kimi-worker" and r.state == "ready"]
+        if not workers and path.startswith("/v1/"):
+            return jresp(
+                {
+                    "object": "error",
+                    "message": "No available backends for model moonshotai/Kimi-K3",
+                    "type": "ServiceUnavailable",
+                    "code": 503,
+                },
+                503,
+            )
+        if workers:
+            be = workers[0]
+    if path in ("/health", "/healthz"):
+        return Response(b"", status_code=200)
+    if path == "/v1/models" and method == "GET":
+        return jresp(inference.models(server, created))
+    if path == "/v1/chat/completions" and method == "POST":
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            return jresp({"object": "error", "message": "invalid JSON", "type": "BadRequestError", "code": 400}, 400)
+        body = body if isinstance(body, dict) else {}
+        kube.chat_requests.append((via, body))
+        out = inference.complete(server, body, kube.world.seed)
+        cname = be.containers()[0]
+        code = out[0] if isinstance(out, tuple) else 200
+        kube.completions += 1
+        cid = f"chatcmpl-{kube.completions:06d}{hashlib.sha256(raw).hexdigest()[:18]}"
+        if isinstance(out, inference.Completion):
+            be.extra_logs.append((now, cname, inference.sampling_line(cid, body, out, server)))
+        be.extra_logs.append(
+            (
+                now,
+                cname,
+                f'INFO:     10.244.0.1:{40000 + len(be.extra_logs)} - "POST /v1/chat/completions HTTP/1.1" {code}',
+            )
+        )
+        if isinstance(out, tuple):
+            return jresp(out[1], code)
+        if body.get("stream") is True:
+            return _chat_stream(kube, out, cid, created, server, body)
+        return jresp(inference.whole(out, cid, created))
+    return jresp({"detail": "Not Found"}, 404)
+
+
+# ---- port-forward ---------------------------------------------------------------------------------
+
+
+def _pf_pod(kube: Kube, c: Cluster, ns: str, name: str) -> PodRun:
+    """The pod a port-forward goes to, or the Status the API server refuses it with."""
+    with kube.world.lock:
+        kube.tick()
+        obj = c.store.peek("pods", ns, name)
+        r = c.runs.get((ns, name))
+        if obj is None or r is None:
+            raise KubeError(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
+        if not obj["spec"].get("nodeName"):
+            raise KubeError(400, "BadRequest", f"pod {name} does not have a host assigned")
+        phase = (obj.get("status") or {}).get("phase", "Pending")
+        if phase != "Running":
+            raise KubeError(400, "BadRequest", f"pod {name} is not running (phase {phase}): nothing listens in it")
+        return r
+
+
+def _pf_listening(r: PodRun, port: int) -> str | None:
+    """None when the pod's engine accepts a connection on ``port`` now, else why the connection is refused."""
+    ports = [
+        p.get("containerPort") for ct in r.obj["spec"].get("containers", []) for p in ct.get("ports") or [] if p
+    ] or [8000]
+    refused = (
+        f"error forwarding port {port} to pod {r.name}, uid {r.uid}: failed to connect to localhost:{port} inside "
+        f"the pod: dial tcp4 127.0.0.1:{port}: connect: connection refused"
+    )
+    if not r.active or r.state not in ("running", "ready"):
+        return f"{refused} (the pod is not running)"
+    if inference.server_of(r.profile) is None or port not in ports:
+        return f"{refused} (nothing listens on port {port} in this pod)"
+    if r.state != "ready":
+        return f"{refused} (the engine is still loading: the pod reads READY 0/1)"
+    return None
+
+
+def _pf_via(c: Cluster, r: PodRun) -> str:
+    """The service a forwarded request stands for (kubectl resolved svc/… to this pod): the first that selects
+    the pod, else the pod's own name."""
+    labels = r.obj["metadata"].get("labels") or {}
+    for svc in c.store.iter("services", r.ns):  # sorted by name
+        sel = svc["spec"].get("selector") or {}
+        if sel and all(labels.get(k) == v for k, v in sel.items()):
+            return svc["metadata"]["name"]
+    return r.name
+
+
+def _pf_engine_app(kube: Kube, c: Cluster, key: tuple[str, str], port: int) -> Any:
+    """The pod's engine as an ASGI app for ``serve_http``: each request is answered by ``_engine``."""
+
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        raw = bytearray()
+        while True:
+            msg = await receive()
+            raw += msg.get("body", b"")
+            if not msg.get("more_body"):
+                break
+
+        def answer() -> Response:
+            with kube.world.lock:
+                now = kube.tick()
+                r = c.runs.get(key)
+                why = _pf_listening(r, port) if r is not None else "the pod is gone"
+                if r is None or why:
+                    raise portforward.Refused(f"lost connection to the pod's port {port}: {why}")
+                return _engine(kube, c, r, scope["method"], scope["path"], bytes(raw), now, _pf_via(c, r))
+
+        resp = await run_in_threadpool(answer)
+        await resp(scope, receive, send)
+
+    return app
+
+
+async def _portforward(kube: Kube, ws: WebSocket, cname: str, ns: str, name: str) -> None:
+    """``kubectl port-forward``: SPDY/3.1 tunnelled in the WebSocket's binary messages; or the channel protocol
+    of the official Python client (see portforward.py)."""
+    auth = ws.headers.get("authorization", "")
+    token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+
+    def check() -> tuple[Cluster, PodRun]:
+        now = kube.tick()
+        c = kube.cluster_for(cname)
+        if c is None or not token or kube.auth.check(token, cname, now) is None:
+            raise KubeError(401, "Unauthorized", "Unauthorized")
+        return c, _pf_pod(kube, c, ns, name)
+
+    offered = ws.scope.get("subprotocols") or []
+    proto = next((p for p in (portforward.WS_PROTOCOL, *portforward.CHANNEL_PROTOCOLS) if p in offered), None)
+    ports: list[int] = []
+    try:
+        c, _ = await run_in_threadpool(check)
+        if proto is None:
+            raise KubeError(
+                400,
+                "BadRequest",
+                f"port-forward needs the WebSocket subprotocol {portforward.WS_PROTOCOL} (kubectl 1.30 or later) "
+                f"or {portforward.CHANNEL_PROTOCOLS[0]} with ?ports=",
+            )
+        if proto in portforward.CHANNEL_PROTOCOLS:
+            try:
+                ports = [int(x) for x in ws.query_params.get("ports", "").split(",") if x.strip()]
+            except ValueError:
+                ports = [0]
+            if not ports or not all(0 < x < 65536 for x in ports) or len(set(ports)) != len(ports):
+                raise KubeError(400, "BadRequest", "port-forward needs ?ports=PORT[,PORT…] (distinct, 1 to 65535)")
+    except KubeError as e:
+        await ws.send_denial_response(status_resp(e))
+        return
+    await ws.accept(subprotocol=proto)
+    key = (ns, name)
+
+    async def dial(port: int) -> portforward.Handler | str:
+        def look() -> str | None:
+            with kube.world.lock:
+                kube.tick()
+                r = c.runs.get(key)
+                return _pf_listening(r, port) if r is not None else f"pod {name} is gone"
+
+        why = await run_in_threadpool(look)
+        if why:
+            return why
+        app = _pf_engine_app(kube, c, key, port)
+        return lambda reader, write: portforward.serve_http(reader, write, app, port, {"app": ws.scope["app"]})
+
+    session: portforward.Session | portforward.ChannelSession
+    if proto == portforward.WS_PROTOCOL:
+        session = portforward.Session(ws.send_bytes, dial)
+    else:
+        session = portforward.ChannelSession(ws.send_bytes, dial, ports)
+        await session.start()
+    kube.forwards += 1
+
+    async def pump() -> None:
+        while not session.done.is_set():
+            msg = await ws.receive()
+            if msg["type"] == "websocket.disconnect":
+                return
+            if msg.get("bytes"):
+                await session.feed(msg["bytes"])
+            elif msg.get("text"):  # the tunnel carries binary messages only
+                return
+
+    async def until_closed() -> None:
+        while not kube.closed:
+            await asyncio.sleep(POLL * 4)
+
+    tasks = [asyncio.ensure_future(x) for x in (pump(), session.done.wait(), until_closed())]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await session.close()
+        kube.forwards -= 1
+        with contextlib.suppress(Exception):
+            await ws.close()
 
 
 def _chat_stream(kube: Kube, c: inference.Completion, cid: str, created: int, server: str, body: dict) -> Response:
