@@ -47,7 +47,9 @@ class AccountView(View):
 Who the token belongs to, your organization's clusters and its money.
 
 • [b]kubectl[/b]: press [b]s[/b] to sign in to a Kubernetes cluster: ncui shows the sign-in link (and copies
-it where the terminal allows); open it, approve it, and ncui goes on by itself.
+it where the terminal allows); open it, approve it, and ncui goes on by itself. ncui saves the cluster's
+kubeconfig to ~/.kube/<cluster>.yaml and asks once whether to add a <cluster> context to ~/.kube/config, so
+that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
 • [b]Clusters[/b]: the cluster's kind picks the flow (kubernetes, vm, slurm). Move with ↑/↓ and press
   [b]Enter[/b] to make a cluster the active one: the header and the other screens follow it.
 • [b]Balance[/b] is what the organization has now; [b]burn[/b] is the hourly rate the meter last

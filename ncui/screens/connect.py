@@ -69,7 +69,7 @@ def kube_files_text(kf: KubeFiles) -> Text:
         return t
     if not kf.file:
         return t
-    t.append(kf.file)
+    t.append(kf.file if len(kf.file) <= 36 else "…" + kf.file[-35:])  # (the demo's stand-in folder is long)
     if kf.context == "in config":
         t.append(f"\n--context {kf.cluster} works in any shell", style="green")
     elif kf.context == "declined":
@@ -193,15 +193,14 @@ class ConnectMixin(_AppBase):
         kf = self.store.value("kube_files")
         file = kf.file if isinstance(kf, KubeFiles) and kf.file else f"~/.kube/{cluster}.yaml"
         config = kf.config if isinstance(kf, KubeFiles) else "~/.kube/config"
+        demo = self.backend is not None and self.backend.sim is not None
         body = (
-            f"ncui saved {cluster}'s kubeconfig to {file} (mode 600), as the seed's Connect step does:\n"
-            f"  KUBECONFIG={file} kubectl --context {cluster} get pods\n\n"
-            f"Also add a {cluster} context to {config} (as the setup script does), so that your own\n"
-            f"  kubectl --context {cluster} get pods\n"
-            "works in any shell beside ncui? Your other contexts stay as they are; nothing secret is written "
-            "(kubectl signs in through the same sign-in as ncui).\n\n"
+            f"ncui saved {cluster}'s kubeconfig to {file} (mode 600), as the seed's Connect step does.\n\n"
+            f"Also add a {cluster} context to {config}, as the setup script does, so that your own "
+            f"`kubectl --context {cluster} get pods` works in any shell? Your other contexts stay as they are.\n\n"
+            + ("In the demo a folder that goes with the box stands in for ~/.kube.\n" if demo else "")
             + (
-                f"Asked once for {cluster}: Ctrl-P → kubectl context asks again."
+                f"Asked once for {cluster} (Ctrl-P → kubectl context asks again)."
                 if first
                 else "Your answer replaces the one remembered."
             )

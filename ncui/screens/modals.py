@@ -126,6 +126,7 @@ class SignInModal(ModalScreen[bool]):
                              background: $surface; padding: 1 2; }
     SignInModal #link { color: $text; background: $boost; padding: 0 1; margin: 1 0; }
     SignInModal #state { color: $text-muted; }
+    SignInModal #demo { color: $warning; margin-bottom: 1; }
     """
 
     def __init__(
@@ -154,8 +155,8 @@ class SignInModal(ModalScreen[bool]):
             yield Static(self.link, id="link", markup=False)
             if self.approve is not None:
                 yield Static(
-                    "This is the demo: the link is the box's, and your browser may not reach it (over ssh it "
-                    "cannot). Press a to approve it in the box, as your browser's Approve button would.",
+                    "This is the demo, and the link is the box's: a browser may not reach it (over ssh, a "
+                    "laptop's cannot). Press a to approve it in the box, as the page's Approve button would.",
                     id="demo",
                     markup=False,
                 )
