@@ -113,7 +113,8 @@ async def test_no_leaves_the_config_alone_and_is_remembered(sim, tmp_path):
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), timeout=30, what="the context question")
         await pilot.press("n")
         await until(pilot, lambda: getattr(app.store.value("kube_files"), "context", "") == "declined")
-        await until(pilot, lambda: "KUBECONFIG=" in screen_text(app))  # Account: how to use the file instead
+        # Account: how to use the file instead (the seed's manual path)
+        await until(pilot, lambda: "not in config: export KUBECONFIG=↑" in screen_text(app))
     assert (tmp_path / ".kube" / "halcyon.yaml").is_file() and not (tmp_path / ".kube" / "config").exists()
     assert home.answer(sim.api_url, "halcyon") is False
 

@@ -73,7 +73,7 @@ def kube_files_text(kf: KubeFiles) -> Text:
     if kf.context == "in config":
         t.append(f"\n--context {kf.cluster} works in any shell", style="green")
     elif kf.context == "declined":
-        t.append(f"\nKUBECONFIG={kf.file} kubectl --context {kf.cluster}", style="dim")
+        t.append("\nnot in config: export KUBECONFIG=↑", style="dim")  # (the seed's manual path)
     return t
 
 
@@ -146,7 +146,7 @@ class ConnectMixin(_AppBase):
             self._merge_context(cluster, text, announce=False)
         elif answer is False:
             self._kube_files(cluster, context="declined")
-        else:
+        elif not any(w.group == "kube-context" and not w.is_finished for w in self.workers):  # (asked once)
             self._kube_files(cluster, context="asking")
             self.start_worker(
                 partial(self._ask_context, cluster, text, True), name="kube-context", group="kube-context"
