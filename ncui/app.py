@@ -24,6 +24,7 @@ from .api.errors import NCError
 from .backend import Backend
 from .screens.account import AccountView
 from .screens.base import View
+from .screens.connect import ConnectMixin
 from .screens.flows import FlowsMixin
 from .screens.limitguard import LimitGuardMixin
 from .screens.modals import ConfirmModal, HelpModal
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from .kube.gate import SignInGate
     from .kube.session import SigninResult
     from .pollers import Pollers
+    from .screens.connect import Handoff
     from .screens.exitguard import Standing
 
 log = logging.getLogger("ncui")
@@ -73,7 +75,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
+class NCApp(ConnectMixin, LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True
@@ -95,11 +97,21 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
     ]
 
     def __init__(
-        self, backend: Backend | None, *, store: Store | None = None, mode: str = "", first_run: str = ""
+        self,
+        backend: Backend | None,
+        *,
+        store: Store | None = None,
+        mode: str = "",
+        first_run: str = "",
+        handoff: Handoff | None = None,
     ) -> None:
+        from .config import in_workspace
+
         super().__init__()
         self.backend = backend
         self.store = store or Store()
+        self.store.meta.setdefault("workspace", in_workspace())  # Account says the daemon holds the credential
+        self.handoff = handoff  # --cluster / --recipe: what the hand-off named (screens/connect.py)
         self.mode = mode
         self.first_run = first_run  # a message when there is no token
         self.pollers: Pollers | None = None
@@ -133,6 +145,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         self._unsubs.append(self.store.subscribe("whoami", self._on_whoami, interested=False))
         self._unsubs.append(self.store.subscribe("cluster", self._on_cluster, interested=False))
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self._on_standing, interested=False))
+        self.handoff_watch()  # --recipe: chosen on Recipes once the catalog is read (after the cluster: above)
         if self.store.meta.get("token_warning"):  # also a line on Account until it is fixed
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)
@@ -214,7 +227,8 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         if active is None or active.name not in names:
             last = self.remembered().get("active_cluster")  # the cluster of the last session, resumed
             first = (
-                next((c for c in who.clusters if c.name == last), None)
+                self.handoff_cluster(who)  # --cluster / --recipe first, then the last session's
+                or next((c for c in who.clusters if c.name == last), None)
                 or next((c for c in who.clusters if c.kind == "kubernetes"), None)
                 or (who.clusters[0] if who.clusters else None)
             )
@@ -582,7 +596,9 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
             return False
         self.store.set("kube_signin", "expired" if in_use else "waiting for approval")
         closed = asyncio.Event()
-        modal = SignInModal(ref.name, result.link, reason=gate.reason if gate is not None else "")
+        modal = SignInModal(
+            ref.name, result.link, reason=gate.reason if gate is not None else "", approve=self.box_approver()
+        )
         await self.push_screen(modal, callback=lambda _ok: closed.set())
         link = result.link
         while not closed.is_set():
@@ -704,6 +720,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         yield SystemCommand(
             "Sign in to the cluster (kubectl)", "Run the kubeconfig's sign-in (key s)", self.action_kube_signin
         )
+        yield from self.connect_commands()
         yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)", self.action_help)
         ref = self.store.meta.get("cluster")
         if ref is not None and ref.kind == "vm":
@@ -722,7 +739,11 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
             )
 
 
-def first_run_message(token_path: str, warning: str = "") -> str:
+def first_run_message(token_path: str, warning: str = "", *, workspace: bool = False) -> str:
+    if workspace:  # the daemon holds the credential: never a word asking for one
+        from .config import WORKSPACE_NO_CREDENTIAL
+
+        return "\n".join(["Welcome to ncui.", "", WORKSPACE_NO_CREDENTIAL, "", "Press q to quit."])
     lines = [
         "Welcome to ncui.",
         "",

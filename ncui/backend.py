@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # imported when first needed: the first frame does not wait f
     from .api import models as m
     from .api.client import NCClient
     from .config import Endpoints, SecretStr
+    from .kube.kubeconfig import KubeHome
     from .pollers import Pollers
     from .sim.server import SimServer
 
@@ -42,6 +43,7 @@ class Backend:
         demo: DemoOptions | None = None,
         timeout: float = 10.0,
         clock: Callable[[], datetime] | None = None,
+        kube_home: KubeHome | None = None,
     ) -> None:
         self.endpoints = endpoints
         self.token = token
@@ -50,6 +52,10 @@ class Backend:
         self.nc: NCClient | None = None
         self.timeout = timeout
         self.clock = clock  # tests: the box's frozen virtual clock
+        # Where the cluster's kubeconfig is written for the human's own kubectl (~/.kube; in the demo a stand-in
+        # folder that goes with the box); None: nowhere (tests that do not look at it).
+        self.kube_home = kube_home
+        self._demo_home: str | None = None
 
     def now(self) -> datetime:
         """The service's now: the box's virtual clock in the demo (it may run 60x), else the wall clock."""
@@ -76,6 +82,15 @@ class Backend:
             self.sim = await asyncio.to_thread(_start_sim, self.demo)
             self.endpoints = Endpoints(api=self.sim.api_url, access=self.sim.access_url)
             self.token = SecretStr(self.sim.token)
+            if self.kube_home is None:  # the box's cluster goes with the box: never into the human's ~/.kube
+                import tempfile
+                from pathlib import Path
+
+                from .kube.kubeconfig import KubeHome
+
+                self._demo_home = tempfile.mkdtemp(prefix="ncui-demo-home-")
+                home = Path(self._demo_home)
+                self.kube_home = KubeHome(home / ".kube", home / "kube-contexts.json")
         assert self.endpoints is not None
         # NCClient's annotation names pydantic's SecretStr, but it only calls get_secret_value(): config's
         # SecretStr (the same face, without importing pydantic before the first frame) is as good.
@@ -89,6 +104,21 @@ class Backend:
         if self.sim is not None:
             await asyncio.to_thread(self.sim.stop)
             self.sim = None
+        if self._demo_home is not None:
+            import shutil
+
+            shutil.rmtree(self._demo_home, ignore_errors=True)
+            self._demo_home = None
+
+    async def approve_in_box(self, link: str) -> None:
+        """The demo only: do the human's browser step for a kubectl sign-in link (approve it in the box, as
+        its page's Approve button does). Raises NCError when the box refuses (an expired code)."""
+        from urllib.parse import parse_qs, urlsplit
+
+        if self.sim is None or self.nc is None:
+            raise RuntimeError("only National Compute in a box approves a sign-in for you")
+        code = (parse_qs(urlsplit(link).query).get("code") or [""])[0]
+        await self.nc.approve_device_in_box(code)
 
     # ---- pollers --------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 ncui                      the app against National Compute (NC_TOKEN or ~/.config/nationalcompute/token)
 ncui --demo               the app against National Compute in a box, started in this process
 ncui --api URL --access URL   the app against another endpoint (e.g. a separate `ncui sim`)
+ncui --recipe NAME [--cluster NAME]   open on Recipes with the recipe a hand-off names (not asked again)
 ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… NC_TOKEN=… NC_SSH_CONFIG=… then serves
 ncui history [--api URL | --all]   what ncui changed, as the commands a person would type
 ncui report [--json | --markdown] [--cluster NAME]   report back on the job that runs now or ran last
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from . import __version__
 
 if TYPE_CHECKING:
+    from .screens.connect import Handoff
     from .sim.world import World
 
 
@@ -61,6 +63,19 @@ def _port(text: str) -> int:
     return v
 
 
+def _name(text: str) -> str:
+    text = text.strip()
+    if not 0 < len(text) <= 100 or not text.isprintable():
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a name (letters, digits, - and .)")
+    return text
+
+
+def _handoff(args: argparse.Namespace) -> Handoff | None:
+    from .screens.connect import Handoff
+
+    return Handoff(args.cluster, args.recipe) if args.cluster or args.recipe else None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ncui",
@@ -78,6 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="ncui runs on the Slurm cluster's login node itself: Slurm commands run here, not over ssh "
         "(default: detected from sbatch and a Slurm config; also NCUI_LOGIN_NODE=1/0)",
     )
+    p.add_argument(
+        "--recipe",
+        metavar="NAME",
+        type=_name,
+        help="open on Recipes with this recipe chosen, as a hand-off names it (nanogpt, kimi-k3, inkling-serve, "
+        "finance-analyst, …: a catalog name, one of its files' stems, or train/serve/post-train)",
+    )
+    p.add_argument("--cluster", metavar="NAME", type=_name, help="make this cluster the active one")
     _sim_args(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     s = sub.add_parser(
@@ -220,7 +243,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from .backend import Backend, DemoOptions
 
     speed = 60.0 if args.speed is None else args.speed
-    app = NCApp(Backend(demo=DemoOptions(args.scenario, speed, args.seed)), mode="demo")
+    app = NCApp(Backend(demo=DemoOptions(args.scenario, speed, args.seed)), mode="demo", handoff=_handoff(args))
     app.run()
     return 0
 
@@ -229,18 +252,22 @@ def run_app(args: argparse.Namespace) -> int:
     """The app against the real service (or --api/--access), or a first-run screen without a token."""
     from .app import NCApp, first_run_message
     from .backend import Backend
-    from .config import ACCESS_ORIGIN, API_ORIGIN, Endpoints, load_token, token_path
+    from .config import ACCESS_ORIGIN, API_ORIGIN, WORKSPACE_NO_CREDENTIAL, Endpoints, load_token, token_path
+    from .kube.kubeconfig import KubeHome
 
     src = load_token()
     if src.token is None:
+        workspace = src.origin == "workspace"  # the daemon holds the credential: never ask for one
         if not sys.stdout.isatty():
             print(
-                "ncui needs your National Compute token: save it to ~/.config/nationalcompute/token "
+                WORKSPACE_NO_CREDENTIAL
+                if workspace
+                else "ncui needs your National Compute token: save it to ~/.config/nationalcompute/token "
                 "(chmod 600) or set NC_TOKEN. To try ncui without one: ncui --demo",
                 file=sys.stderr,
             )
             return 2
-        NCApp(None, first_run=first_run_message(str(token_path()), src.warning)).run()
+        NCApp(None, first_run=first_run_message(str(token_path()), src.warning, workspace=workspace)).run()
         return 2
     from .store import Store
 
@@ -248,7 +275,8 @@ def run_app(args: argparse.Namespace) -> int:
     if src.warning:  # shown in the app (a notification at start, a line on Account): stderr is hidden by the screen
         store.meta["token_warning"] = src.warning
     endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
-    NCApp(Backend(endpoints, src.token), store=store).run()
+    backend = Backend(endpoints, src.token, kube_home=KubeHome.default())  # ~/.kube, as the seed's Connect step
+    NCApp(backend, store=store, handoff=_handoff(args)).run()
     return 0
 
 

@@ -54,6 +54,29 @@ def state_dir() -> Path:
     return Path(base) / "ncui"
 
 
+def kube_dir() -> Path:
+    """Where kubectl looks: ``~/.kube`` (the seed's ``~/.kube/<cluster>.yaml`` and ``~/.kube/config``)."""
+    return Path(os.path.expanduser("~/.kube"))
+
+
+WORKSPACE_ENV = "MARSHALL_WORKSPACE"  # ours: how a Marshall workspace marks the processes it starts
+
+
+def in_workspace(env: Mapping[str, str] | None = None) -> bool:
+    """Inside a Marshall workspace, whose daemon holds the credential (seed: never ask for or mint a token
+    there). The seed does not say how a program tells; ncui reads ``MARSHALL_WORKSPACE`` (set, not "0")."""
+    v = (os.environ if env is None else env).get(WORKSPACE_ENV, "").strip()
+    return bool(v) and v != "0"
+
+
+WORKSPACE_NO_CREDENTIAL = (
+    "Inside a Marshall workspace the daemon holds the credential, and it gave ncui none (no NC_TOKEN in this "
+    "environment). ncui never asks for or mints a token here: start ncui from the workspace's own shell, "
+    "where the daemon provides it. To try ncui without one: ncui --demo"
+)
+WORKSPACE_NOTE = "Marshall workspace: the daemon holds the credential; ncui never asks for or mints a token here."
+
+
 def known_hosts_path() -> Path:
     """ncui's own known_hosts (OpenSSH format): the host keys of nodes the human accepted in ncui."""
     return state_dir() / "known_hosts"
@@ -77,6 +100,8 @@ def load_token(env: Mapping[str, str] | None = None, path: Path | None = None) -
     value = SecretStr((env.get("NC_TOKEN") or "").strip())  # never a plain local (a traceback shows locals)
     if value.get_secret_value():
         return TokenSource(value, "NC_TOKEN")
+    if in_workspace(env):  # the daemon holds the credential: what it gives ncui (NC_TOKEN), never the file
+        return TokenSource(None, "workspace")
     path = path or token_path()
     try:
         st = path.stat()

@@ -75,6 +75,36 @@ def for_kind(catalog: Iterable[m.Recipe], kind: str) -> list[m.Recipe]:
     )
 
 
+# The seed's words for a recipe in a hand-off: "run its Serve recipe" means Kimi K3.
+CATEGORY_PICK = {"train": DEFAULT_RECIPE, "serve": "kimi-k3", "post-train": "finance-analyst"}
+
+
+def find(catalog: Iterable[m.Recipe], text: str, kind: str | None = None) -> m.Recipe | None:
+    """The recipe a hand-off names: its catalog name, its title, one of its files (a stem, a vendor variant,
+    a file name or its URL: ``inkling-serve``, ``nanogpt-job-nvidia.yaml``), or a category (train, serve,
+    post-train). Among several, the one for cluster ``kind``. None when nothing matches."""
+    rs = list(catalog)
+    want = text.strip().lower().rsplit("/", 1)[-1].removesuffix(".yaml").removesuffix(".yml").removesuffix(".sh")
+    want = CATEGORY_PICK.get(want.replace(" ", "-").replace("posttrain", "post-train"), want)
+
+    def stems(r: m.Recipe) -> set[str]:
+        out = {s.stem.lower() for s in r.steps}
+        out |= {f"{s}-{v}" for s in list(out) for v in r.vendor_variants}
+        if r.default_file:
+            out.add(r.default_file.lower().rsplit(".", 1)[0])
+        return out
+
+    for match in (
+        lambda r: r.name.lower() == want,
+        lambda r: r.title.lower() == text.strip().lower(),
+        lambda r: want in stems(r),
+    ):
+        found = [r for r in rs if match(r)]
+        if found:
+            return next((r for r in found if r.cluster_kind == kind), found[0])
+    return None
+
+
 # ---- what will be applied -----------------------------------------------------------------------
 
 

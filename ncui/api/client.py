@@ -296,6 +296,13 @@ class NCClient:
             return m.ResearchStatus(state="unavailable")
         return _parse(resp, m.ResearchStatus, what)
 
+    async def approve_device_in_box(self, user_code: str) -> None:
+        """The box only (``POST /device``, its sign-in page's Approve button): the demo does the human's
+        browser step. The service has no such route; only the human approves there, in a browser."""
+        await self._send(
+            "POST", self._api("/device"), what="approving the sign-in in the box", params={"code": user_code}
+        )
+
     # ---- recipe catalog -------------------------------------------------------------------------
 
     async def catalog(self) -> list[m.Recipe]:

@@ -17,6 +17,7 @@ from ..formatting import COVER_HOURS, fmt_rate, fmt_runway, plan_sentence
 from ..money import fmt_price, fmt_usd
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns
+from .connect import kube_files_text
 
 if TYPE_CHECKING:
     from ..api import models as m
@@ -34,6 +35,7 @@ class AccountView(View):
         "vm_capacity",
         "ticks",
         "kube_signin",
+        "kube_files",
         "slurm_signin",
         "slurm_jobs",
         "research",
@@ -45,7 +47,9 @@ class AccountView(View):
 Who the token belongs to, your organization's clusters and its money.
 
 • [b]kubectl[/b]: press [b]s[/b] to sign in to a Kubernetes cluster: ncui shows the sign-in link (and copies
-it where the terminal allows); open it, approve it, and ncui goes on by itself.
+it where the terminal allows); open it, approve it, and ncui goes on by itself. ncui saves the cluster's
+kubeconfig to ~/.kube/<cluster>.yaml and asks once whether to add a <cluster> context to ~/.kube/config, so
+that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
 • [b]Clusters[/b]: the cluster's kind picks the flow (kubernetes, vm, slurm). Move with ↑/↓ and press
   [b]Enter[/b] to make a cluster the active one: the header and the other screens follow it.
 • [b]Balance[/b] is what the organization has now; [b]burn[/b] is the hourly rate the meter last
@@ -106,6 +110,14 @@ it where the terminal allows); open it, approve it, and ncui goes on by itself.
                     t.append(state.value + "…", style="yellow")
                 else:
                     t.append("press s to sign in", style="bold")
+                kf = self.store.value("kube_files")  # ~/.kube/<cluster>.yaml and the context (screens/connect.py)
+                if kf is not None and kf.cluster == active.name:
+                    t.append("\n")
+                    t.append_text(kube_files_text(kf))
+        if self.store.meta.get("workspace"):  # the daemon holds the credential (seed): never asked for here
+            from ..config import WORKSPACE_NOTE
+
+            t.append(f"\n{WORKSPACE_NOTE}", style="dim")
         if self.store.meta.get("token_warning"):  # the token file is readable by others: the fix, chmod 600
             t.append(f"\n⚠ {self.store.meta['token_warning']}", style="bold yellow")
         ident.update(t)

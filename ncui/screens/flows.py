@@ -126,6 +126,10 @@ class FlowsMixin(_AppBase):
 
         def start_watchers(self, kube: KubeClient) -> None: ...
 
+        def kube_saved(self, cluster: str, text: str) -> None: ...  # screens/connect.py
+
+        def kube_connected(self, cluster: str, text: str) -> None: ...
+
     def _client(self) -> NCClient | None:
         """The National Compute client; None (said on screen) before ncui has connected. (A flow starts from
         data the pollers read, and they run only once connected: this is the check, not an expected path.)"""
@@ -514,6 +518,7 @@ class FlowsMixin(_AppBase):
         try:
             text = await nc.kubeconfig(ref.name)
             kube = KubeClient.from_kubeconfig(text)
+            self.kube_saved(ref.name, text)  # ~/.kube/<cluster>.yaml, for the human's own kubectl
         except (NCError, ValueError, KubeError) as e:
             self.notify(f"Cannot reach {ref.name}'s Kubernetes API: {e}", severity="error", timeout=10)
             return None
@@ -534,4 +539,5 @@ class FlowsMixin(_AppBase):
         self._kube, self._kube_for = kube, ref.name
         self.store.set("kube_signin", "signed in")
         self.start_watchers(kube)
+        self.kube_connected(ref.name, text)  # its context in ~/.kube/config: asked once
         return kube

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
@@ -115,19 +115,27 @@ class ConfirmModal(ModalScreen[bool]):
 class SignInModal(ModalScreen[bool]):
     """The sign-in link, big and selectable; closes by itself once the link is approved."""
 
-    BINDINGS = [Binding("escape", "close", "Close"), Binding("c", "copy", "Copy link")]
+    BINDINGS = [
+        Binding("escape", "close", "Close"),
+        Binding("c", "copy", "Copy link"),
+        Binding("a", "approve", "Approve (demo)"),
+    ]
     DEFAULT_CSS = """
     SignInModal { align: center middle; }
     SignInModal > Vertical { width: 90%; max-width: 100; height: auto; border: thick $accent;
                              background: $surface; padding: 1 2; }
     SignInModal #link { color: $text; background: $boost; padding: 0 1; margin: 1 0; }
     SignInModal #state { color: $text-muted; }
+    SignInModal #demo { color: $warning; margin-bottom: 1; }
     """
 
-    def __init__(self, cluster: str, link: str, reason: str = "") -> None:
+    def __init__(
+        self, cluster: str, link: str, reason: str = "", approve: Callable[[str], Awaitable[None]] | None = None
+    ) -> None:
         super().__init__()
         self.cluster, self.link = cluster, link
         self.reason = reason  # why a sign-in that held needs approving again ("" for a first sign-in)
+        self.approve = approve  # the demo only: the box does the human's browser step (key a); else None
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -145,8 +153,17 @@ class SignInModal(ModalScreen[bool]):
                 markup=False,
             )
             yield Static(self.link, id="link", markup=False)
+            if self.approve is not None:
+                yield Static(
+                    "This is the demo, and the link is the box's: a browser may not reach it (over ssh, a "
+                    "laptop's cannot). Press a to approve it in the box, as the page's Approve button would.",
+                    id="demo",
+                    markup=False,
+                )
             yield Static(
-                "Waiting for approval…  (c copies the link · Esc closes; sign-in goes on in the background)",
+                "Waiting for approval…  ("
+                + ("a approves (demo) · " if self.approve is not None else "")
+                + "c copies the link · Esc closes; sign-in goes on in the background)",
                 id="state",
                 markup=False,
             )
@@ -168,6 +185,21 @@ class SignInModal(ModalScreen[bool]):
 
     def action_close(self) -> None:
         self.dismiss(False)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.approve is not None if action == "approve" else True  # no a outside the demo
+
+    async def action_approve(self) -> None:
+        if self.approve is None:
+            return
+        state = self.query_one("#state", Static)
+        state.update("Approving in the box…")
+        try:
+            await self.approve(self.link)
+        except Exception as e:  # an expired code: the next poll brings a fresh link
+            state.update(f"The box refused it ({' '.join(str(e).split())[:120]}); a fresh link follows.")
+            return
+        state.update("Approved in the box: signing in…")
 
 
 class CeilingModal(ModalScreen["int | None"]):

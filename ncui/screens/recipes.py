@@ -3,6 +3,7 @@ check, and apply. Train is the default when nobody chose."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
@@ -13,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import OptionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from .. import recipes as R
 from ..api.errors import NCError
@@ -50,6 +51,7 @@ after you confirm. Then the objects are created in order and you land on Workloa
         self.plans: dict[str, R.Plan] = {}
         self.errors: dict[str, str] = {}
         self.selected: str | None = None
+        self.handed_off: str | None = None  # the recipe `ncui --recipe` named: the answer, not asked again
         self._shown: tuple[tuple[str, str], ...] = ()  # (recipe, cluster) of the options listed
 
     def compose(self) -> ComposeResult:
@@ -110,6 +112,17 @@ after you confirm. Then the objects are created in order and you land on Workloa
         self.selected = event.option.id
         self.action_open()
 
+    def choose(self, name: str, handed_off: bool = False) -> None:
+        """Make ``name`` the chosen recipe (``handed_off``: the hand-off named it, ``ncui --recipe``)."""
+        self.selected = name
+        if handed_off:
+            self.handed_off = name
+        ol = self.query_one("#recipe-list", OptionList)
+        with contextlib.suppress(OptionDoesNotExist):  # (listed once the catalog is in: refresh_view keeps the choice)
+            ol.highlighted = ol.get_option_index(name)
+        self.refresh_view()
+        self._detail()
+
     def recipe(self) -> m.Recipe | None:
         return next((r for r in self.recipes() if r.name == self.selected), None)
 
@@ -123,7 +136,9 @@ after you confirm. Then the objects are created in order and you land on Workloa
         t = Text()
         t.append(r.title, style="bold")
         t.append(f"  {r.category}", style="dim")
-        if r.name == R.DEFAULT_RECIPE:
+        if r.name == self.handed_off:
+            t.append("  named by the hand-off (--recipe): a applies it", style="green")
+        elif r.name == R.DEFAULT_RECIPE:
             t.append("  the default", style="green")
         t.append(f"\n{r.description}\n")
         if r.needs:
