@@ -287,6 +287,7 @@ class FlowsMixin(_AppBase):
                 await self._offer_back(ref.name, set_here)
             return
         self.store.meta["last_plan"] = plan
+        self.store.meta["applied_seq"] = self.store.meta.get("applied_seq", 0) + 1  # Workloads selects its pod
         self.notify(f"{plan.title} applied: " + ", ".join(f"{r.kind.lower()}/{r.name}" for r in results))
         await self.run_action("show('workloads')")
 

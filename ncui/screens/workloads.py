@@ -15,6 +15,7 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
 from ..api.errors import NCError
+from ..formatting import short_names
 from ..kube.logs import LogFollower, LossCurve
 from ..textsafe import clean
 from ..widgets.chart import Chart, ChartData, Series
@@ -78,6 +79,16 @@ def log_follower(
     return follower
 
 
+def owned_by(pod: dict[str, Any], kind: str, name: str) -> bool:
+    """The pod belongs to Job ``name``, or to Deployment ``name`` (through its ReplicaSet ``name-<hash>``)."""
+    for ref in pod["metadata"].get("ownerReferences") or ():
+        if kind == "Job" and ref.get("kind") == "Job" and ref.get("name") == name:
+            return True
+        if kind == "Deployment" and ref.get("kind") == "ReplicaSet" and ref.get("name", "").rpartition("-")[0] == name:
+            return True
+    return False
+
+
 def log_state(state: str, follower: LogFollower) -> str:
     """The line under the log pane for the follower's state ('' while lines simply flow)."""
     if state.startswith("waiting: "):
@@ -94,11 +105,12 @@ def log_state(state: str, follower: LogFollower) -> str:
 def loss_chart(losses: LossCurve) -> ChartData:
     pts = losses.points
     if not pts:
-        return ChartData(empty="loss: no 'iter N: loss X' lines yet")
+        return ChartData(empty="loss: no loss lines yet")  # (not shown: the chart shows only beside loss lines)
     xs = tuple(float(i) for i, _ in pts)
     ys = tuple(v for _, v in pts)
     return ChartData(
-        series=(Series(xs, ys, "loss", "magenta"),), xticks=((xs[0], xs[-1]), (f"iter {int(xs[0])}", f"{int(xs[-1])}"))
+        series=(Series(xs, ys, "loss", "magenta"),),
+        xticks=((xs[0], xs[-1]), (f"{losses.unit} {int(xs[0])}", f"{int(xs[-1])}")),
     )
 
 
@@ -126,7 +138,8 @@ live. The line under the table explains the selected pod's state in plain words.
 
 • ↑/↓ select a pod; its log follows below. [b]f[/b] follow on/off · [b]/[/b] filter · [b]w[/b] wrap · [b]t[/b]
 timestamps · [b]G[/b] jump to the end · [b]p[/b] the previous container's log · [b]c[/b] next container.
-• Loss lines (iter N: loss X) are charted as they arrive.
+• Loss lines (nanoGPT's iter N: loss X, the tune's epoch E step S: loss X) are charted beside the log as they
+arrive; a log without them takes the whole width. Long lines wrap at the pane's width ([b]w[/b] turns it off).
 • [b]m[/b] sends a prompt to a serve recipe's endpoint at READY 1/1 (through the service proxy) and shows the
 answer, with the reasoning apart when the model sends it.
 • [b]x[/b] stops the selected pod's job or deployment (asked first).
@@ -159,6 +172,9 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         self.follower: LogFollower | None = None
         self._rows: list[tuple[str, str, str, str, str]] = []  # the rows shown, as text (NAME, READY, STATUS…)
         self._losses = LossCurve()
+        self._applied_seen = 0  # the last apply (meta["applied_seq"]) whose new workload was selected
+        self._want: list[tuple[str, str]] = []  # its Jobs and Deployments in order, until one has its pod
+        self._auto: str | None = None  # the pod selected for it (a highlight of another is the human's)
 
     def compose(self) -> ComposeResult:
         from ..widgets.logpane import LogPane
@@ -167,7 +183,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         yield DataTable(id="pods", cursor_type="row")
         yield Static(id="explain")
         with Horizontal(id="log-row"):
-            yield LogPane(id="log")
+            yield LogPane(id="log", wrap=True)  # memos and long lines read whole; w turns it off
             yield Chart(id="loss-chart", min_interval=LOSS_CHART_INTERVAL)
         yield NodesPane(self.store, id="nodes-view")  # a VM cluster's nodes, shown instead of the pods
         from .slurm import SlurmPanel
@@ -176,7 +192,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
 
     def on_mount(self) -> None:
         self._pod_columns()
-        self._chart()  # says what it waits for ("iter N: loss X" lines), not a bare "no data yet"
+        self._chart()  # hidden until the log has a loss line
         self.set_interval(1.0, self._tick_ages)
 
     def _tick_ages(self) -> None:
@@ -349,16 +365,24 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
                     (p.get("spec") or {}).get("nodeName") or "<none>",
                 )
             )
+        self._follow_apply(pods)
         sig = [(r[0], r[1], r[2].plain, r[3], r[5]) for r in rows]
         if sig != self._rows:
             self._rows = sig
             cursor = table.cursor_row
             table.clear()
+            # NAME as it fits the column, each told apart from the others (a recipe's pods share a prefix)
+            width = dict(getattr(table, "_ncui_columns", ())).get("NAME", 20)
+            shown = short_names([r[0] for r in rows], width)
             for r in rows:
-                table.add_row(*(Text(c) if isinstance(c, str) else c for c in r), key=r[0])  # not markup
+                cells = (shown[r[0]],) + r[1:]
+                table.add_row(*(Text(c) if isinstance(c, str) else c for c in cells), key=r[0])  # not markup
             if rows:
                 names = [r[0] for r in rows]
                 table.move_cursor(row=names.index(self.pod) if self.pod in names else min(cursor, len(rows) - 1))
+        elif self.pod is not None and self.pod in (names := [r[0] for r in rows]):
+            if table.cursor_row != names.index(self.pod):
+                table.move_cursor(row=names.index(self.pod))
         if rows and (self.pod is None or self.pod not in pods):
             self.select(rows[0][0])
         elif not rows and self.pod is not None:  # its job was deleted: keep what it logged, stop following
@@ -371,6 +395,29 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
             self.pod = None
             return
         self._explain()
+
+    def _follow_apply(self, pods: dict[str, Any]) -> None:
+        """After an apply (flows.py counts them in ``meta["applied_seq"]``), select the new workload's pod: of
+        the Jobs and Deployments it created, the first in the apply's order that has a pod (its newest), so a
+        Post-train's launcher is shown until the tune's pod comes. Until the human moves the cursor."""
+        seq = self.store.meta.get("applied_seq", 0)
+        if seq != self._applied_seen:
+            self._applied_seen = seq
+            plan = self.store.meta.get("last_plan")
+            docs = plan.all_docs() if plan is not None else []
+            self._want = [(d["kind"], d["metadata"]["name"]) for d in docs if d.get("kind") in ("Job", "Deployment")]
+        if not self._want:
+            return
+        for i, (kind, name) in enumerate(self._want):
+            mine = [p for p in pods.values() if owned_by(p, kind, name)]
+            if mine:
+                pick = max(mine, key=lambda p: p["metadata"].get("creationTimestamp") or "")["metadata"]["name"]
+                if i == 0:
+                    self._want = []  # the first workload it made has its pod: done
+                if pick != self.pod:
+                    self._auto = pick
+                    self.select(pick)
+                return
 
     def _explain(self) -> None:
         from ..kube import status as S
@@ -410,7 +457,11 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         pod = event.row_key.value if event.row_key is not None else None  # (a row's key is its pod's name)
-        if event.data_table.id == "pods" and pod is not None and pod != self.pod:
+        if event.data_table.id != "pods" or pod is None or event.cursor_row != event.data_table.cursor_row:
+            return  # (a highlight the cursor has since left: the table was redrawn, the selection moved)
+        if pod != self._auto:
+            self._want = []  # the human chose: an apply's new pods no longer take the selection
+        if pod != self.pod:
             self.select(pod)
 
     # ---- the log ------------------------------------------------------------------------------
@@ -450,15 +501,9 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
 
     def _chart(self) -> None:
         chart = self.query_one("#loss-chart", Chart)
-        # A serve pod logs no loss lines: its log takes the whole width, unless a loss line does come.
-        chart.display = bool(self._losses.points) or not self._serves(self._pod())
+        # Only beside a log that has loss lines (a train or a tune): any other log takes the whole width.
+        chart.display = bool(self._losses.points)
         chart.set_data(loss_chart(self._losses))
-
-    @staticmethod
-    def _serves(pod: dict[str, Any] | None) -> bool:
-        """A pod of a Deployment (a serve recipe's engine or router), not of a Job."""
-        refs = ((pod or {}).get("metadata") or {}).get("ownerReferences") or []
-        return any(r.get("kind") in ("ReplicaSet", "Deployment") for r in refs)
 
     def _pane(self) -> LogPane:
         from ..widgets.logpane import LogPane
