@@ -320,6 +320,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
                 )
             state.update(msg)
             return
+        self._pod_columns()  # (the table's width changes without the view's: a scrollbar came or went)
         now = self.ncapp.backend.now() if self.ncapp.backend else datetime.now(timezone.utc)
         summary = Text()
         for j in sorted((jobs or {}).values(), key=lambda o: o["metadata"]["name"]):

@@ -300,6 +300,8 @@ class LogPane(Widget, can_focus=False):
             log.write_lines(out, scroll_end=self.follow)
         self.written = len(out)
         log.refresh()
+        if self.follow:  # (a re-render on a resize: the end is known only once the new size is laid out)
+            log.call_after_refresh(log.scroll_end, animate=False, immediate=True, x_axis=False)
 
     def clear(self) -> None:
         self.lines_log.clear()
