@@ -114,6 +114,13 @@ def loss_chart(losses: LossCurve) -> ChartData:
     )
 
 
+def show_losses(chart: Chart, losses: LossCurve) -> None:
+    """The loss chart, only beside a log that has loss lines (a train or a tune): any other log takes the
+    whole width. Workloads, the VM/research nodes pane and the Slurm panel all chart this way."""
+    chart.display = bool(losses.points)
+    chart.set_data(loss_chart(losses))
+
+
 WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices the cluster's watches feed
 
 
@@ -501,10 +508,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         await follower.run()
 
     def _chart(self) -> None:
-        chart = self.query_one("#loss-chart", Chart)
-        # Only beside a log that has loss lines (a train or a tune): any other log takes the whole width.
-        chart.display = bool(self._losses.points)
-        chart.set_data(loss_chart(self._losses))
+        show_losses(self.query_one("#loss-chart", Chart), self._losses)
 
     def _pane(self) -> LogPane:
         from ..widgets.logpane import LogPane
