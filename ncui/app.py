@@ -9,13 +9,14 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
+from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.widgets import ContentSwitcher, Footer, Static
 from textual.worker import Worker, WorkerState
 
@@ -26,6 +27,7 @@ from .screens.account import AccountView
 from .screens.base import View
 from .screens.connect import ConnectMixin
 from .screens.flows import FlowsMixin
+from .screens.keyhold import KeyHoldMixin
 from .screens.limitguard import LimitGuardMixin
 from .screens.modals import ConfirmModal, HelpModal
 from .screens.slurm import SlurmFlowsMixin
@@ -45,6 +47,17 @@ if TYPE_CHECKING:
     from .screens.exitguard import Standing
 
 log = logging.getLogger("ncui")
+
+
+class CellScrollBarRender(ScrollBarRender):
+    """Scrollbars in whole cells. Textual draws a thumb's ends with eighth blocks (▂, ▅, ▊) for smoothness;
+    beside a chart's or a list's border, and in a terminal of few colours, those read as stray blocks."""
+
+    VERTICAL_BARS: ClassVar[list[str]] = [" "] * 8
+    HORIZONTAL_BARS: ClassVar[list[str]] = [" "] * 8
+
+
+ScrollBar.renderer = CellScrollBarRender  # every scrollbar of the app (Textual's documented hook)
 
 # The five screens: (id, title, module, class). Only Account is imported before the first frame; the
 # others are imported and built when first shown.
@@ -75,7 +88,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(ConnectMixin, LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
+class NCApp(KeyHoldMixin, ConnectMixin, LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
 from .money import cost_ucredits, fmt_price, fmt_usd
@@ -82,3 +83,37 @@ __all__ = [
     "runway_hours",
     "COVER_HOURS",
 ]
+
+
+def short_names(names: list[str], width: int) -> dict[str, str]:
+    """Each name as it fits in ``width`` cells, told apart from the others: a name that fits stays whole; a
+    longer one drops the prefix it shares (at a ``-``) with another name for "…", then, still too long, keeps
+    its start and its last part (a pod's random suffix) around a "…" in the middle. So three pods of one recipe,
+    ``finance-analyst-tune-x7k2p``, ``finance-analyst-launcher-5f6d7c9b8-q2w4r`` and
+    ``finance-analyst-5f6d7c9b8-z9y8x``, read ``…tune-x7k2p``, ``…launcher…q2w4r``, ``finance-a…z9y8x`` at 15,
+    not ``finance-analyst`` three times."""
+    out: dict[str, str] = {}
+    for name in names:
+        if len(name) <= width or width < 5:
+            out[name] = name
+            continue
+        shared = 0  # the longest prefix, up to and including a "-", this name shares with another
+        for other in names:
+            if other == name:
+                continue
+            n = len(os.path.commonprefix([name, other]))
+            cut = name.rfind("-", 0, n) + 1
+            shared = max(shared, cut)
+        rest = name[shared:]
+        word = rest.split("-", 1)[0]  # what follows the shared prefix: a name ("tune"), or a pod's hash
+        shown = "…" + rest if shared and "-" in rest and not any(c.isdigit() for c in word) else name
+        if len(shown) > width:
+            tail = shown.rsplit("-", 1)[-1] if "-" in shown else ""
+            tail = tail if 0 < len(tail) <= width // 2 else shown[-(width // 3) :]
+            head = shown[: width - 1 - len(tail)]
+            base, dash, part = head.rpartition("-")
+            if dash and base.strip("…") and any(c.isdigit() for c in part):  # no stub of a hash before the "…"
+                head = base
+            shown = head + "…" + tail
+        out[name] = shown
+    return out

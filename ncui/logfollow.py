@@ -33,6 +33,7 @@ __all__ = [
     "LossCurve",
     "LOSS",
     "parse_loss",
+    "loss_unit",
     "clean_line",
     "split_timestamp",
     "split_entry",
@@ -42,22 +43,35 @@ __all__ = [
     "Entries",
 ]
 
+_NUM = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf"
+# The loss lines ncui charts: nanoGPT's ``iter 100: loss 2.4712, time 380.12ms`` (optionally ``, mfu 12.3%``)
+# and the Post-train tune's ``epoch 1 step 40/620: loss 1.2345, lr 1.87e-04`` (its step counts across epochs).
 LOSS = re.compile(
-    r"\biter (\d+): loss (-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|nan|inf), time (\d+(?:\.\d+)?)ms"
-    r"(?:, mfu (-?\d+(?:\.\d+)?)%)?"
+    rf"\biter (?P<iter>\d+): loss (?P<loss>{_NUM}), time (\d+(?:\.\d+)?)ms(?:, mfu (-?\d+(?:\.\d+)?)%)?"
+    rf"|\bepoch \d+ step (?P<step>\d+)(?:/\d+)?: loss (?P<sloss>{_NUM})"
 )
 
 
 def parse_loss(text: str) -> tuple[int, float] | None:
-    """``iter 100: loss 2.4712, time 380.12ms`` (optionally ``, mfu 12.3%``) → ``(100, 2.4712)``."""
+    """A loss line → ``(iteration or step, loss)``: ``iter 100: loss 2.4712, time 380.12ms`` → ``(100, 2.4712)``,
+    ``epoch 2 step 320/620: loss 0.8123, lr 9.03e-05`` → ``(320, 0.8123)``; None for any other line."""
     m = LOSS.search(text)
     if m is None:
         return None
-    return int(m.group(1)), float(m.group(2))
+    if m.group("iter") is not None:
+        return int(m.group("iter")), float(m.group("loss"))
+    return int(m.group("step")), float(m.group("sloss"))
+
+
+def loss_unit(text: str) -> str:
+    """What a loss line counts: "iter" (nanoGPT) or "step" (the tune)."""
+    m = LOSS.search(text)
+    return "step" if m is not None and m.group("step") is not None else "iter"
 
 
 class LossCurve:
-    """The ``iter N: loss X`` points of a log, for a chart: bounded however long the log.
+    """The loss points of a log (``parse_loss``), for a chart: bounded however long the log; ``unit`` is what
+    its x counts ("iter" or "step"), from the first loss line.
 
     A batch of up to ``sample`` lines is read whole; of a bigger one (a burst) an even sample of ``sample``
     lines and its last line, since a chart a few hundred cells wide cannot show more. Past ``max_points``
@@ -67,9 +81,11 @@ class LossCurve:
     def __init__(self, *, sample: int = 500, max_points: int = 4000) -> None:
         self.sample, self.max_points = sample, max_points
         self.points: list[tuple[int, float]] = []
+        self.unit = "iter"
 
     def clear(self) -> None:
         self.points = []
+        self.unit = "iter"
 
     def add(self, lines: list[str], *, entries: bool = False) -> bool:
         """Take a batch of log lines (or of a follower's entries); True when it added points."""
@@ -82,6 +98,8 @@ class LossCurve:
         if not new:
             return False
         pts = self.points
+        if not pts:
+            self.unit = loss_unit(next(x for x in lines if parse_loss(x) is not None))
         pts.extend(new)
         while len(pts) > self.max_points:
             del pts[1:-1:2]  # every other point, keeping the first and the newest

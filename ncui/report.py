@@ -22,6 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import memory
+from .kube.status import owned_by
 from .limits import charged_since
 from .logfollow import parse_loss
 from .money import dollars_text, fmt_price, fmt_usd
@@ -98,14 +99,6 @@ def _gpus(pod_spec: dict[str, Any]) -> int:
                 except (TypeError, ValueError):
                     pass
     return n
-
-
-def owned_by(pod: dict[str, Any], obj: dict[str, Any]) -> bool:
-    name = obj["metadata"]["name"]
-    refs = pod["metadata"].get("ownerReferences") or ()
-    if obj.get("kind") == "Job":
-        return any(r.get("kind") == "Job" and r.get("name") == name for r in refs)
-    return any(r.get("kind") == "ReplicaSet" and str(r.get("name", "")).startswith(name + "-") for r in refs)
 
 
 def pick_job(objs: list[dict[str, Any]], remembered: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -229,7 +222,8 @@ async def _kubernetes(
         "applied_by": "ncui" if mine and mine.get("applied_by") == "ncui" else "elsewhere",
     }
     mine_pods = sorted(
-        (p for p in pods if owned_by(p, obj)), key=lambda p: p["metadata"].get("creationTimestamp") or ""
+        (p for p in pods if owned_by(p, obj.get("kind", ""), obj["metadata"]["name"])),
+        key=lambda p: p["metadata"].get("creationTimestamp") or "",
     )
     placed = [p for p in mine_pods if (p.get("spec") or {}).get("nodeName")]
     pod = placed[0] if placed else (mine_pods[0] if mine_pods else None)

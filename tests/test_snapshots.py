@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from ncui.widgets.logpane import wrap_lines
+
 from .apphelp import app_for, loaded, screen_text, until
 
 SIZES = [(80, 24), (120, 40)]
@@ -76,11 +78,14 @@ def test_workloads(snap_compare, kube_factory, monkeypatch, size):
             what="loss lines",
         )
         pane = app.query_one("#log")
-        await until(
-            pilot,
-            lambda: view.follower.total > 0 and len(pane.lines_log.lines) == view.follower.total,
-            what="every line the follower got on screen",
-        )
+        log = pane.lines_log
+
+        def all_in() -> bool:  # every line the follower got, wrapped at the pane's width (memos, long lines)
+            texts = view.follower.texts()
+            width = log.scrollable_content_region.width
+            return bool(texts) and list(log.lines) == wrap_lines([t or " " for t in texts], width)
+
+        await until(pilot, all_in, what="every line the follower got on screen")
         chart = app.query_one("#loss-chart")
         await until(pilot, lambda: not chart.pending, what="the loss chart drawn with the last points")
         # the limit set before this session is pointed out at start (tests/test_trust_money); a toast is no

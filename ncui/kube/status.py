@@ -153,6 +153,16 @@ def _has(conds: Iterable[dict[str, Any]] | None, ctype: str) -> bool:
     return any(c.get("type") == ctype and c.get("status") == "True" for c in conds or [])
 
 
+def owned_by(pod: dict[str, Any], kind: str, name: str) -> bool:
+    """The pod belongs to Job ``name``, or to Deployment ``name`` (through its ReplicaSet ``name-<hash>``)."""
+    for ref in pod["metadata"].get("ownerReferences") or ():
+        if kind == "Job" and ref.get("kind") == "Job" and ref.get("name") == name:
+            return True
+        if kind == "Deployment" and ref.get("kind") == "ReplicaSet" and ref.get("name", "").rpartition("-")[0] == name:
+            return True
+    return False
+
+
 def job_status(job: dict[str, Any]) -> str:
     """kubectl's Job STATUS (1.32): Complete, Failed, Terminating, SuccessCriteriaMet, Suspended, FailureTarget,
     Running."""

@@ -294,6 +294,7 @@ class FlowsMixin(_AppBase):
             return
         self.store.meta["last_plan"] = plan
         self._remember_apply(plan, cluster)
+        self.store.meta["applied_seq"] = self.store.meta.get("applied_seq", 0) + 1  # Workloads selects its pod
         self.notify(f"{plan.title} applied: " + ", ".join(f"{r.kind.lower()}/{r.name}" for r in results))
         await self.run_action("show('workloads')")
 

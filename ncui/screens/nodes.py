@@ -734,9 +734,9 @@ class NodesPane(Vertical):
         self.query_one("#node-explain", Static).update(t)
 
     def _chart(self) -> None:
-        from .workloads import loss_chart
+        from .workloads import show_losses
 
-        self.query_one("#node-loss-chart", Chart).set_data(loss_chart(self.losses))
+        show_losses(self.query_one("#node-loss-chart", Chart), self.losses)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         key = event.row_key.value if event.row_key is not None else None

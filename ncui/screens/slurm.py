@@ -599,9 +599,9 @@ class SlurmPanel(Vertical):
         return self.query_one("#slurm-log", LogPane)
 
     def _chart(self) -> None:
-        from .workloads import loss_chart
+        from .workloads import show_losses
 
-        self.query_one("#slurm-chart", Chart).set_data(loss_chart(self.losses))
+        show_losses(self.query_one("#slurm-chart", Chart), self.losses)
 
     @work(group="slurm-log", exclusive=True, exit_on_error=False)
     async def follow_log(self, jid: str) -> None:

@@ -14,8 +14,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
+from ..formatting import short_names
 from ..kube.chat import ready_endpoint
 from ..kube.logs import LogFollower, LossCurve
+from ..kube.status import owned_by
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns
 from .modals import ConfirmModal
@@ -85,12 +87,20 @@ def log_state(state: str, follower: LogFollower) -> str:
 def loss_chart(losses: LossCurve) -> ChartData:
     pts = losses.points
     if not pts:
-        return ChartData(empty="loss: no 'iter N: loss X' lines yet")
+        return ChartData(empty="loss: no loss lines yet")  # (not shown: the chart shows only beside loss lines)
     xs = tuple(float(i) for i, _ in pts)
     ys = tuple(v for _, v in pts)
     return ChartData(
-        series=(Series(xs, ys, "loss", "magenta"),), xticks=((xs[0], xs[-1]), (f"iter {int(xs[0])}", f"{int(xs[-1])}"))
+        series=(Series(xs, ys, "loss", "magenta"),),
+        xticks=((xs[0], xs[-1]), (f"{losses.unit} {int(xs[0])}", f"{int(xs[-1])}")),
     )
+
+
+def show_losses(chart: Chart, losses: LossCurve) -> None:
+    """The loss chart, only beside a log that has loss lines (a train or a tune): any other log takes the
+    whole width. Workloads, the VM/research nodes pane and the Slurm panel all chart this way."""
+    chart.display = bool(losses.points)
+    chart.set_data(loss_chart(losses))
 
 
 WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices the cluster's watches feed
@@ -117,7 +127,8 @@ live. The line under the table explains the selected pod's state in plain words.
 
 • ↑/↓ select a pod; its log follows below. [b]f[/b] follow on/off · [b]/[/b] filter · [b]w[/b] wrap · [b]t[/b]
 timestamps · [b]G[/b] jump to the end · [b]p[/b] the previous container's log · [b]c[/b] next container.
-• Loss lines (iter N: loss X) are charted as they arrive.
+• Loss lines (nanoGPT's iter N: loss X, the tune's epoch E step S: loss X) are charted beside the log as they
+arrive; a log without them takes the whole width. Long lines wrap at the pane's width ([b]w[/b] turns it off).
 • [b]m[/b] talks to a serve recipe's model at READY 1/1 (through the service proxy), with the seed's request:
 answers stream in, the thinking apart, with time to first token and tokens/s; the exact request and the
 seed's curl on demand.
@@ -151,6 +162,9 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         self.follower: LogFollower | None = None
         self._rows: list[tuple[str, str, str, str, str]] = []  # the rows shown, as text (NAME, READY, STATUS…)
         self._losses = LossCurve()
+        self._applied_seen = 0  # the last apply (meta["applied_seq"]) whose new workload was selected
+        self._want: list[tuple[str, str]] = []  # its Jobs and Deployments in order, until one has its pod
+        self._auto: str | None = None  # the pod selected for it (a highlight of another is the human's)
 
     def compose(self) -> ComposeResult:
         from ..widgets.logpane import LogPane
@@ -159,7 +173,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         yield DataTable(id="pods", cursor_type="row")
         yield Static(id="explain")
         with Horizontal(id="log-row"):
-            yield LogPane(id="log")
+            yield LogPane(id="log", wrap=True)  # memos and long lines read whole; w turns it off
             yield Chart(id="loss-chart", min_interval=LOSS_CHART_INTERVAL)
         yield NodesPane(self.store, id="nodes-view")  # a VM cluster's nodes, shown instead of the pods
         from .slurm import SlurmPanel
@@ -168,7 +182,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
 
     def on_mount(self) -> None:
         self._pod_columns()
-        self._chart()  # says what it waits for ("iter N: loss X" lines), not a bare "no data yet"
+        self._chart()  # hidden until the log has a loss line
         self.set_interval(1.0, self._tick_ages)
 
     def _tick_ages(self) -> None:
@@ -296,6 +310,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
                 )
             state.update(msg)
             return
+        self._pod_columns()  # (the table's width changes without the view's: a scrollbar came or went)
         now = self.ncapp.backend.now() if self.ncapp.backend else datetime.now(timezone.utc)
         summary = Text()
         for j in sorted((jobs or {}).values(), key=lambda o: o["metadata"]["name"]):
@@ -341,16 +356,24 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
                     (p.get("spec") or {}).get("nodeName") or "<none>",
                 )
             )
+        self._follow_apply(pods)
         sig = [(r[0], r[1], r[2].plain, r[3], r[5]) for r in rows]
         if sig != self._rows:
             self._rows = sig
             cursor = table.cursor_row
             table.clear()
+            # NAME as it fits the column, each told apart from the others (a recipe's pods share a prefix)
+            width = dict(getattr(table, "_ncui_columns", ())).get("NAME", 20)
+            shown = short_names([r[0] for r in rows], width)
             for r in rows:
-                table.add_row(*(Text(c) if isinstance(c, str) else c for c in r), key=r[0])  # not markup
+                cells = (shown[r[0]],) + r[1:]
+                table.add_row(*(Text(c) if isinstance(c, str) else c for c in cells), key=r[0])  # not markup
             if rows:
                 names = [r[0] for r in rows]
                 table.move_cursor(row=names.index(self.pod) if self.pod in names else min(cursor, len(rows) - 1))
+        elif self.pod is not None and self.pod in (names := [r[0] for r in rows]):
+            if table.cursor_row != names.index(self.pod):
+                table.move_cursor(row=names.index(self.pod))
         if rows and (self.pod is None or self.pod not in pods):
             self.select(self._resumed(pods) or rows[0][0])
         elif not rows and self.pod is not None:  # its job was deleted: keep what it logged, stop following
@@ -366,16 +389,36 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
 
     def _resumed(self, pods: dict[str, Any]) -> str | None:
         """The pod of the job ncui remembers on this cluster (a restart resumes watching it), running first."""
-        from ..report import owned_by
-
         job = self.ncapp.remembered_job()
         obj = (job or {}).get("object")
         if not obj:
             return None
-        fake = {"kind": obj[0], "metadata": {"name": obj[1]}}
-        mine = [p for p in pods.values() if owned_by(p, fake)]
+        mine = [p for p in pods.values() if owned_by(p, obj[0], obj[1])]
         mine.sort(key=lambda p: ((p.get("status") or {}).get("phase") != "Running", p["metadata"].get("name", "")))
         return mine[0]["metadata"]["name"] if mine else None
+
+    def _follow_apply(self, pods: dict[str, Any]) -> None:
+        """After an apply (flows.py counts them in ``meta["applied_seq"]``), select the new workload's pod: of
+        the Jobs and Deployments it created, the first in the apply's order that has a pod (its newest), so a
+        Post-train's launcher is shown until the tune's pod comes. Until the human moves the cursor."""
+        seq = self.store.meta.get("applied_seq", 0)
+        if seq != self._applied_seen:
+            self._applied_seen = seq
+            plan = self.store.meta.get("last_plan")
+            docs = plan.all_docs() if plan is not None else []
+            self._want = [(d["kind"], d["metadata"]["name"]) for d in docs if d.get("kind") in ("Job", "Deployment")]
+        if not self._want:
+            return
+        for i, (kind, name) in enumerate(self._want):
+            mine = [p for p in pods.values() if owned_by(p, kind, name)]
+            if mine:
+                pick = max(mine, key=lambda p: p["metadata"].get("creationTimestamp") or "")["metadata"]["name"]
+                if i == 0:
+                    self._want = []  # the first workload it made has its pod: done
+                if pick != self.pod:
+                    self._auto = pick
+                    self.select(pick)
+                return
 
     def _explain(self) -> None:
         from ..kube import status as S
@@ -415,7 +458,11 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         pod = event.row_key.value if event.row_key is not None else None  # (a row's key is its pod's name)
-        if event.data_table.id == "pods" and pod is not None and pod != self.pod:
+        if event.data_table.id != "pods" or pod is None or event.cursor_row != event.data_table.cursor_row:
+            return  # (a highlight the cursor has since left: the table was redrawn, the selection moved)
+        if pod != self._auto:
+            self._want = []  # the human chose: an apply's new pods no longer take the selection
+        if pod != self.pod:
             self.select(pod)
 
     # ---- the log ------------------------------------------------------------------------------
@@ -462,16 +509,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         await follower.run()
 
     def _chart(self) -> None:
-        chart = self.query_one("#loss-chart", Chart)
-        # A serve pod logs no loss lines: its log takes the whole width, unless a loss line does come.
-        chart.display = bool(self._losses.points) or not self._serves(self._pod())
-        chart.set_data(loss_chart(self._losses))
-
-    @staticmethod
-    def _serves(pod: dict[str, Any] | None) -> bool:
-        """A pod of a Deployment (a serve recipe's engine or router), not of a Job."""
-        refs = ((pod or {}).get("metadata") or {}).get("ownerReferences") or []
-        return any(r.get("kind") in ("ReplicaSet", "Deployment") for r in refs)
+        show_losses(self.query_one("#loss-chart", Chart), self._losses)
 
     def _pane(self) -> LogPane:
         from ..widgets.logpane import LogPane

@@ -76,6 +76,11 @@ class Chart(Static):
                 plt.plot(xs, ys, marker="braille", color=s.color, label=s.label or None)
         for line in d.hlines:
             plt.hline(line.y, line.color)
+        ys = [y for s in d.series for y in s.ys] + [line.y for line in d.hlines]
+        lo, hi = min(ys), max(ys)
+        if hi - lo <= 1e-9 * max(1.0, abs(hi)):  # flat: plotext would span ±50% (125–375 for $250); ±5% here
+            pad = max(abs(hi) * 0.05, 0.01)
+            plt.ylim(lo - pad, hi + pad)
         if d.xticks[0]:
             plt.xticks(list(d.xticks[0]), list(d.xticks[1]))
         if d.ylabel:

@@ -26,7 +26,7 @@ LABELS = {
 
 class StatusHeader(Static):
     DEFAULT_CSS = """
-    StatusHeader { height: 2; background: $panel; color: $text; padding: 0 1; }
+    StatusHeader { height: 2; background: $panel; color: $text; padding: 0 1; text-wrap: nowrap; }
     """
 
     def __init__(self, store: Store, *, mode: str = "") -> None:
@@ -70,7 +70,10 @@ class StatusHeader(Static):
             elif who.org_kind == "public_research":
                 top.append(" · public research (no clusters)")
         light = self._liveness()
-        room = self.content_size.width - light.cell_len - 2
+        # (Textual wraps a Text however no_wrap it is: the CSS above keeps each line one row, and the top line
+        # gives way here, before the first layout too, so the light and the second line always stay on screen)
+        width = self.content_size.width or self.app.size.width - 2
+        room = width - light.cell_len - 2
         if 0 < room < top.cell_len:  # at 80 columns a long name gives way, never the light
             top.truncate(room, overflow="ellipsis")
         top.append("  ")

@@ -7,8 +7,9 @@
   the Log keeps only the newest ``max_lines`` lines.
 - Textual 8.2.8's ``Log(max_lines=N)`` stops redrawing once the cap is reached (the lines are right, the
   screen keeps old ones until a resize): every batch ends with ``refresh()``.
-- ``Log`` cannot wrap. Wrap is done here: each line is cut into chunks of the pane's width before it is
-  written (so a wrapped line counts as several of the Log's lines), and a resize re-renders.
+- ``Log`` cannot wrap. Wrap is done here: a line longer than the pane's width is cut into rows of that width
+  (at a space where one is near the end of the row) before it is written, so a wrapped line counts as several
+  of the Log's lines; a resize re-renders. A batch whose lines all fit (a training log) goes as it came.
 """
 
 from __future__ import annotations
@@ -137,6 +138,25 @@ class FastLog(Log):
 __all__ = ["LogPane", "Entry"]
 
 
+def wrap_lines(lines: list[str], width: int) -> list[str]:
+    """``lines`` cut into rows of at most ``width`` cells: at the last space of a row when it is in the row's
+    second half, else at the width. Lines that fit are passed through (the list itself when all do)."""
+    if not lines or max(map(len, lines)) <= width:
+        return lines
+    out: list[str] = []
+    for line in lines:
+        while len(line) > width:
+            cut = line.rfind(" ", width // 2, width + 1)
+            if cut <= 0:
+                out.append(line[:width])
+                line = line[width:]
+            else:
+                out.append(line[:cut])
+                line = line[cut + 1 :]
+        out.append(line)
+    return out
+
+
 def _nonempty(lines: list[str]) -> list[str]:
     """Log drops empty lines: an empty one is shown as a space."""
     return [x or " " for x in lines] if "" in lines else lines
@@ -170,6 +190,7 @@ class LogPane(Widget, can_focus=False):
         source: Callable[[], Sequence[Entry]] | None = None,
         *,
         max_lines: int = 20_000,
+        wrap: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -179,6 +200,7 @@ class LogPane(Widget, can_focus=False):
         self.max_lines = max_lines
         self.written = 0  # lines handed to the Log since the last re-render
         self._width = 0
+        self.set_reactive(LogPane.wrap, wrap)
 
     def compose(self) -> ComposeResult:
         from textual.widgets import Static
@@ -207,9 +229,10 @@ class LogPane(Widget, can_focus=False):
         """The lines to show of ``lines``: the newest ``max_lines`` of those the filter keeps, with their
         timestamps when asked for, wrapped when asked for."""
         flt, stamps, cap = self.filter_text, self.timestamps, self.max_lines
-        if not flt and not stamps and not self.wrap:  # the usual case, a whole batch at a time
+        if not flt and not stamps:  # the usual case, a whole batch at a time
             tail = lines[-cap:] if len(lines) > cap else lines
-            return _nonempty([e if isinstance(e, str) else e[1] for e in tail])
+            texts = _nonempty([e if isinstance(e, str) else e[1] for e in tail])
+            return self._wrapped(texts) if self.wrap else texts
         out: list[str] = []
         for e in reversed(lines):  # newest first, so a long source stops at the cap
             if isinstance(e, tuple):
@@ -224,16 +247,12 @@ class LogPane(Widget, can_focus=False):
             if len(out) >= cap:
                 break
         out.reverse()
-        if self.wrap:
-            w = max(10, self.lines_log.scrollable_content_region.width or self.size.width or 80)
-            wrapped: list[str] = []
-            for line in out:
-                if len(line) <= w:
-                    wrapped.append(line)
-                else:
-                    wrapped.extend(line[i : i + w] for i in range(0, len(line), w))
-            out = wrapped[-cap:]
-        return out
+        return self._wrapped(out) if self.wrap else out
+
+    def _wrapped(self, lines: list[str]) -> list[str]:
+        """``lines`` wrapped at the Log's width (the newest ``max_lines`` rows)."""
+        out = wrap_lines(lines, max(10, self.lines_log.scrollable_content_region.width or self.size.width or 80))
+        return out[-self.max_lines :] if len(out) > self.max_lines else out
 
     def write_entries(self, entries: list[str]) -> None:
         """Append a batch of the follower's entries ("<timestamp> <text>", its ``on_entries``). Of a burst
@@ -242,10 +261,11 @@ class LogPane(Widget, can_focus=False):
             return
         from ..kube.logs import entry_texts, split_entry
 
-        if self.filter_text or self.timestamps or self.wrap:
+        if self.filter_text or self.timestamps:
             self.write_batch(list(map(split_entry, entries)))
             return
-        self._show(_nonempty(entry_texts(entries[-self.max_lines :], getattr(entries, "usual", False))))
+        out = _nonempty(entry_texts(entries[-self.max_lines :], getattr(entries, "usual", False)))
+        self._show(self._wrapped(out) if self.wrap else out)
 
     def write_batch(self, lines: Sequence[Entry]) -> None:
         """Append a batch (from the follower's ``on_lines`` / ``on_entries``)."""
@@ -280,6 +300,8 @@ class LogPane(Widget, can_focus=False):
             log.write_lines(out, scroll_end=self.follow)
         self.written = len(out)
         log.refresh()
+        if self.follow:  # (a re-render on a resize: the end is known only once the new size is laid out)
+            log.call_after_refresh(log.scroll_end, animate=False, immediate=True, x_axis=False)
 
     def clear(self) -> None:
         self.lines_log.clear()

@@ -1,0 +1,112 @@
+"""Keys typed ahead of a question reach it.
+
+A flow that asks (apply: the ceiling, the bid, the apply; declare; sbatch …) first reads the cluster and the
+market, and a question is a screen that takes a moment to mount and focus its field. Keys typed in between
+(``a`` then ``4.10⏎yy`` at once, as tmux's send-keys or a fast typist does) went to the screen below: ``4``
+switched to Workloads, ``1`` to Account, and the ceiling box opened empty. Here, in one place for every
+question: while a flow that asks is under way and no question is ready on top, or while a question just
+pushed is not yet mounted and focused, keys are held; once the question is ready they are replayed to it in
+the order typed, up to a key that may answer it (Enter, Esc, y, n): the rest wait to see it close and the
+next question come (``4.10⏎yy``: the ceiling, then the bid's yes, then the apply's yes). Held keys never
+wait long: past ``HOLD_MAX`` seconds (a flow waiting on something slow, a sign-in approved elsewhere) they
+are replayed where they would have gone, and keys are not held again until another question or flow comes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from textual import events
+from textual.screen import ModalScreen
+from textual.worker import WorkerState
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.timer import Timer
+
+    _Base = App[None]
+else:
+    _Base = object
+
+# Worker groups of the flows that ask questions (screens/flows.py, the VM flows, the Slurm flows).
+QUESTION_FLOWS = frozenset({"apply", "vm", "slurm-flow"})
+HOLD_MAX = 2.0  # seconds a typed key may wait for its question
+ANSWERS = frozenset({"enter", "escape", "y", "n"})  # keys that may close a question
+ANSWER_WAIT = 0.5  # seconds to see a question close after such a key (a refused ceiling stays open)
+_RUNNING = (WorkerState.PENDING, WorkerState.RUNNING)
+
+
+class KeyHoldMixin(_Base):
+    _held: list[events.Key]
+    _held_since = 0.0
+    _hold_poll: Timer | None = None
+    _no_hold: tuple[Any, ...] | None = None  # the state in which held keys were last given up on
+    _answered: tuple[Any, float] | None = None  # (the question a replayed key may answer, until when to wait)
+
+    def _hold_state(self) -> tuple[Any, ...]:
+        """What a question may be coming from: the screen on top and the asking flows under way."""
+        flows = tuple(sorted(id(w) for w in self.workers if w.group in QUESTION_FLOWS and w.state in _RUNNING))
+        return (id(self.screen), flows)
+
+    def _question_coming(self) -> bool:
+        top = self.screen
+        if isinstance(top, ModalScreen):
+            return not question_ready(top)
+        return any(w.group in QUESTION_FLOWS and w.state in _RUNNING for w in self.workers)
+
+    async def on_event(self, event: events.Event) -> None:
+        # A key comes here twice: from the terminal (then the app forwards it to the focused widget), and back
+        # (forwarded) when that widget did not take it, for the bindings. The terminal hands over a burst of
+        # keys at once, all forwarded before the first one's binding (a's: the apply) runs: a key after it is
+        # held on its way back, before the binding it would trigger on the screen below.
+        if (
+            isinstance(event, events.Key)
+            and not getattr(event, "_ncui_replayed", False)
+            and (getattr(self, "_held", None) or self._question_coming())
+            and self._hold_state() != self._no_hold
+        ):
+            if not getattr(self, "_held", None):
+                self._held = []
+                self._held_since = time.monotonic()
+                self._hold_poll = self.set_interval(0.03, self._check_held)
+            self._held.append(event)
+            event.stop()
+            return
+        await super().on_event(event)
+
+    def _check_held(self) -> None:
+        now = time.monotonic()
+        if self._answered is not None:  # a key that may answer the question went to it: let it close first
+            screen, until = self._answered
+            if self.screen is screen and now < until:
+                return
+            self._answered = None
+            self._held_since = now
+        if self._question_coming():
+            if now - self._held_since > HOLD_MAX:
+                self._no_hold = self._hold_state()  # nothing ready in time: type through until something changes
+                self._replay_held(everything=True)
+            return
+        self._replay_held()
+
+    def _replay_held(self, everything: bool = False) -> None:
+        """Give the held keys to the app again, in order: up to and including one that may answer the question
+        on top (Enter, Esc, y, n), whose next keys wait to see whether it closed and what comes next."""
+        held = getattr(self, "_held", [])
+        while held:
+            old = held.pop(0)
+            key = events.Key(old.key, old.character)
+            key._ncui_replayed = True  # type: ignore[attr-defined]  # (held once: never again)
+            self.post_message(key)
+            if not everything and old.key in ANSWERS and isinstance(self.screen, ModalScreen):
+                self._answered = (self.screen, time.monotonic() + ANSWER_WAIT)
+                return
+        if self._hold_poll is not None:
+            self._hold_poll.stop()
+            self._hold_poll = None
+
+
+def question_ready(screen: ModalScreen[Any]) -> bool:
+    """A question is ready for keys once it is mounted and has focused its field or button (or has none)."""
+    return screen.is_mounted and (screen.focused is not None or not screen.focus_chain)
