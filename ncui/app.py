@@ -24,6 +24,7 @@ from .backend import Backend
 from .screens.account import AccountView
 from .screens.base import View
 from .screens.flows import FlowsMixin
+from .screens.lifecycle import LifecycleMixin
 from .screens.limitguard import LimitGuardMixin
 from .screens.modals import ConfirmModal, HelpModal
 from .screens.slurm import SlurmFlowsMixin
@@ -69,7 +70,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
+class NCApp(LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True
@@ -125,6 +126,7 @@ class NCApp(LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None
         self._unsubs.append(self.store.subscribe("whoami", self._on_whoami, interested=False))
         self._unsubs.append(self.store.subscribe("cluster", self._on_cluster, interested=False))
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self._on_standing, interested=False))
+        self.lifecycle_start()  # a defective tune, a serve on the previous model, the load test's end: said at once
         if self.store.meta.get("token_warning"):  # also a line on Account until it is fixed
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)

@@ -125,6 +125,8 @@ class FlowsMixin(_AppBase):
 
         def start_watchers(self, kube: KubeClient) -> None: ...
 
+        async def one_serving_recipe(self, plan: R.Plan) -> bool: ...
+
     def _client(self) -> NCClient | None:
         """The National Compute client; None (said on screen) before ncui has connected. (A flow starts from
         data the pollers read, and they run only once connected: this is the check, not an expected path.)"""
@@ -176,6 +178,8 @@ class FlowsMixin(_AppBase):
         summary, bal = st.value("summary"), st.value("balance")
         if cluster is None or ref is None or (summary is None and bal is None):
             self.notify("Still loading the cluster and the balance; try again in a moment.")
+            return
+        if not await self.one_serving_recipe(plan):  # another serve recipe serves: stopped first, or nothing
             return
         balance = bal.balance_ucredits if bal else summary.balance_ucredits
         purchases = bool(summary and summary.purchases)
@@ -253,6 +257,7 @@ class FlowsMixin(_AppBase):
             ConfirmModal(
                 f"Apply {plan.title}?",
                 (preface + "\n\n" if preface else "")
+                + "".join(f"First delete {kind[:-1]}/{name} ({why}).\n" for kind, name, why in plan.replace)
                 + f"Create on {ref.name}, in order: {objects}.\n"
                 + (plan.summary + "\n" if plan.summary else "")
                 + "Stop it later with: "
@@ -267,6 +272,9 @@ class FlowsMixin(_AppBase):
             return
         kube = await self.kube_client()
         if kube is None:
+            await self._offer_back(ref.name, set_here)
+            return
+        if plan.replace and not await self._replace(kube, plan):
             await self._offer_back(ref.name, set_here)
             return
         results = await kube.apply(docs)
@@ -289,6 +297,27 @@ class FlowsMixin(_AppBase):
         self.store.meta["last_plan"] = plan
         self.notify(f"{plan.title} applied: " + ", ".join(f"{r.kind.lower()}/{r.name}" for r in results))
         await self.run_action("show('workloads')")
+
+    async def _replace(self, kube: KubeClient, plan: R.Plan) -> bool:
+        """Delete what ``plan`` replaces and wait (bounded) until it is gone; False (said) when it is not."""
+        import asyncio
+        import time
+
+        from ..kube.client import KubeError
+
+        try:
+            for kind, name, _ in plan.replace:
+                await kube.delete(kind, name)
+            deadline = time.monotonic() + 30
+            for kind, name, _ in plan.replace:
+                while await kube.get(kind, name) is not None:
+                    if time.monotonic() > deadline:
+                        raise KubeError(None, "Timeout", f"{kind[:-1]}/{name} is still being deleted")
+                    await asyncio.sleep(0.2)
+        except KubeError as e:
+            await self.push_screen_wait(ResultsModal(f"{plan.title}: nothing was applied", Text(str(e))))
+            return False
+        return True
 
     async def _cover(self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool) -> str | None:
         """The seed's two-hour check at ``price``: its sentence when covered; None (after saying why) when not,
