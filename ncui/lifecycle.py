@@ -170,10 +170,13 @@ def load_test_guard(store: Store, now: datetime | None = None) -> str | None:
     if job is None:
         return None
     since = (job.get("status") or {}).get("startTime")
-    ran = f"running for {human_duration((now - parse_time(since)).total_seconds())} of " if since and now else ""
+    if since and now:
+        ran = f"running for {human_duration((now - parse_time(since)).total_seconds())} of about {LOADTEST_MINUTES} min"
+    else:  # (a line that stays on screen: when it started, not a count that would go stale)
+        ran = f"running{f' since {parse_time(since):%H:%M}' if since else ''} (about {LOADTEST_MINUTES} minutes)"
     return (
-        f"Kimi K3's load test is {ran or 'running, '}about {LOADTEST_MINUTES} minutes: ncui sends none of your own "
-        "requests until it ends, as the seed asks (they would mix into its numbers). Its summary shows when it ends."
+        f"Kimi K3's load test is {ran}: ncui sends none of your own requests until it ends, as the seed asks (they "
+        "would mix into its numbers). Its summary shows when it ends."
     )
 
 
@@ -188,6 +191,39 @@ def load_test_summary(lines: Iterable[str]) -> str | None:
             if line.startswith("=====") and "Result" not in line:
                 break
     return "\n".join(out) if out else None
+
+
+def _figures(summary: str) -> dict[str, str]:
+    out = {}
+    for line in summary.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and value.strip():
+            out[key.strip()] = value.strip()
+    return out
+
+
+def summary_text(summary: str) -> str:
+    """The result block in a few lines a person reads at 80×24 (the whole block when its shape is unknown)."""
+    f = _figures(summary)
+    rows = [
+        ("Requests", [("Successful requests", ""), ("Benchmark duration (s)", " s")]),
+        (
+            "Throughput",
+            [
+                ("Request throughput (req/s)", " req/s"),
+                ("Output token throughput (tok/s)", " tok/s out"),
+                ("Total Token throughput (tok/s)", " tok/s in all"),
+            ],
+        ),
+        ("Time to first token", [(f"{q} TTFT (ms)", f" ms {q.lower()}") for q in ("Mean", "Median", "P90", "P99")]),
+        ("Time per output token", [(f"{q} TPOT (ms)", f" ms {q.lower()}") for q in ("Mean", "Median", "P90", "P99")]),
+    ]
+    lines = [
+        f"{head}: " + " · ".join(f[k] + unit for k, unit in keys if k in f)
+        for head, keys in rows
+        if any(k in f for k, _ in keys)
+    ]
+    return "\n".join(lines) if len(lines) == len(rows) else summary
 
 
 def summary_figures(summary: str) -> str:
@@ -236,7 +272,7 @@ def stale_serve(
 # ---- what Workloads says about them ----------------------------------------------------------------
 
 
-def advice(store: Store, now: datetime | None = None) -> list[tuple[str, str]]:
+def advice(store: Store) -> list[tuple[str, str]]:
     """Lines for the Workloads screen, as (level, text) with level ``bad``, ``warn`` or ``info``: the seed's way
     on from where the recipes stand, with the key that takes it."""
     jobs, pods = store.value("k8s_jobs") or {}, store.value("k8s_pods") or {}
@@ -262,7 +298,7 @@ def advice(store: Store, now: datetime | None = None) -> list[tuple[str, str]]:
                 f"deploy/{TUNE_SERVE}; asked first).",
             )
         )
-    why = load_test_guard(store, now)
+    why = load_test_guard(store)  # (no "running for": a line that stays on screen says when it started)
     if why:
         out.append(("info", why))
     elif serve_ready(deps, "infera"):

@@ -52,6 +52,9 @@ class LifecycleMixin(_AppBase):
         async def kube_client(self) -> KubeClient | None: ...
         def _client(self) -> NCClient | None: ...
         def start_apply(self, plan: R.Plan) -> None: ...
+        async def _cover(
+            self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool
+        ) -> str | None: ...
         def start_worker(
             self, work: Callable[[], Coroutine[Any, Any, object]], *, name: str, group: str = ..., exclusive: bool = ...
         ) -> Worker[object]: ...
@@ -151,7 +154,7 @@ class LifecycleMixin(_AppBase):
         again = f"kubectl --context {ref.name if ref else '<cluster>'} logs job/{L.LOADTEST_JOB} shows the whole log."
         if summary:
             self.store.meta["loadtest_summary"] = summary
-            body = Text(clean(summary, multiline=True) + "\n\n")
+            body = Text(clean(L.summary_text(summary), multiline=True) + "\n\n")
             body.append("Your own requests can go again (m). " + again, style="dim")
             self.push_screen(ResultsModal("Kimi K3's load test is done", body))
             return
@@ -198,13 +201,12 @@ class LifecycleMixin(_AppBase):
         extra = [o.name for o in objs if o.plural == "jobs" and not any(o.name in c for c in cmds)]
         if extra:
             cmds.append(f"kubectl --context {ref.name} delete job {' '.join(extra)}")
-        body = (
+        body = (  # (one list in a paragraph: the question and its buttons fit at 80x24)
             lead
-            + f"Delete from {ref.name}:\n"
-            + "\n".join(f"  • {o.ref}" + (f"  ({o.state})" if o.state else "") for o in objs)
-            + f"\n\nStays: {L.STAYS.get(name, 'whatever it wrote to the shared volume.')}\n"
-            "A node it frees stays held a few minutes for a next job, then goes back to the market; the standing "
-            "limit price is not changed (withdraw it on Lease, 5).\n\nAs kubectl: " + "; ".join(cmds)
+            + f"Delete from {ref.name}: "
+            + ", ".join(o.ref + (f" ({o.state})" if o.state else "") for o in objs)
+            + f".\n\n{L.STAYS.get(name, 'What it wrote to the shared volume stays there.')} The standing limit "
+            "price is not changed (Lease, 5, withdraws it).\n\nAs kubectl: " + "; ".join(cmds)
         )
         yes = await self.push_screen_wait(
             ConfirmModal(title or f"Stop {recipe.title}?", body, yes="Stop it", no="Keep")
@@ -313,11 +315,37 @@ class LifecycleMixin(_AppBase):
     @work(group="lifecycle", exclusive=True, exit_on_error=False)
     async def restart_serve_flow(self) -> None:
         """The seed's ``kubectl rollout restart deploy/finance-analyst`` once a new model landed, asked first."""
+        from .. import recipes as R
         from ..kube.client import KubeError
+        from .flows import market_price
 
-        deps, ref = self.store.value("k8s_deployments") or {}, self.store.meta.get("cluster")
-        if L.TUNE_SERVE not in deps or ref is None:
+        st = self.store
+        deps, ref, info = st.value("k8s_deployments") or {}, st.meta.get("cluster"), st.value("cluster")
+        if L.TUNE_SERVE not in deps or ref is None or info is None:
             self.notify(f"R restarts deploy/{L.TUNE_SERVE} (Post-train's serve); it is not on the cluster.", timeout=6)
+            return
+        # The new pod is admitted like any GPU workload (two hours of its GPUs covered): checked and said first.
+        bal, summary, bid = st.value("balance"), st.value("summary"), st.value("bid")
+        if bal is None and summary is None:
+            self.notify("Still loading the balance; try again in a moment.")
+            return
+        gpus = R.gpus_of(
+            [{**deps[L.TUNE_SERVE], "spec": {**deps[L.TUNE_SERVE]["spec"], "replicas": 1}}], info.gpu_vendor
+        )
+        standing = bid.max_price_per_gpu_hour if bid is not None and info.market else 0
+        price, what = (
+            (standing, "your standing limit price")
+            if standing
+            else (market_price(st, info.gpu_model), "the market's current price")
+        )
+        cover = await self._cover(
+            R.Plan(L.TUNE_SERVE, f"deploy/{L.TUNE_SERVE}", (), gpus=gpus),
+            price,
+            what,
+            bal.balance_ucredits if bal else summary.balance_ucredits,
+            bool(summary and summary.purchases),
+        )
+        if cover is None:
             return
         stale = L.stale_serve(self.store.value("k8s_pods") or {}, self.store.value("k8s_jobs") or {})
         why = (
@@ -330,7 +358,7 @@ class LifecycleMixin(_AppBase):
             ConfirmModal(
                 f"Restart deploy/{L.TUNE_SERVE} on the new model?",
                 why + "A new pod replaces it and loads the model on the shared volume now (a few minutes, no answers "
-                "meanwhile); it takes a GPU node as the old one did.\n\n"
+                f"meanwhile); it takes a GPU node as the old one did.\n{cover}\n\n"
                 f"As kubectl: kubectl --context {ref.name} rollout restart deploy/{L.TUNE_SERVE}",
                 yes="Restart",
                 no="Keep",

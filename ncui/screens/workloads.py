@@ -335,7 +335,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         stale = self.problem(*WATCHED)
         if stale:  # the watch is down: what follows is the last it saw
             summary = Text.assemble(stale, "\n", summary)
-        for level, line in advice(st, now):  # the seed's way on from where the recipes stand (ncui/lifecycle.py)
+        for level, line in advice(st):  # the seed's way on from where the recipes stand (ncui/lifecycle.py)
             summary.append("\n" + line, style={"bad": "bold red", "warn": "bold yellow"}.get(level, "cyan"))
         state.update(summary)
         table = self.query_one("#pods", DataTable)
