@@ -197,6 +197,15 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
         world.advance(600)
         assert deps(app)["finance-analyst"]["spec"]["replicas"] == 0  # the serve leg waits
 
+        await open_recipes(pilot, app)  # Post-train applied again from Recipes: the failed Job would run nothing
+        await pilot.press("down", "down", "down")
+        await until(pilot, lambda: "finance-analyst-serve-nvidia.yaml" in screen_text(app), what="Post-train")
+        await pilot.press("a")
+        text = await confirm_apply(pilot, app)
+        assert "First delete job/finance-analyst-tune (Failed: applied unchanged it would run nothing" in text
+        await pilot.press("n")
+        await until(pilot, lambda: "Nothing was applied" in notes(app), what="cancelled")
+        await pilot.press("4")
         await pilot.press("T")
         text = await confirm_apply(pilot, app)
         assert "First delete job/finance-analyst-tune (Failed" in text and "Job/finance-analyst-tune" in text
@@ -256,3 +265,21 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
         for kind in ("deployments", "services", "serviceaccounts", "roles", "rolebindings", "jobs"):
             items, _ = await kube.list(kind, label_selector="first-job.nationalcompute.com/recipe=finance-analyst")
             assert items == [], kind
+
+
+async def test_the_box_tune_passes_by_default_and_a_defective_one_is_asked_for(sim):
+    """Point 2, the box's side: every tune passes by default; k8s-bad-tune makes its first attempt defective and the
+    next pass (a new attempt, a new outcome); the sim control asks for the next N defective, or every one."""
+    from ncui.sim.kube.routes import Kube
+
+    from .conftest import make_world
+
+    for scenario, verdicts in (("k8s-market", [False, False, False]), ("k8s-bad-tune", [True, False, False])):
+        cluster = Kube(make_world(scenario)).clusters["halcyon"]
+        assert [cluster._tune_defective() for _ in range(3)] == verdicts, scenario
+    auth = {"Authorization": f"Bearer {sim.token}"}
+    async with httpx.AsyncClient() as h:
+        r = await h.post(sim.api_url + "/_sim/k8s/tune", json={"defective": True, "count": 2}, headers=auth)
+        assert r.json() == {"defective": None, "count": 2}
+        r = await h.post(sim.api_url + "/_sim/k8s/tune", json={"defective": True}, headers=auth)
+        assert r.json() == {"defective": True, "count": 0}

@@ -125,7 +125,7 @@ class FlowsMixin(_AppBase):
 
         def start_watchers(self, kube: KubeClient) -> None: ...
 
-        async def one_serving_recipe(self, plan: R.Plan) -> bool: ...
+        async def before_apply(self, plan: R.Plan) -> R.Plan | None: ...
 
     def _client(self) -> NCClient | None:
         """The National Compute client; None (said on screen) before ncui has connected. (A flow starts from
@@ -179,8 +179,10 @@ class FlowsMixin(_AppBase):
         if cluster is None or ref is None or (summary is None and bal is None):
             self.notify("Still loading the cluster and the balance; try again in a moment.")
             return
-        if not await self.one_serving_recipe(plan):  # another serve recipe serves: stopped first, or nothing
+        ready = await self.before_apply(plan)  # (lifecycle) a failed Job run again; another serve recipe stopped
+        if ready is None:
             return
+        plan = ready
         balance = bal.balance_ucredits if bal else summary.balance_ucredits
         purchases = bool(summary and summary.purchases)
         nodes_needed = max(1, -(-plan.gpus // cluster.gpus_per_node)) if plan.gpus else 0

@@ -243,16 +243,45 @@ class LifecycleMixin(_AppBase):
 
     # ---- one serving recipe at a time --------------------------------------------------------------
 
+    async def before_apply(self, plan: R.Plan) -> R.Plan | None:
+        """What an apply does first, from where the recipes stand: a Job of the plan that failed is deleted and
+        run again (applied unchanged it would run nothing: the seed's "delete the Job and tune again"), and another
+        serve recipe serving now is stopped first, after the human's yes. The plan to apply, or None (nothing)."""
+        import dataclasses
+
+        from ..kube.status import job_status
+
+        ref = self.store.meta.get("cluster")
+        connected = ref is not None and self._kube is not None and self._kube_for == ref.name
+        if not connected and plan.recipe not in L.SERVING:
+            return (
+                plan  # (not signed in yet: no job of it can have run in this session's sight; the sign-in comes later)
+            )
+        if await self.kube_client() is None:
+            return None
+        deadline = time.monotonic() + 5.0
+        while not all(self.store.get(n).loaded for n in ("k8s_jobs", "k8s_deployments")):
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        jobs, again = self.store.value("k8s_jobs") or {}, [n for _, n, _ in plan.replace]
+        failed = tuple(
+            ("jobs", name, "Failed: applied unchanged it would run nothing, so it runs again")
+            for d in plan.all_docs()
+            if d.get("kind") == "Job"
+            and (name := d["metadata"]["name"]) in jobs
+            and name not in again
+            and job_status(jobs[name]) == "Failed"
+        )
+        if failed:
+            plan = dataclasses.replace(plan, replace=plan.replace + failed)
+        return plan if await self.one_serving_recipe(plan) else None
+
     async def one_serving_recipe(self, plan: R.Plan) -> bool:
         """Before a serve recipe is applied: another one serving now is stopped first, after the human's yes (the
         seed: run one serving recipe at a time). False when they keep it (then nothing is applied)."""
         if plan.recipe not in L.SERVING:
             return True
-        if await self.kube_client() is None:
-            return False
-        deadline = time.monotonic() + 5.0
-        while not self.store.get("k8s_deployments").loaded and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
         ref = self.store.meta.get("cluster")
         for other in L.serving_now(self.store.value("k8s_deployments") or {}, self.store.value("catalog") or ()):
             if other == plan.recipe:
