@@ -28,6 +28,7 @@ from .screens.base import View
 from .screens.connect import ConnectMixin
 from .screens.flows import FlowsMixin
 from .screens.keyhold import KeyHoldMixin
+from .screens.lifecycle import LifecycleMixin
 from .screens.limitguard import LimitGuardMixin
 from .screens.modals import ConfirmModal, HelpModal
 from .screens.slurm import SlurmFlowsMixin
@@ -88,7 +89,9 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(KeyHoldMixin, ConnectMixin, LimitGuardMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
+class NCApp(
+    KeyHoldMixin, ConnectMixin, LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]
+):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True
@@ -159,6 +162,7 @@ class NCApp(KeyHoldMixin, ConnectMixin, LimitGuardMixin, FlowsMixin, VmFlowsMixi
         self._unsubs.append(self.store.subscribe("cluster", self._on_cluster, interested=False))
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self._on_standing, interested=False))
         self.handoff_watch()  # --recipe: chosen on Recipes once the catalog is read (after the cluster: above)
+        self.lifecycle_start()  # a defective tune, a serve on the previous model, the load test's end: said at once
         if self.store.meta.get("token_warning"):  # also a line on Account until it is fixed
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)

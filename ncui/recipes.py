@@ -129,6 +129,9 @@ class Plan:
     gpus: int = 0  # the most GPUs any step asks for at once (the money check's GPUs)
     stop: tuple[str, ...] = ()
     summary: str = ""  # what the apply confirmation states besides the objects (Something else: image, command)
+    # Objects deleted after the yes and before the apply, as (plural, name, why): a finished Job applied again
+    # would be left "unchanged" (tune again deletes the old finance-analyst-tune first, as the seed does).
+    replace: tuple[tuple[str, str, str], ...] = ()
 
     def all_docs(self, include_optional: bool = False) -> list[dict[str, Any]]:
         return [d for s in self.steps if include_optional or not s.optional for d in s.docs]
@@ -150,19 +153,24 @@ async def resolve(nc: NCClient, recipe: m.Recipe, cluster: m.K8sCluster) -> Plan
         if s.stem in f.skipped_steps:
             continue
         try:
-            if VENDOR in s.file:
-                rf = await nc.recipe_file(s.stem, cluster.gpu_vendor)
-            else:
-                text = await nc.catalog_file(s.file)
-                from .api.client import RecipeFile
-
-                rf = RecipeFile(requested=s.file, used=s.file, url=nc.catalog_file_url(s.file), text=text)
+            steps.append(await fetch_step(nc, s, cluster))
         except NotFound as e:
             raise NotOffered(f"{recipe.title} is not offered on this cluster: {e}") from None
-        docs = parse_manifests(rf.text, rf.used)
-        steps.append(PlanStep(s.stem, s.title or s.stem, rf.used, rf.url, rf.note, rf.text, tuple(docs), s.optional))
     gpus = max((gpus_of(st.docs, cluster.gpu_vendor) for st in steps), default=0)
     return Plan(recipe.name, recipe.title, tuple(steps), f.skipped_steps, gpus, stop_commands(recipe, cluster))
+
+
+async def fetch_step(nc: NCClient, s: m.RecipeStep, cluster: m.K8sCluster) -> PlanStep:
+    """One step's file, with the vendor rule when its name has ``<vendor>`` (NotFound when not offered)."""
+    if VENDOR in s.file:
+        rf = await nc.recipe_file(s.stem, cluster.gpu_vendor)
+    else:
+        from .api.client import RecipeFile
+
+        text = await nc.catalog_file(s.file)
+        rf = RecipeFile(requested=s.file, used=s.file, url=nc.catalog_file_url(s.file), text=text)
+    docs = parse_manifests(rf.text, rf.used)
+    return PlanStep(s.stem, s.title or s.stem, rf.used, rf.url, rf.note, rf.text, tuple(docs), s.optional)
 
 
 def stop_commands(recipe: m.Recipe, cluster: m.K8sCluster) -> tuple[str, ...]:

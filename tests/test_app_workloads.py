@@ -52,7 +52,8 @@ async def test_train_flow_end_to_end(sim):
         assert "Running" in screen_text(app) or "Completed" in screen_text(app)
         await pilot.press("x")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
-        assert "Stop job/nanogpt?" in screen_text(app)
+        text = screen_text(app)  # the whole recipe: its one Job, and what stays
+        assert "Stop Train nanoGPT?" in text and "job/nanogpt" in text and "delete job nanogpt" in text
         await pilot.press("y")
         await until(
             pilot, lambda: "nanogpt" not in (app.store.value("k8s_jobs") or {}), timeout=30, what="the job gone"

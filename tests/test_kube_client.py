@@ -116,7 +116,7 @@ def test_inkling_reasoning_field_and_engine_container(kube_factory):
 def test_finance_analyst_launcher_waits_for_a_good_tune(kube_factory, defective):
     k = kube_factory("k8s-market")
     k.set_bid(5.0)
-    assert k.sim_post("/_sim/k8s/tune", {"defective": defective}).json() == {"defective": defective}
+    assert k.sim_post("/_sim/k8s/tune", {"defective": defective}).json() == {"defective": defective, "count": 0}
     k.kubectl("apply", "-f", k.file("finance-analyst-tune-nvidia.yaml"))
     k.kubectl("apply", "-f", k.file("finance-analyst-serve-nvidia.yaml"))
     deploy = lambda: k.api("/apis/apps/v1/namespaces/default/deployments/finance-analyst")  # noqa: E731

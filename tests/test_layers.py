@@ -18,6 +18,7 @@ LOWER = [
     "ncui.config",
     "ncui.remote.node",
     "ncui.logfollow",
+    "ncui.lifecycle",
 ]
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "request_body",
     "curl_command",
     "stream_chat",
+    "endpoint_ready",
     "ready_endpoint",
 ]
 
@@ -85,14 +86,14 @@ ENDPOINTS: dict[str, Endpoint] = {
 }
 
 
+def endpoint_ready(ep: Endpoint, deployments: Mapping[str, Any]) -> bool:
+    """Every Deployment behind ``ep`` (``{name: Deployment}``) is READY 1/1 or more."""
+    return all(int(((deployments.get(n) or {}).get("status") or {}).get("readyReplicas") or 0) >= 1 for n in ep.behind)
+
+
 def ready_endpoint(deployments: Mapping[str, Any]) -> Endpoint | None:
     """The endpoint whose Deployments (``{name: Deployment}``) are all READY 1/1, if one is."""
-
-    def ready(name: str) -> bool:
-        d = deployments.get(name)
-        return d is not None and int((d.get("status") or {}).get("readyReplicas") or 0) >= 1
-
-    return next((e for e in ENDPOINTS.values() if all(ready(n) for n in e.behind)), None)
+    return next((e for e in ENDPOINTS.values() if endpoint_ready(e, deployments)), None)
 
 
 @dataclass(frozen=True)

@@ -604,6 +604,21 @@ class KubeClient:
                 f"scale {k}/{name} to {replicas}", ok, "scale", f"{k}/{name}", f"--replicas={int(replicas)}", *ns
             )
 
+    async def rollout_restart(self, name: str, at: str, namespace: str = "default") -> dict[str, Any]:
+        """``kubectl rollout restart deploy/NAME``: stamp the pod template (``kubectl.kubernetes.io/restartedAt``,
+        ``at`` an RFC 3339 time), so the Deployment replaces its pods with new ones."""
+        patch = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": at}}}}}
+        return (
+            await self._json(
+                "PATCH",
+                self._path("deployments", namespace, name),
+                params={"fieldManager": "kubectl-rollout"},
+                content=json.dumps(patch).encode(),
+                content_type="application/merge-patch+json",
+            )
+            or {}
+        )
+
     # ---- logs -------------------------------------------------------------------------------------
 
     async def pod_log_batches(

@@ -129,6 +129,7 @@ class FlowsMixin(_AppBase):
         def kube_saved(self, cluster: str, text: str) -> None: ...  # screens/connect.py
 
         def kube_connected(self, cluster: str, text: str) -> None: ...
+        async def before_apply(self, plan: R.Plan) -> R.Plan | None: ...
 
     def _client(self) -> NCClient | None:
         """The National Compute client; None (said on screen) before ncui has connected. (A flow starts from
@@ -182,6 +183,10 @@ class FlowsMixin(_AppBase):
         if cluster is None or ref is None or (summary is None and bal is None):
             self.notify("Still loading the cluster and the balance; try again in a moment.")
             return
+        ready = await self.before_apply(plan)  # (lifecycle) a failed Job run again; another serve recipe stopped
+        if ready is None:
+            return
+        plan = ready
         balance = bal.balance_ucredits if bal else summary.balance_ucredits
         purchases = bool(summary and summary.purchases)
         nodes_needed = max(1, -(-plan.gpus // cluster.gpus_per_node)) if plan.gpus else 0
@@ -258,6 +263,7 @@ class FlowsMixin(_AppBase):
             ConfirmModal(
                 f"Apply {plan.title}?",
                 (preface + "\n\n" if preface else "")
+                + "".join(f"First delete {kind[:-1]}/{name} ({why}).\n" for kind, name, why in plan.replace)
                 + f"Create on {ref.name}, in order: {objects}.\n"
                 + (plan.summary + "\n" if plan.summary else "")
                 + "Stop it later with: "
@@ -272,6 +278,9 @@ class FlowsMixin(_AppBase):
             return
         kube = await self.kube_client()
         if kube is None:
+            await self._offer_back(ref.name, set_here)
+            return
+        if plan.replace and not await self._replace(kube, plan):
             await self._offer_back(ref.name, set_here)
             return
         results = await kube.apply(docs)
@@ -311,6 +320,27 @@ class FlowsMixin(_AppBase):
         remember = getattr(self, "remember_job", None)  # (NCApp's)
         if remember is not None:
             remember({"object": obj, "recipe": plan.recipe, "title": plan.title, "stop": list(plan.stop)}, new=True)
+
+    async def _replace(self, kube: KubeClient, plan: R.Plan) -> bool:
+        """Delete what ``plan`` replaces and wait (bounded) until it is gone; False (said) when it is not."""
+        import asyncio
+        import time
+
+        from ..kube.client import KubeError
+
+        try:
+            for kind, name, _ in plan.replace:
+                await kube.delete(kind, name)
+            deadline = time.monotonic() + 30
+            for kind, name, _ in plan.replace:
+                while await kube.get(kind, name) is not None:
+                    if time.monotonic() > deadline:
+                        raise KubeError(None, "Timeout", f"{kind[:-1]}/{name} is still being deleted")
+                    await asyncio.sleep(0.2)
+        except KubeError as e:
+            await self.push_screen_wait(ResultsModal(f"{plan.title}: nothing was applied", Text(str(e))))
+            return False
+        return True
 
     async def _cover(self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool) -> str | None:
         """The seed's two-hour check at ``price``: its sentence when covered; None (after saying why) when not,

@@ -30,7 +30,7 @@ else:
     _Base = object
 
 # Worker groups of the flows that ask questions (screens/flows.py, the VM flows, the Slurm flows).
-QUESTION_FLOWS = frozenset({"apply", "vm", "slurm-flow"})
+QUESTION_FLOWS = frozenset({"apply", "vm", "slurm-flow", "lifecycle", "wl-stop"})  # flows that start with a question
 HOLD_MAX = 2.0  # seconds a typed key may wait for its question
 ANSWERS = frozenset({"enter", "escape", "y", "n"})  # keys that may close a question
 ANSWER_WAIT = 0.5  # seconds to see a question close after such a key (a refused ceiling stays open)

@@ -18,6 +18,7 @@ from ..formatting import short_names
 from ..kube.chat import ready_endpoint
 from ..kube.logs import LogFollower, LossCurve
 from ..kube.status import owned_by
+from ..lifecycle import advice, load_test_guard, pod_recipe
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns
 from .modals import ConfirmModal
@@ -132,7 +133,16 @@ arrive; a log without them takes the whole width. Long lines wrap at the pane's 
 • [b]m[/b] talks to a serve recipe's model at READY 1/1 (through the service proxy), with the seed's request:
 answers stream in, the thinking apart, with time to first token and tokens/s; the exact request and the
 seed's curl on demand.
-• [b]x[/b] stops the selected pod's job or deployment (asked first).
+• [b]x[/b] stops the selected pod's recipe: one question lists everything it created (Kimi K3's router, worker,
+services and jobs; Post-train's tune, launcher and serve) and says what stays on the shared volume (staged
+weights, the tuned model), then deletes it all, as the seed's kubectl delete -f <file> and delete job would.
+• One serving recipe at a time: applying a serve recipe while another serves asks to stop the other first.
+• [b]L[/b] Kimi K3's optional load test at READY 1/1 (about 17 minutes, from inside the cluster, asked first): ncui
+sends none of your own requests while it runs, and shows its summary when it ends.
+• [b]T[/b] Post-train: tune again (deletes the tune Job, then applies it again through the money check). A tune
+that grades its model defective fails and the serve leg keeps waiting; a new attempt gets a new outcome.
+• [b]R[/b] Post-train: restart the serve (kubectl rollout restart deploy/finance-analyst) when it started before
+the new tune finished and so serves the previous model.
 
 [b]On a VM cluster[/b] the granted nodes take the pods' place: state, GPUs, the ssh login, what runs there.
 • [b]Enter[/b] (or [b]o[/b]) connects over ssh with your keys and agent; the first time, the node's host key
@@ -152,6 +162,9 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         Binding("c", "container", "Container", show=False),
         Binding("m", "prompt", "Chat"),
         Binding("x", "stop", "Stop"),
+        Binding("L", "load_test", "Load test", show=False),
+        Binding("T", "tune_again", "Tune again", show=False),
+        Binding("R", "restart_serve", "Restart serve", show=False),
     ]
 
     def __init__(self, store: Store, *, id: str) -> None:
@@ -334,6 +347,8 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         stale = self.problem(*WATCHED)
         if stale:  # the watch is down: what follows is the last it saw
             summary = Text.assemble(stale, "\n", summary)
+        for level, line in advice(st):  # the seed's way on from where the recipes stand (ncui/lifecycle.py)
+            summary.append("\n" + line, style={"bad": "bold red", "warn": "bold yellow"}.get(level, "cyan"))
         state.update(summary)
         table = self.query_one("#pods", DataTable)
         rows: list[tuple[str, str, Text, str, str, str]] = []
@@ -562,6 +577,10 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         if ep is None:
             self.notify("No serve endpoint is READY 1/1 yet.", timeout=4)
             return
+        why = load_test_guard(self.store, self.ncapp.backend.now() if self.ncapp.backend else None)
+        if why:  # the seed: send no requests of your own during the load test
+            self.notify(why, severity="warning", timeout=10)
+            return
         from .chat import ChatScreen
 
         cluster = self.store.value("cluster")
@@ -575,6 +594,15 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
             return
         p = self._pod()
         jobs, deps = self.store.value("k8s_jobs") or {}, self.store.value("k8s_deployments") or {}
+        recipe = pod_recipe(p, jobs, deps, self.store.value("catalog") or ()) if p is not None else None
+        if recipe is None and p is None and len(jobs) + len(deps) >= 1:  # no pod selected: the one recipe there is
+            from ..lifecycle import recipe_of
+
+            found = {recipe_of(o, self.store.value("catalog") or ()) for o in (*jobs.values(), *deps.values())}
+            recipe = found.pop() if len(found) == 1 else None
+        if recipe is not None:  # the whole recipe: everything it created, after one question
+            self.ncapp.stop_recipe_flow(recipe)
+            return
         target: tuple[str, str] | None = None
         if p is not None:
             owners = p["metadata"].get("ownerReferences") or []
@@ -609,6 +637,15 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
             ),
             done,
         )
+
+    def action_load_test(self) -> None:
+        self.ncapp.load_test_flow()
+
+    def action_tune_again(self) -> None:
+        self.ncapp.tune_again_flow()
+
+    def action_restart_serve(self) -> None:
+        self.ncapp.restart_serve_flow()
 
     @work(group="wl-stop", exclusive=True, exit_on_error=False)
     async def stop_it(self, kind: str, name: str) -> None:

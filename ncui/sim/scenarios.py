@@ -50,6 +50,9 @@ class Scenario:
     markets: tuple[MarketSpec, ...] = field(default=())
     # Another organization in the same world: its cluster names must never resolve for ours.
     other: OrgSpec | None = None
+    # Post-train: how many finance-analyst tunes come out defective before they pass again (0: every tune
+    # passes, the default; a defective tune is what a scenario or POST /_sim/k8s/tune asks for).
+    tune_defects: int = 0
 
 
 H100 = MarketSpec("H100-SXM-80GB", 8, capacity=24, floor=int(1.50 * USD), typical=int(3.60 * USD))
@@ -96,6 +99,14 @@ SCENARIOS: dict[str, Scenario] = {
             _org("halcyon", "Halcyon Lab", "research", 250.00, True, ClusterSpec("halcyon", "kubernetes")),
             (H100, MI300X),
             _OTHER,
+        ),
+        Scenario(
+            "k8s-bad-tune",
+            "k8s-market, but its first Post-train tune comes out defective (delete the Job, tune again: it passes)",
+            _org("halcyon", "Halcyon Lab", "research", 250.00, True, ClusterSpec("halcyon", "kubernetes")),
+            (H100, MI300X),
+            _OTHER,
+            tune_defects=1,
         ),
         Scenario(
             "k8s-fixed-amd",

@@ -1152,7 +1152,7 @@ class Cluster:
             env=env,
             image=str(main.get("image", "")),
             command=[str(x) for x in (main.get("command") or []) + (main.get("args") or [])],
-            defective=self.defaults.get("tune_defective"),
+            defective=self._tune_defective() if r.profile == "tune" else False,
             backend_ready_at=self._backend_ready(R),
         )
         plan = profiles.make_plan(r.profile, ctx, r.containers())
@@ -1434,6 +1434,15 @@ class Cluster:
         )
         launcher.extra_logs.append((t, "launcher", "deployment.apps/finance-analyst scaled"))
         self.dirty = True
+
+    def _tune_defective(self) -> bool:
+        """Whether the finance-analyst tune starting now comes out defective: the next ``tune_defects`` attempts
+        are (a scenario's or a sim control's count, one used per attempt), else what the control forced, else
+        not: a tune passes by default, and every new attempt gets its own outcome."""
+        if self.defaults.get("tune_defects", 0) > 0:
+            self.defaults["tune_defects"] -= 1
+            return True
+        return bool(self.defaults.get("tune_defective"))
 
     def _backend_ready(self, R: datetime) -> float | None:
         best = None

@@ -60,7 +60,7 @@ class Context:
     env: dict[str, str]
     image: str
     command: list[str]
-    defective: bool | None  # finance-analyst tune: forced by a sim control, else seeded
+    defective: bool  # finance-analyst tune: this attempt comes out defective (a scenario or a sim control)
     backend_ready_at: float | None  # loadtest: when infera's worker is ready (offset), None: never
 
     def rng(self, what: str) -> random.Random:
@@ -320,9 +320,7 @@ MEMOS = [
 
 def tune(c: Context) -> Plan:
     r = c.rng("tune")
-    defective = (
-        c.defective if c.defective is not None else (random.Random(f"tune-defect:{c.seed}:{c.attempt}").random() < 0.25)
-    )
+    defective = bool(c.defective)
     pull = round(r.uniform(80, 120))
     t = pull + 1
     lines: Lines = [

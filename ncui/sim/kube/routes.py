@@ -61,7 +61,9 @@ class Kube:
     def __init__(self, world: World) -> None:
         self.world = world
         self.auth = Auth(world.seed, world.clock.human_elapsed)
-        self.defaults: dict[str, Any] = {"tune_defective": None}
+        # the sim's knobs: the finance-analyst tune's verdict (None: it passes), and how many of the next tunes
+        # come out defective (the scenario's count, or the control's)
+        self.defaults: dict[str, Any] = {"tune_defective": None, "tune_defects": world.scenario.tune_defects}
         self.clusters: dict[str, Cluster] = {}
         self.closed = False
         self.streams = 0  # open watch and log-follow streams (tests check they end)
@@ -1648,9 +1650,13 @@ def _sim_routes(app: FastAPI, kube: Kube) -> None:
         if not org_ok(request):
             return denied()
         b = await body_of(request)
-        d = b.get("defective")
-        kube.defaults["tune_defective"] = None if d is None else bool(d)
-        return JSONResponse({"defective": kube.defaults["tune_defective"]})
+        d, count = b.get("defective"), b.get("count")
+        with world.lock:
+            if d and isinstance(count, int) and not isinstance(count, bool) and count >= 0:
+                kube.defaults["tune_defective"], kube.defaults["tune_defects"] = None, count  # the next N, then pass
+            else:
+                kube.defaults["tune_defective"], kube.defaults["tune_defects"] = (None if d is None else bool(d)), 0
+            return JSONResponse({"defective": kube.defaults["tune_defective"], "count": kube.defaults["tune_defects"]})
 
     async def logcut(request: Request) -> Response:
         """Cut the next log-follow stream after ``after`` lines (``count`` streams, once each)."""

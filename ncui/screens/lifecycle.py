@@ -1,0 +1,486 @@
+"""The recipes' lifecycle in the TUI (``ncui/lifecycle.py`` decides what stands; this asks, then acts): Stop a
+whole recipe after one question, one serving recipe at a time, Kimi K3's load test and its summary, tune
+again after a defective tune, and restart the serve on a newly tuned model. Keys on Workloads: x, L, T, R."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual import work
+
+from .. import lifecycle as L
+from ..api.errors import NCError
+from ..textsafe import clean
+from .modals import ConfirmModal, ResultsModal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+
+    from textual.app import App
+    from textual.worker import Worker
+
+    from .. import recipes as R
+    from ..api import models as m
+    from ..api.client import NCClient
+    from ..backend import Backend
+    from ..kube.client import KubeClient
+    from ..store import Slice, Store
+
+    _AppBase = App[None]
+else:
+    _AppBase = object
+
+GONE_TIMEOUT = 30.0  # seconds Stop waits for the deleted jobs and deployments to leave the watch (kubectl waits too)
+
+
+class LifecycleMixin(_AppBase):
+    """Mixed into NCApp (beside FlowsMixin, whose apply flow calls ``one_serving_recipe``)."""
+
+    if TYPE_CHECKING:  # NCApp's and FlowsMixin's, which these flows use
+        store: Store
+        backend: Backend | None
+        _kube: KubeClient | None
+        _kube_for: str | None
+        _unsubs: list[Callable[[], None]]
+
+        async def kube_client(self) -> KubeClient | None: ...
+        def _client(self) -> NCClient | None: ...
+        def start_apply(self, plan: R.Plan) -> None: ...
+        async def _cover(
+            self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool
+        ) -> str | None: ...
+        def start_worker(
+            self, work: Callable[[], Coroutine[Any, Any, object]], *, name: str, group: str = ..., exclusive: bool = ...
+        ) -> Worker[object]: ...
+
+    # ---- what changed on its own: say it where the human is ----------------------------------------
+
+    def lifecycle_start(self) -> None:
+        """Watch the recipes' objects for what the human should hear about at once: a defective tune, a serve pod
+        left on the previous model, Kimi K3 up, the load test's end (its summary)."""
+        self._lc_seen: tuple[str | None, dict[str, Any]] | None = None
+        self._unsubs.append(
+            self.store.subscribe(("k8s_jobs", "k8s_pods", "k8s_deployments"), self._on_lifecycle, interested=False)
+        )
+
+    def _lc_state(self) -> dict[str, Any]:
+        from ..kube.status import job_status
+
+        jobs, pods = self.store.value("k8s_jobs") or {}, self.store.value("k8s_pods") or {}
+        deps = self.store.value("k8s_deployments") or {}
+
+        def job(name: str) -> tuple[str, str] | None:
+            j = jobs.get(name)
+            return None if j is None else ((j.get("metadata") or {}).get("uid", ""), job_status(j))
+
+        stale = L.stale_serve(pods, jobs)
+        return {
+            "tune": job(L.TUNE_JOB),
+            "loadtest": job(L.LOADTEST_JOB),
+            "stale": stale[0] if stale else None,
+            "kimi": L.serve_ready(deps, "infera"),
+        }
+
+    def _on_lifecycle(self, _slice: Slice) -> None:
+        if not all(self.store.get(n).loaded for n in ("k8s_jobs", "k8s_pods", "k8s_deployments")):
+            return
+        now = self._lc_state()
+        seen = self._lc_seen
+        self._lc_seen = (self._kube_for, now)
+        if seen is None or seen[0] != self._kube_for:  # the first look at a cluster: what stands is on Workloads
+            return
+        was = seen[1]
+        tune, loadtest = now["tune"], now["loadtest"]
+        if tune and tune[1] == "Failed" and tune != was["tune"]:
+            self.notify(
+                "Post-train: the tune graded its model defective and did not bless it; the serve leg keeps waiting. "
+                "T on Workloads deletes the Job and tunes again (asked first).",
+                severity="warning",
+                timeout=15,
+            )
+        if now["stale"] and now["stale"] != was["stale"]:
+            self.notify(
+                f"The new tune finished, but deploy/{L.TUNE_SERVE} still serves the previous model. "
+                "R on Workloads restarts it on the new one (asked first).",
+                severity="warning",
+                timeout=15,
+            )
+        if now["kimi"] and not was["kimi"] and not (loadtest and loadtest[1] not in ("Complete", "Failed")):
+            self.notify(
+                f"Kimi K3 is up (READY 1/1): m on Workloads sends a request; L runs the optional load test "
+                f"(about {L.LOADTEST_MINUTES} minutes).",
+                timeout=12,
+            )
+        if (
+            loadtest
+            and loadtest[1] in ("Complete", "Failed")
+            and was["loadtest"]
+            and was["loadtest"][0] == loadtest[0]
+            and was["loadtest"][1] not in ("Complete", "Failed")
+        ):
+            self.start_worker(partial(self._load_test_ended, loadtest[1]), name="loadtest", group="loadtest")
+
+    async def _load_test_ended(self, status: str) -> None:
+        """Read the load test's log and show its summary (or why it failed)."""
+        kube, ref = self._kube, self.store.meta.get("cluster")
+        pods = self.store.value("k8s_pods") or {}
+        pod = next(
+            (
+                n
+                for n, p in sorted(pods.items())
+                if any(
+                    o.get("kind") == "Job" and o.get("name") == L.LOADTEST_JOB
+                    for o in (p.get("metadata") or {}).get("ownerReferences") or []
+                )
+            ),
+            None,
+        )
+        lines: list[str] = []
+        if kube is not None and pod is not None:
+            from ..kube.client import KubeError
+
+            try:
+                async for batch in kube.pod_log_batches(pod, follow=False, timestamps=False):
+                    lines.extend(batch)
+            except KubeError as e:
+                lines.append(f"(its log could not be read: {e})")
+        summary = L.load_test_summary(lines) if status == "Complete" else None
+        again = f"kubectl --context {ref.name if ref else '<cluster>'} logs job/{L.LOADTEST_JOB} shows the whole log."
+        if summary:
+            self.store.meta["loadtest_summary"] = summary
+            body = Text(clean(L.summary_text(summary), multiline=True) + "\n\n")
+            body.append("Your own requests can go again (m). " + again, style="dim")
+            self.push_screen(ResultsModal("Kimi K3's load test is done", body))
+            return
+        tail = "\n".join(clean(x) for x in lines[-6:]) or "(no log)"
+        body = Text(f"The load test ended {status.lower()} without a result. The end of its log:\n\n{tail}\n\n")
+        body.append(again, style="dim")
+        self.push_screen(ResultsModal("Kimi K3's load test ended without a result", body))
+
+    # ---- stop: everything a recipe created, after one question -------------------------------------
+
+    def _recipe(self, name: str) -> m.Recipe:
+        from ..api import models as m
+
+        found = next((r for r in self.store.value("catalog") or () if r.name == name), None)
+        # A recipe label the catalog does not know (an older catalog): its label alone finds its objects.
+        return found or m.Recipe(
+            name=name, title=name, cluster_kind="kubernetes", category="", description="", default_file=""
+        )
+
+    @work(group="lifecycle", exclusive=True, exit_on_error=False)
+    async def stop_recipe_flow(self, recipe: str) -> None:
+        await self.stop_recipe(recipe)
+
+    async def stop_recipe(self, name: str, *, lead: str = "", title: str = "") -> bool:
+        """Ask once, listing every object of recipe ``name`` on the cluster and what stays, then delete them all
+        (as the seed's ``kubectl delete -f <file>`` and ``delete job …``) and wait until they are gone. True when
+        nothing of it is left."""
+        from .. import recipes as R
+        from ..kube.client import KubeError
+
+        recipe, info, ref = self._recipe(name), self.store.value("cluster"), self.store.meta.get("cluster")
+        kube = await self.kube_client()
+        if kube is None or ref is None:
+            return False
+        try:
+            objs = await L.recipe_objects(kube, recipe)
+        except KubeError as e:
+            self.notify(f"Could not list what {recipe.title} created: {e}. Nothing was stopped.", severity="error")
+            return False
+        if not objs:
+            self.notify(f"Nothing of {recipe.title} is on {ref.name} any more.")
+            return True
+        cmds = list(R.stop_commands(recipe, info)) if info is not None else []
+        extra = [o.name for o in objs if o.plural == "jobs" and not any(o.name in c for c in cmds)]
+        if extra:
+            cmds.append(f"kubectl --context {ref.name} delete job {' '.join(extra)}")
+        body = (  # (one list in a paragraph: the question and its buttons fit at 80x24)
+            lead
+            + f"Delete from {ref.name}: "
+            + ", ".join(o.ref + (f" ({o.state})" if o.state else "") for o in objs)
+            + f".\n\n{L.STAYS.get(name, 'What it wrote to the shared volume stays there.')} The standing limit "
+            "price is not changed (Lease, 5, withdraws it).\n\nAs kubectl: " + "; ".join(cmds)
+        )
+        yes = await self.push_screen_wait(
+            ConfirmModal(title or f"Stop {recipe.title}?", body, yes="Stop it", no="Keep")
+        )
+        if not yes:
+            self.notify("Nothing was stopped.")
+            return False
+        failed: list[str] = []
+        for o in objs:
+            try:
+                await kube.delete(o.plural, o.name)
+            except KubeError as e:
+                failed.append(f"{o.ref}: {e}")
+        if failed:
+            await self.push_screen_wait(
+                ResultsModal(f"{recipe.title}: not everything was stopped", Text("\n".join(failed)))
+            )
+            return False
+        if not await self._gone(objs):
+            self.notify(f"{recipe.title}: deleted; the cluster is still removing some of it.", timeout=8)
+            return True
+        self.notify(f"Stopped {recipe.title}: deleted " + ", ".join(o.ref for o in objs) + ".", timeout=8)
+        return True
+
+    async def _gone(self, objs: Iterable[L.Obj], timeout: float = GONE_TIMEOUT) -> bool:
+        """Wait (bounded) until the watch no longer shows the deleted jobs and deployments."""
+        watched = [(f"k8s_{o.plural}", o.name) for o in objs if o.plural in ("jobs", "deployments")]
+        deadline = time.monotonic() + timeout
+        while any(name in (self.store.value(s) or {}) for s, name in watched):
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.1)
+        return True
+
+    # ---- one serving recipe at a time --------------------------------------------------------------
+
+    async def before_apply(self, plan: R.Plan) -> R.Plan | None:
+        """What an apply does first, from where the recipes stand: a Job of the plan that failed is deleted and
+        run again (applied unchanged it would run nothing: the seed's "delete the Job and tune again"), and another
+        serve recipe serving now is stopped first, after the human's yes. The plan to apply, or None (nothing)."""
+        import dataclasses
+
+        from ..kube.status import job_status
+
+        ref = self.store.meta.get("cluster")
+        connected = ref is not None and self._kube is not None and self._kube_for == ref.name
+        if not connected and plan.recipe not in L.SERVING:
+            return (
+                plan  # (not signed in yet: no job of it can have run in this session's sight; the sign-in comes later)
+            )
+        if await self.kube_client() is None:
+            return None
+        deadline = time.monotonic() + 5.0
+        while not all(self.store.get(n).loaded for n in ("k8s_jobs", "k8s_deployments")):
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        jobs, again = self.store.value("k8s_jobs") or {}, [n for _, n, _ in plan.replace]
+        failed = tuple(
+            ("jobs", name, "Failed: applied unchanged it would run nothing, so it runs again")
+            for d in plan.all_docs()
+            if d.get("kind") == "Job"
+            and (name := d["metadata"]["name"]) in jobs
+            and name not in again
+            and job_status(jobs[name]) == "Failed"
+        )
+        if failed:
+            plan = dataclasses.replace(plan, replace=plan.replace + failed)
+        return plan if await self.one_serving_recipe(plan) else None
+
+    async def one_serving_recipe(self, plan: R.Plan) -> bool:
+        """Before a serve recipe is applied: another one serving now is stopped first, after the human's yes (the
+        seed: run one serving recipe at a time). False when they keep it (then nothing is applied)."""
+        if plan.recipe not in L.SERVING:
+            return True
+        ref = self.store.meta.get("cluster")
+        for other in L.serving_now(self.store.value("k8s_deployments") or {}, self.store.value("catalog") or ()):
+            if other == plan.recipe:
+                continue
+            title = self._recipe(other).title
+            lead = (
+                f"Run one serving recipe at a time: {title} serves on {ref.name if ref else 'the cluster'} now. "
+                f"{plan.title} is applied only once it is stopped (its own question comes next).\n\n"
+            )
+            if not await self.stop_recipe(other, lead=lead, title=f"Stop {title} first?"):
+                self.notify(f"{title} keeps serving; {plan.title} was not applied.", timeout=8)
+                return False
+        return True
+
+    # ---- Post-train: tune again, restart the serve on the new model ---------------------------------
+
+    @work(group="lifecycle", exclusive=True, exit_on_error=False)
+    async def tune_again_flow(self) -> None:
+        """Delete the finance-analyst tune Job and apply the tune again (the seed's way on after a defective tune,
+        and a re-tune): through the apply flow, so the money check and its question come first."""
+        from .. import recipes as R
+        from ..kube.status import job_status
+
+        info, jobs = self.store.value("cluster"), self.store.value("k8s_jobs") or {}
+        old = jobs.get(L.TUNE_JOB)
+        recipe = self._recipe("finance-analyst")
+        step = next((s for s in recipe.steps if s.stem == L.TUNE_JOB), None)
+        if old is None:
+            self.notify("T tunes again once Post-train's tune Job has run: apply Post-train on Recipes (3).", timeout=8)
+            return
+        nc = self._client()
+        if info is None or step is None or nc is None:
+            self.notify("The catalog and the cluster are still loading; try again in a moment.")
+            return
+        try:
+            tune = await R.fetch_step(nc, step, info)
+        except (NCError, ValueError) as e:
+            self.notify(f"Could not read {step.file}: {e}", severity="error", timeout=10)
+            return
+        deps = self.store.value("k8s_deployments") or {}
+        serving = int(((deps.get(L.TUNE_SERVE) or {}).get("spec") or {}).get("replicas") or 0) > 0
+        summary = (
+            f"deploy/{L.TUNE_SERVE} keeps serving the current model meanwhile: once the new one lands, restart it "
+            "(R on Workloads; the seed's rollout restart)."
+            if serving
+            else f"deploy/{L.TUNE_SERVE} waits for the new tune; its launcher scales it up once the tune passes."
+        )
+        self.start_apply(
+            R.Plan(
+                recipe.name,
+                "Post-train: tune again",
+                (tune,),
+                gpus=R.gpus_of(tune.docs, info.gpu_vendor),
+                stop=R.stop_commands(recipe, info),
+                summary=summary,
+                replace=(("jobs", L.TUNE_JOB, f"{job_status(old)}; its log stays on the volume at {L.TUNE_LOG}"),),
+            )
+        )
+
+    @work(group="lifecycle", exclusive=True, exit_on_error=False)
+    async def restart_serve_flow(self) -> None:
+        """The seed's ``kubectl rollout restart deploy/finance-analyst`` once a new model landed, asked first."""
+        from .. import recipes as R
+        from ..kube.client import KubeError
+        from .flows import market_price
+
+        st = self.store
+        deps, ref, info = st.value("k8s_deployments") or {}, st.meta.get("cluster"), st.value("cluster")
+        if L.TUNE_SERVE not in deps or ref is None or info is None:
+            self.notify(f"R restarts deploy/{L.TUNE_SERVE} (Post-train's serve); it is not on the cluster.", timeout=6)
+            return
+        # The new pod is admitted like any GPU workload (two hours of its GPUs covered): checked and said first.
+        bal, summary, bid = st.value("balance"), st.value("summary"), st.value("bid")
+        if bal is None and summary is None:
+            self.notify("Still loading the balance; try again in a moment.")
+            return
+        gpus = R.gpus_of(
+            [{**deps[L.TUNE_SERVE], "spec": {**deps[L.TUNE_SERVE]["spec"], "replicas": 1}}], info.gpu_vendor
+        )
+        standing = bid.max_price_per_gpu_hour if bid is not None and info.market else 0
+        price, what = (
+            (standing, "your standing limit price")
+            if standing
+            else (market_price(st, info.gpu_model), "the market's current price")
+        )
+        cover = await self._cover(
+            R.Plan(L.TUNE_SERVE, f"deploy/{L.TUNE_SERVE}", (), gpus=gpus),
+            price,
+            what,
+            bal.balance_ucredits if bal else summary.balance_ucredits,
+            bool(summary and summary.purchases),
+        )
+        if cover is None:
+            return
+        stale = L.stale_serve(self.store.value("k8s_pods") or {}, self.store.value("k8s_jobs") or {})
+        why = (
+            f"Its pod started {stale[1]:%H:%M}, before the new tune finished at {stale[2]:%H:%M}: it serves the "
+            "PREVIOUS model (a serve pod keeps the weights it loaded at startup).\n\n"
+            if stale
+            else ""
+        )
+        yes = await self.push_screen_wait(
+            ConfirmModal(
+                f"Restart deploy/{L.TUNE_SERVE} on the new model?",
+                why + "A new pod replaces it and loads the model on the shared volume now (a few minutes, no answers "
+                f"meanwhile); it takes a GPU node as the old one did.\n{cover}\n\n"
+                f"As kubectl: kubectl --context {ref.name} rollout restart deploy/{L.TUNE_SERVE}",
+                yes="Restart",
+                no="Keep",
+            )
+        )
+        if not yes:
+            self.notify("Nothing was restarted.")
+            return
+        kube = await self.kube_client()
+        if kube is None:
+            return
+        now = self.backend.now() if self.backend is not None else datetime.now(timezone.utc)
+        try:
+            await kube.rollout_restart(L.TUNE_SERVE, now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        except KubeError as e:
+            self.notify(f"Could not restart deploy/{L.TUNE_SERVE}: {e}", severity="error", timeout=10)
+            return
+        self.notify(f"deployment.apps/{L.TUNE_SERVE} restarted: its new pod loads the new model.", timeout=8)
+
+    # ---- Kimi K3's load test -----------------------------------------------------------------------
+
+    @work(group="lifecycle", exclusive=True, exit_on_error=False)
+    async def load_test_flow(self) -> None:
+        """Kimi K3's optional load test (the seed's step 4), offered at READY 1/1 and asked first."""
+        from .. import recipes as R
+        from ..kube.client import KubeError
+
+        st = self.store
+        deps, jobs, info, ref = (
+            st.value("k8s_deployments") or {},
+            st.value("k8s_jobs") or {},
+            st.value("cluster"),
+            st.meta.get("cluster"),
+        )
+        if not L.serve_ready(deps, "infera"):
+            self.notify("The load test runs against Kimi K3 once its router and worker read READY 1/1.", timeout=6)
+            return
+        why = L.load_test_guard(st)
+        if why:
+            self.notify(why, timeout=8)
+            return
+        recipe = self._recipe("kimi-k3")
+        step = next((s for s in recipe.steps if s.stem == L.LOADTEST_JOB), None)
+        nc = self._client()
+        if info is None or ref is None or step is None or nc is None:
+            self.notify("The catalog and the cluster are still loading; try again in a moment.")
+            return
+        try:
+            test = await R.fetch_step(nc, step, info)
+        except (NCError, ValueError) as e:
+            self.notify(f"Could not read {step.file}: {e}", severity="error", timeout=10)
+            return
+        if R.gpus_of(test.docs, info.gpu_vendor):  # (the catalog's runs on the CPU worker: this never spends)
+            self.notify(f"{test.file} asks for GPUs: ncui runs it only through Recipes (3).", severity="error")
+            return
+        old = jobs.get(L.LOADTEST_JOB)
+        yes = await self.push_screen_wait(
+            ConfirmModal(
+                "Run Kimi K3's load test?",
+                f"3,000 chat requests at 3 a second against svc/infera from inside {ref.name}: about "
+                f"{L.LOADTEST_MINUTES} minutes, on the CPU worker (no GPU node, nothing bid).\n"
+                "While it runs ncui sends none of your own requests (the seed: do not send your own requests "
+                "during the run). Its summary shows when it ends.\n"
+                + (f"The previous run's job/{L.LOADTEST_JOB} is deleted first.\n" if old else "")
+                + f"\nAs kubectl: kubectl --context {ref.name} apply -f {test.url or test.file}; "
+                f"kubectl --context {ref.name} logs -f job/{L.LOADTEST_JOB}",
+                yes="Run it",
+                no="Not now",
+            )
+        )
+        if not yes:
+            self.notify("No load test was started.")
+            return
+        kube = await self.kube_client()
+        if kube is None:
+            return
+        try:
+            if old is not None:
+                await kube.delete("jobs", L.LOADTEST_JOB)
+                if not await self._gone([L.Obj("jobs", L.LOADTEST_JOB)]):
+                    self.notify("The previous load test is still being removed; press L again in a moment.")
+                    return
+            results = await kube.apply(list(test.docs))
+        except KubeError as e:
+            self.notify(f"The load test was not started: {e}", severity="error", timeout=10)
+            return
+        bad = [r for r in results if r.error]
+        if bad:
+            await self.push_screen_wait(
+                ResultsModal(
+                    "The load test was not started", Text("\n".join(f"✗ {r.kind}/{r.name}: {r.error}" for r in bad))
+                )
+            )
+            return
+        st.meta.pop("loadtest_summary", None)
+        self.notify(f"Load test started: job/{L.LOADTEST_JOB}, about {L.LOADTEST_MINUTES} minutes.", timeout=8)
