@@ -61,6 +61,11 @@ class Watcher:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+        self._t.join(5)  # the readers end at EOF; then the pipes are closed here, not by the garbage collector
+        self._e.join(5)  # (an unclosed pipe's ResourceWarning fails whichever test runs when it is collected)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 class KubeEnv:

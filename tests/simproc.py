@@ -22,7 +22,8 @@ class SimProcess:
         self.env: dict[str, str] = {}
         self.lines: list[str] = []
         lines: queue.Queue = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True).start()
+        self._reader = threading.Thread(target=lambda: [lines.put(x) for x in self.proc.stdout], daemon=True)
+        self._reader.start()
         deadline = time.monotonic() + timeout
         while "NC_SSH_CONFIG" not in self.env:
             try:
@@ -46,6 +47,10 @@ class SimProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self._reader.join(5)  # it ends at EOF; the pipes are then closed here, not by the garbage collector
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
     def __enter__(self) -> SimProcess:
         return self

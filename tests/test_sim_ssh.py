@@ -129,6 +129,9 @@ class Follower:
             self.proc.terminate()
         self.proc.wait(10)
         self._t.join(10)
+        for stream in (self.proc.stdout, self.proc.stderr):  # closed here, not by the garbage collector
+            if stream is not None:
+                stream.close()
 
 
 def test_a_key_registered_before_the_grant_gets_in_one_registered_after_is_refused(node):
