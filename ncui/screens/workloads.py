@@ -18,7 +18,7 @@ from ..api.errors import NCError
 from ..kube.logs import LogFollower, LossCurve
 from ..textsafe import clean
 from ..widgets.chart import Chart, ChartData, Series
-from .base import View, fit_columns
+from .base import View, fit_columns, show_text
 from .modals import ConfirmModal, ResultsModal
 from .nodes import NodesPane
 
@@ -106,12 +106,6 @@ WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices
 # A watch delivers each change as it comes (a big cluster: a hundred a second); the table redraws for what
 # came in the last 100 ms at once, never per change (bench/pods.py: 1,000 pods, 100 changes/s).
 WATCH_REDRAW = 0.1
-
-
-def _show(line: Static, text: Text) -> None:
-    """Update a line only when its text changed: an update lays the screen out again (a watch redraws often)."""
-    if line.content != text:
-        line.update(text)
 
 
 def _set_cell(table: DataTable[Any], row: str, column: str, value: Text, shown: bool) -> None:
@@ -327,7 +321,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
             self.query_one(NodesPane).refresh_view()
             return
         if active is None or active.kind != "kubernetes":
-            _show(state, Text("Workloads are shown for Kubernetes clusters.", style="italic"))
+            show_text(state, Text("Workloads are shown for Kubernetes clusters.", style="italic"))
             return
         pods, jobs, deps, nodes = (
             st.value("k8s_pods"),
@@ -349,7 +343,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
                     else "Connecting to the cluster…",
                     style="dim",
                 )
-            _show(state, msg)
+            show_text(state, msg)
             return
         now = self.ncapp.backend.now() if self.ncapp.backend else datetime.now(timezone.utc)
         summary = Text()
@@ -374,7 +368,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         stale = self.problem(*WATCHED)
         if stale:  # the watch is down: what follows is the last it saw
             summary = Text.assemble(stale, "\n", summary)
-        _show(state, summary)
+        show_text(state, summary)
         table = self.query_one("#pods", DataTable)
         cache, self._row_cache = self._row_cache, {}
         rows: list[tuple[str, str, str, str, str]] = []
@@ -469,7 +463,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
             ]
             if waiting:
                 line = S.explain_job_without_pods(waiting[0], limit_price_ucredits=limit, price_to_win_ucredits=to_win)
-        _show(self.query_one("#explain", Static), Text(line, style="italic"))
+        show_text(self.query_one("#explain", Static), Text(line, style="italic"))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         pod = event.row_key.value if event.row_key is not None else None  # (a row's key is its pod's name)
