@@ -109,13 +109,13 @@ def faults(box: Box) -> list[tuple[str, list[tuple[str, dict | None, str]]]]:
     return [
         ("5xx on the API", [(api, {"path_prefix": "/api/", "status": 503, "count": BIG}, "POST")]),
         ("slow answers (3 s)", [(api, {"path_prefix": "/api/", "delay": 3, "count": BIG}, "POST")]),
+        ("dropped watches + 410", [("/_sim/k8s/compact", None, "POST"), ("/_sim/k8s/drop", None, "POST")]),
+        ("reclaim mid-run", [("/_sim/k8s/reclaim", {}, "POST")]),
         ("truncated answers", [(api, {"path_prefix": "/api/", "truncate": True, "count": BIG}, "POST")]),
+        ("sign-in expiry", [("/_sim/k8s/revoke", None, "POST")]),
         ("dropped answers", [(api, {"path_prefix": "/api/", "drop": True, "count": BIG}, "POST")]),
         ("5xx on the Kubernetes API", [(api, {"path_prefix": "/k8s/", "status": 503, "count": BIG}, "POST")]),
-        ("dropped watches + 410", [("/_sim/k8s/compact", None, "POST"), ("/_sim/k8s/drop", None, "POST")]),
         ("log stream cut", [("/_sim/k8s/logcut", {"after": 20, "count": 3}, "POST"), ("/_sim/k8s/drop", None, "POST")]),
-        ("sign-in expiry", [("/_sim/k8s/revoke", None, "POST")]),
-        ("reclaim mid-run", [("/_sim/k8s/reclaim", {}, "POST")]),
     ]
 
 
