@@ -54,7 +54,11 @@ async def test_workloads_marks_a_lost_cluster_stale_and_lists_the_restarted_one(
             res = await app._kube.apply([busybox_job("after", "echo new")])
             assert [r.error for r in res] == [None]
             await until(pilot, lambda: any(n.startswith("after") for n in pods()), timeout=30, what="the new pod")
-            await until(pilot, lambda: "⚠ Stale" not in screen_text(app), what="fresh again")
+            await until(  # (Workloads redraws a burst of watch events at once, within WATCH_REDRAW)
+                pilot,
+                lambda: "⚠ Stale" not in screen_text(app) and "job/after" in screen_text(app),
+                what="fresh again",
+            )
             assert not any(n.startswith("before") for n in pods()) and "job/after" in screen_text(app)
             await pilot.press("q")
     finally:

@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Static
 from ..formatting import COVER_HOURS, fmt_rate, fmt_runway, plan_sentence
 from ..money import fmt_price, fmt_usd
 from ..widgets.chart import Chart, ChartData, Series
-from .base import View, fit_columns
+from .base import View, fit_columns, show_text
 from .connect import kube_files_text
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             t.append(f"\n{WORKSPACE_NOTE}", style="dim")
         if self.store.meta.get("token_warning"):  # the token file is readable by others: the fix, chmod 600
             t.append(f"\n⚠ {self.store.meta['token_warning']}", style="bold yellow")
-        ident.update(t)
+        show_text(ident, t)
         self._clusters(who)
         self._money()
         self._transactions()
@@ -145,19 +145,20 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         table.display = bool(rows)
         if who is not None and not rows:
             if who.org_kind == "public_research":
-                note.update(
+                show_text(
+                    note,
                     Text(
                         "A public research organization has no clusters: its members get whole GPU nodes "
                         "from Marshall inside a workspace, reached over ssh (Workloads, 4).",
                         style="italic",
-                    )
+                    ),
                 )
             else:
-                note.update(Text("This organization has no clusters yet.", style="italic"))
+                show_text(note, Text("This organization has no clusters yet.", style="italic"))
         elif len(rows) > 1:
-            note.update(Text("↑/↓ and Enter: choose the active cluster", style="dim"))
+            show_text(note, Text("↑/↓ and Enter: choose the active cluster", style="dim"))
         else:
-            note.update("")
+            show_text(note, "")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id != "clusters":
@@ -171,7 +172,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         money = self.query_one("#money", Static)
         summary, bal = st.value("summary"), st.value("balance")
         if bal is None and summary is None:
-            money.update(self.problem("balance", "summary") or Text("Loading the balance…", style="dim"))
+            show_text(money, self.problem("balance", "summary") or Text("Loading the balance…", style="dim"))
             return
         balance = bal.balance_ucredits if bal else summary.balance_ucredits
         t = Text()
@@ -200,7 +201,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             if problem:
                 t.append("\n")
                 t.append_text(problem)
-        money.update(t)
+        show_text(money, t)
 
     def _plan(self, balance: int, purchases: bool) -> Text | None:
         """The seed's money check for a first job on the active cluster."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widget import Widget
+from textual.widgets import Static
 
 from ..store import Interest, Slice, Store
 
@@ -37,6 +38,14 @@ def fit_columns(
         table.add_column(label, width=w, key=label)
     table._ncui_columns = want  # type: ignore[attr-defined]  # the columns it was given, kept on the table
     return True
+
+
+def show_text(line: Static, text: Text | str) -> None:
+    """Update a Static only when its text changed: an update repaints it (and lays the screen out again), and
+    a poller writes the same value every few seconds: an idle screen writes nothing to the terminal then
+    (bench/soak.py: idle ≤ 1 KB/s), and a watch's bursts redraw no line that stayed the same (bench/pods.py)."""
+    if line.content != text:
+        line.update(text)
 
 
 class View(VerticalScroll):

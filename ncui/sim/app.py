@@ -194,6 +194,10 @@ class SlurmLogin(BaseModel):
     cluster: str | None = Field(default=None, max_length=100)
 
 
+class TopupBody(BaseModel):
+    usd: float = Field(gt=0, le=1_000_000)
+
+
 class DemandBody(BaseModel):
     nodes: int = Field(ge=0, le=64)
 
@@ -577,6 +581,17 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     def sim_faults_clear(org: OrgState = Org) -> dict:
         app.state.faults.clear()
         return {"ok": True}
+
+    @app.post("/_sim/billing/topup", include_in_schema=False)
+    def sim_topup(body: TopupBody, org: OrgState = Org) -> dict:
+        """The human buys credits on the console's Billing page (a long soak outlasts the scenario's balance)."""
+        from .world import TxState
+
+        with world.lock:
+            amount = int(body.usd * 1_000_000)
+            org.balance += amount
+            org.transactions.append(TxState(world._id("tx"), world.now(), "topup", amount, "Credits purchased"))
+            return {"balance_ucredits": org.balance}
 
     @app.post("/_sim/ssh/drop", include_in_schema=False)
     def sim_ssh_drop(org: OrgState = Org) -> dict:

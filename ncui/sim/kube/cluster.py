@@ -59,6 +59,7 @@ class PodRun:
     alive: bool = True
     deleting: datetime | None = None  # deleted while its containers ran: Terminating until this instant
     extra_logs: list = field(default_factory=list)  # (t, container, text)
+    restarts: int = 0  # the containers' restartCount (the box's churn control bumps it: bench/pods.py)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -604,13 +605,16 @@ class Cluster:
         conds = list(status.get("conditions") or [])
         finished_at: datetime | None = None
         verdict: tuple[str, str, str] | None = None
+        completions = int(spec.get("completions") or 1)
+        succeeded = sum(1 for r in runs if r.ended is not None and r.exit_code == 0)
         for r in sorted(runs, key=lambda r: (r.ended or t, r.name)):
             if r.ended is None or r.accounted:
                 continue
             r.accounted = True
             if r.exit_code == 0:
-                finished_at = r.ended
-                verdict = ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")
+                if succeeded >= completions:
+                    finished_at = r.ended
+                    verdict = ("Complete", "CompletionsReached", "Reached expected number of succeeded pods")
                 continue
             action = _failure_action(spec, r)
             if action == "Ignore":
@@ -628,7 +632,6 @@ class Cluster:
                 finished_at = r.ended
                 verdict = ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
         active = [r for r in runs if r.active]
-        succeeded = sum(1 for r in runs if r.ended is not None and r.exit_code == 0)
         status["active"] = len(active)
         status["ready"] = sum(1 for r in active if r.state == "ready" or (r.state == "running" and not _has_probe(r)))
         status["succeeded"] = succeeded
@@ -663,6 +666,9 @@ class Cluster:
             status["ready"] = 0
         elif spec.get("suspend") and not ctl.suspended_by_us:
             pass  # the user suspended it
+        elif ctl.gpus <= 0 and (want := min(int(spec.get("parallelism", 1)), completions - succeeded)) > len(active):
+            for _ in range(want - len(active)):  # pods without GPUs run in parallel on the CPU worker
+                self._new_pod(job, "Job", t, None)
         elif not active and (ns, name) not in self.claims:
             self._job_needs_pod(job, ctl, t, conds)
         status["conditions"] = conds
@@ -1648,7 +1654,7 @@ class Cluster:
             "imageID": f"{repo.split(':')[0]}@sha256:{h[::-1]}",
             "containerID": f"containerd://{h}",
             "ready": False,
-            "restartCount": 0,
+            "restartCount": r.restarts if c["name"] in r.containers() else 0,
             "started": False,
         }
 

@@ -99,7 +99,8 @@ def nanogpt(c: Context) -> Plan:
     ]
     t = pull + setup
     ms_base = r.uniform(360, 400)
-    max_iters = 2000
+    iters = c.env.get("NCUI_SIM_ITERS", "")  # a benchmark hook: a run a day long (bench/soak.py)
+    max_iters = int(iters) if iters.isdigit() and 0 < int(iters) <= 10_000_000 else 2000
     for it in range(0, max_iters + 1, 10):
         loss = 1.02 + 3.18 * math.exp(-it / 260) + r.gauss(0, 0.02)
         ms = ms_base * (1 + r.gauss(0, 0.02)) if it else ms_base * 38

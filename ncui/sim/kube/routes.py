@@ -75,6 +75,8 @@ class Kube:
         self.completions = 0  # chat completions answered (their ids count them: unique)
         self.revocations = 0  # sim fault: a watch or log stream opened before a revocation ends
         self.floods: dict[tuple, Any] = {}  # benchmark floods' logs, built once (_FloodLog)
+        self.churn: asyncio.Task | None = None  # benchmark hook: pods' restart counts bumped at a rate (_churn)
+        self.churned = 0  # changes the churn made
         self._last_tick = 0.0
         with world.lock:
             for org in world.orgs.values():
@@ -111,6 +113,27 @@ class Kube:
 
     def close(self) -> None:
         self.closed = True
+        if self.churn is not None:
+            self.churn.cancel()
+
+    async def _churn(self, c: Cluster, rate: float, seconds: float) -> None:
+        """Bump the restart count of the cluster's running pods, one after another, ``rate`` times a real second
+        for ``seconds`` (0: until stopped): every bump is a MODIFIED event on the pod watch (bench/pods.py)."""
+        t0 = time.monotonic()
+        done, i = 0, 0
+        while not self.closed and (seconds <= 0 or time.monotonic() - t0 < seconds):
+            due = int((time.monotonic() - t0) * rate) - done
+            if due > 0:
+                with self.world.lock:
+                    runs = [r for r in c.runs.values() if r.state in ("running", "ready") and r.alive]
+                    for _ in range(due if runs else 0):
+                        r = runs[i % len(runs)]
+                        i += 1
+                        r.restarts += 1
+                        c._render_put(r, c.t)
+                done += due
+                self.churned += due if runs else 0
+            await asyncio.sleep(0.01)
 
 
 # ---- responses ----------------------------------------------------------------------------------
@@ -1697,6 +1720,32 @@ def _sim_routes(app: FastAPI, kube: Kube) -> None:
         return JSONResponse({"rate": kube.chat_rate, "faults": list(kube.chat_faults)})
 
     app.add_api_route("/_sim/k8s/chat", chat, methods=["POST"], include_in_schema=False)
+
+    async def drop(request: Request) -> Response:
+        """End every open watch and log stream (a load balancer's idle cut, an API server restart) without
+        touching the sign-in: clients watch again from their last version (after a compact: 410, re-list)."""
+        if not org_ok(request):
+            return denied()
+        kube.revocations += 1  # what the streams watch to end (as a revocation ends them)
+        return JSONResponse({"dropped": True})
+
+    async def churn(request: Request, cluster: str = "") -> Response:
+        """A benchmark hook: ``{"rate": 100, "seconds": 0}`` bumps running pods' restart counts ``rate`` times a
+        real second (``seconds`` 0: until ``rate`` 0 stops it)."""
+        if not org_ok(request):
+            return denied()
+        b = await body_of(request)
+        c = cluster_of(cluster)
+        if kube.churn is not None:
+            kube.churn.cancel()
+            kube.churn = None
+        rate = max(0.0, float(b.get("rate", 0)))
+        if rate > 0:
+            kube.churn = asyncio.ensure_future(kube._churn(c, rate, float(b.get("seconds", 0))))
+        return JSONResponse({"rate": rate, "churned": kube.churned})
+
+    app.add_api_route("/_sim/k8s/drop", drop, methods=["POST"], include_in_schema=False)
+    app.add_api_route("/_sim/k8s/churn", churn, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/logcut", logcut, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/revoke", revoke, methods=["POST"], include_in_schema=False)
     app.add_api_route("/_sim/k8s/reclaim", reclaim, methods=["POST"], include_in_schema=False)

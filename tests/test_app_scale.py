@@ -1,0 +1,47 @@
+"""Workloads with many pods and a busy watch (bench/pods.py's fixes): a burst of watch events is one redraw, a
+changed pod changes only its cells, and a row changed out of sight shows its new values when it scrolls in."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable
+
+from .apphelp import app_for, loaded, until
+from .kc_support import advance_until, busybox_job
+
+
+async def test_many_pods_burst_and_offscreen_rows(kube_factory, monkeypatch):
+    k = kube_factory("k8s-market")
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(k.auth_cache))
+    app = app_for(k.sim)
+    c = k.sim.app.state.kube.clusters[k.cluster]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "cluster"))
+        await pilot.press("4")
+        await until(pilot, lambda: app._kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching")
+        job = busybox_job("many", "sleep 600")
+        job["spec"].update(completions=40, parallelism=40)
+        assert [r.error for r in await app._kube.apply([job])] == [None]
+        await advance_until(k, lambda: sum(s.startswith("Running") for s in k.pod_statuses().values()) == 40, step=30)
+        table = app.query_one("#pods", DataTable)
+        view = app.query_one("#workloads")
+        await until(pilot, lambda: table.row_count == 40 and "Running" in str(table.get_row_at(39)), what="40 rows")
+        calls = []
+        real = view.refresh_view
+        view.refresh_view = lambda: (calls.append(1), real())[1]
+        runs = sorted((r for r in c.runs.values() if r.owner == "many"), key=lambda r: r.name)
+        versions = app.store.get("k8s_pods").version
+        with k.world.lock:  # a burst: every pod changes at once (40 watch events)
+            for r in runs:
+                r.restarts += 1
+                c._render_put(r, c.t)
+        last = runs[-1].name
+        await until(pilot, lambda: app.store.get("k8s_pods").version >= versions + 40, what="the burst delivered")
+        await until(pilot, lambda: str(table.get_cell(runs[0].name, "RESTARTS")) == "1", what="the top row redrawn")
+        assert len(calls) < 10, calls  # redraws for the burst, not one per event
+        assert int(table.scroll_y) == 0 and str(table.get_cell(last, "RESTARTS")) == "1"  # out of sight, updated
+        table.move_cursor(row=39, animate=False)  # scroll to the last row: its new count drawn, not a cached line
+        await until(pilot, lambda: table.cursor_row == 39 and table.scroll_y > 0, what="scrolled to the end")
+        await pilot.pause()
+        line = table.render_line(table.size.height - 1).text
+        assert last in line and " 1 " in line, line
+        await pilot.press("q")
