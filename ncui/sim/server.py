@@ -44,6 +44,7 @@ class SimServer:
         self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
+        self.sock.listen(2048)  # connections wait in the backlog until serving starts, never refused in between
         self.host, self.port = host, self.sock.getsockname()[1]
         self._server = uvicorn.Server(
             uvicorn.Config(
@@ -61,6 +62,7 @@ class SimServer:
         self.tls_sock = socket.socket(self.sock.family, socket.SOCK_STREAM)
         self.tls_sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.tls_sock.bind((host, tls_port))
+        self.tls_sock.listen(2048)
         self.tls_port = self.tls_sock.getsockname()[1]
         self._tls_dir = Path(tempfile.mkdtemp(prefix="ncui-sim-tls-"))
         cert, key = self.tls_pair = tls_pair or self_signed(host)
