@@ -124,3 +124,23 @@ async def put_bid(sim, dollars: float) -> None:
             headers={"Authorization": f"Bearer {sim.token}"},
         )
         assert r.status_code == 200
+
+
+async def apply_train(pilot, app, sim) -> str:
+    """Recipes → a on Train, as a person does it: the sign-in approved, a ceiling 50 cents over the price to win
+    one node, yes to the limit price, yes to the apply; returns the ceiling typed, once Workloads shows."""
+    from ncui.screens.modals import CeilingModal, ConfirmModal
+
+    await open_recipes(pilot, app)
+    ceiling = f"{app.store.value('ladder').rungs[0].price_per_gpu_hour / 1e6 + 0.5:.2f}"
+    await pilot.press("a")
+    await through_sign_in(pilot, app, sim, CeilingModal)
+    await type_text(pilot, ceiling)
+    await until(pilot, lambda: "clears now" in screen_text(app))
+    await pilot.press("enter")
+    await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the bid confirmation")
+    await pilot.press("y")
+    await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app))
+    await pilot.press("y")
+    await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30, what="Workloads")
+    return ceiling

@@ -19,9 +19,9 @@ from ncui.history import History, history_path
 from ncui.money import dollars_to_ucredits
 from ncui.remote.local import LocalRunner
 from ncui.remote.runner import SshRunner, run_noted
-from ncui.screens.modals import CeilingModal, ConfirmModal
+from ncui.screens.modals import ConfirmModal
 
-from .apphelp import app_for, open_recipes, screen_text, through_sign_in, type_text, until
+from .apphelp import app_for, apply_train, screen_text, until
 from .conftest import endpoints_of
 
 
@@ -41,19 +41,8 @@ async def test_train_applied_and_stopped_shows_its_commands_in_history_and_on_th
     world = sim.world
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_recipes(pilot, app)
-        ceiling = f"{app.store.value('ladder').rungs[0].price_per_gpu_hour / 1e6 + 0.5:.2f}"
-        await pilot.press("a")
-        await through_sign_in(pilot, app, sim, CeilingModal)
-        await type_text(pilot, ceiling)
-        await until(pilot, lambda: "clears now" in screen_text(app))
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the bid confirmation")
-        await pilot.press("y")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app))
-        await pilot.press("y")
+        ceiling = await apply_train(pilot, app, sim)
         await until(pilot, lambda: "nanogpt" in (app.store.value("k8s_jobs") or {}), timeout=30, what="the job")
-        await until(pilot, lambda: app.query_one("#views").current == "workloads", what="Workloads")
         await pilot.press("x")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Stop" in screen_text(app))
         await pilot.press("y")
