@@ -1,0 +1,127 @@
+"""Report back on the clusters reached over ssh, against the box: a VM cluster (capacity declared, a node granted,
+the starter run on it over the box's ssh hub), the box's Slurm login node, and a public-research node. Each: the
+Report screen (6) in the app, then ``ncui report --json`` on the command line (which reads the node's log, the
+Slurm job's output file, itself), then the same after a restart of ncui; and what the command line says when it
+cannot reach the node (a host key ncui never accepted): unknown with the reason, never none."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ncui.screens.modals import ConfirmModal
+
+from . import test_app_nodes
+from .apphelp import app_for, loaded, screen_text, until
+from .test_app_nodes import LOSS, Node, answer_host_key, open_nodes
+from .test_report import run_report
+
+human = test_app_nodes.human  # (the fixture: a temporary HOME with ~/.ssh)
+pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
+
+
+def cli(sim, *args: str) -> dict:
+    p = run_report({**os.environ, "NC_TOKEN": sim.token}, "--json", "--api", sim.api_url, "--access", sim.access_url)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+async def report_of(pilot, app, ready) -> dict:
+    await pilot.press("6")
+    view = app.query_one("#report")
+    view.read()
+    await until(pilot, lambda: view.report is not None and ready(view.report), timeout=30, what="the report")
+    return view.report
+
+
+def kept(app) -> list[str]:
+    return (app.remembered_job() or {}).get("first_loss_lines") or []
+
+
+def ssh(sim, host: str, cmd: str) -> str:
+    """OpenSSH's own ssh to a box host (its NC_SSH_CONFIG, and the human's key), as a person would type it."""
+    key = Path(os.environ["HOME"]) / ".ssh" / "id_ed25519"
+    argv = ["ssh", "-F", str(sim.ssh.config_path), *(["-i", str(key)] if key.is_file() else []), host, cmd]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def node_loss_lines(text: str) -> list[str]:
+    return [x for x in text.splitlines() if LOSS.search(x)][:3]
+
+
+async def test_vm_the_starter_on_a_granted_node_reported_in_the_app_the_cli_and_after_a_restart(
+    sim_factory, human, monkeypatch
+):
+    node = Node(sim_factory("vm", volatility=0.0), human)
+    sim = node.sim
+    cap = node.http.get("/api/vm/capacity").json()
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_nodes(pilot, app, node)
+        await pilot.press("enter")
+        await answer_host_key(pilot, app, node)
+        await until(pilot, lambda: app.vm_sessions().connected(node.id), what="connected")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
+        await pilot.press("y")
+        await until(pilot, lambda: node.id in app.vm_sessions().runs, what="the starter started")
+        sim.world.advance(300)
+        await until(pilot, lambda: len(kept(app)) == 3, what="the first loss lines, followed and remembered")
+        want = node_loss_lines(ssh(sim, node.id, "cat first-job/nanogpt.out"))
+        assert kept(app) == want and len(want) == 3
+        r = await report_of(pilot, app, lambda r: len(r["first_loss_lines"]) == 3)
+        text = " ".join(screen_text(app).split())
+        login = f"ssh -p {node.alloc['ssh_port']} ubuntu@{node.alloc['public_ip']}"
+        for fact in ["H100-SXM-80GB", node.id, want[0], f"{login} docker rm -f nanogpt", "declared capacity"]:
+            assert fact in text, fact
+    assert r["first_loss_lines"] == want and r["gpu_class"] == node.alloc["gpu_model"] == "H100-SXM-80GB"
+    assert r["node"]["name"] == node.id and r["node"]["source"] == "the allocation's granted_at"
+    assert r["job"]["name"] == "nanogpt" and r["job"]["applied_by"] == "ncui" and r["job"]["state"].startswith("Up")
+    assert r["stop"] == [f"{login} docker rm -f nanogpt"]
+
+    # the command line: the node read over ssh with ncui's known_hosts (the key accepted in the app)
+    c = cli(sim)
+    from ncui.kube.status import parse_time
+
+    assert parse_time(c["node"]["arrived_at"]) == parse_time(node.alloc["granted_at"])
+    for field in ("gpu_class", "node", "first_loss_lines", "stop", "cluster"):
+        assert c[field] == r[field], field
+    assert c["job"]["applied_by"] == "ncui" and c["job"]["applied_at"] == r["job"]["applied_at"]
+    (st,) = c["standing"]
+    assert st["what"] == "declared capacity" and st["gpus"] == 8 and st["cluster"] == "tern-vm"
+    assert st["price_per_gpu_hour_ucredits"] == round(cap["max_price_per_gpu_hour"] * 1e6)
+    assert '"max_gpus": 0' in st["withdraw"] and "/api/vm/capacity" in st["withdraw"]
+    mk = c["rate"]["market"]
+    tick = node.http.get("/api/market/ticks", params={"gpu_model": "H100-SXM-80GB"}).json()["ticks"][-1]
+    assert mk["price_per_gpu_hour_ucredits"] == round(tick["price_per_gpu_hour"] * 1e6) and mk["gpus"] == 8
+    assert c["spend_so_far"]["ucredits"] > 0 and c["rate"]["charged"] is not None
+    assert c["unknown"] == {}, c["unknown"]
+
+    # stopped by hand on the node (docker rm -f): the report says there is nothing to stop; the log's lines stay
+    ssh(sim, node.id, "docker rm -f nanogpt")
+    c = cli(sim)
+    assert c["stop"] == [f"nothing to stop: nanogpt is no longer on {node.id}"] and c["first_loss_lines"] == want
+    assert c["standing"][0]["what"] == "declared capacity"  # the node still bills: its release still stands
+
+    # a restart: the same report, read again
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "vm_capacity"), what="the VM capacity")
+        r2 = await report_of(pilot, app, lambda r: r["node"] is not None and r["job"] is not None)
+    for field in ("gpu_class", "node", "first_loss_lines", "stop"):
+        assert r2[field] == c[field], field
+
+    # the withdraw command works as printed (the token from its file, as the seed keeps it)
+    tok = human / ".config" / "nationalcompute"
+    tok.mkdir(parents=True)
+    (tok / "token").write_text(sim.token)
+    subprocess.run(["sh", "-c", st["withdraw"]], check=True, capture_output=True, timeout=30, env={**os.environ})
+    assert node.http.get("/api/vm/capacity").json()["max_gpus"] == 0
+    node.close()
