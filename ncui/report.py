@@ -492,7 +492,7 @@ async def _slurm(
     jobs: list[slurm.SlurmJob] | None = None
     if runner is not None:
         try:
-            jobs = await slurm.jobs(runner)
+            jobs = await slurm.jobs(runner, finished=True)  # (ended ones too, while Slurm lists them)
         except (RemoteError, OSError, asyncio.TimeoutError) as e:
             un.setdefault("job", _unreached(e, f"{clean(ref.name)}'s login node (ssh {clean(ref.name)})"))
     elif "job" not in un:

@@ -43,12 +43,12 @@ def kept(app) -> list[str]:
     return (app.remembered_job() or {}).get("first_loss_lines") or []
 
 
-def ssh(sim, host: str, cmd: str) -> str:
+def ssh(sim, host: str, cmd: str, check: bool = True) -> str:
     """OpenSSH's own ssh to a box host (its NC_SSH_CONFIG, and the human's key), as a person would type it."""
     key = Path(os.environ["HOME"]) / ".ssh" / "id_ed25519"
     argv = ["ssh", "-F", str(sim.ssh.config_path), *(["-i", str(key)] if key.is_file() else []), host, cmd]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 0 or not check, p.stderr
     return p.stdout
 
 
@@ -125,3 +125,71 @@ async def test_vm_the_starter_on_a_granted_node_reported_in_the_app_the_cli_and_
     subprocess.run(["sh", "-c", st["withdraw"]], check=True, capture_output=True, timeout=30, env={**os.environ})
     assert node.http.get("/api/vm/capacity").json()["max_gpus"] == 0
     node.close()
+
+
+async def test_slurm_a_job_submitted_by_hand_reported_from_its_output_file_then_in_the_app_and_after_a_restart(
+    sim_factory, tmp_path, monkeypatch
+):
+    from ncui.config import known_hosts_path
+
+    sim = sim_factory("slurm")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NC_SSH_CONFIG", str(sim.ssh.config_path))
+    sim.ssh.sign("plover")  # the human's slurm-login, played by the box
+    ssh(sim, "plover", f"curl -fsSL {sim.access_url}/first-job/prepare.sh | sh")
+    jid = ssh(sim, "plover", "sbatch --nodes=1 ~/first-job/nanogpt.sbatch").split()[-1]
+
+    # ncui never accepted the login node's host key: said, never asked, never "none"
+    c = cli(sim)
+    assert c["job"] is None and c["stop"] == [] and c["first_loss_lines"] == []
+    assert "host key is not in ncui's known_hosts" in c["unknown"]["job"]
+    assert "generated_at" in c and c["rate"]["metered"]["lag_seconds"] <= 600  # the box's clock, from its ticks
+
+    # the human accepted it once (in ncui, as on Workloads): the report reads the queue and the job's output file
+    pin = next(x for x in sim.ssh.known_hosts_path.read_text().splitlines() if x.endswith(" plover"))
+    known_hosts_path().parent.mkdir(parents=True, exist_ok=True)
+    known_hosts_path().write_text(pin + "\n")
+    for _ in range(60):  # the box's clock: PENDING, then RUNNING and writing its log
+        if len(node_loss_lines(ssh(sim, "plover", f"cat nanogpt-{jid}.out", False))) >= 3:
+            break
+        sim.world.advance(60)
+    want = node_loss_lines(ssh(sim, "plover", f"cat nanogpt-{jid}.out"))
+    c = cli(sim)
+    assert c["job"]["id"] == jid and c["job"]["state"] == "RUNNING" and c["job"]["applied_by"] == "elsewhere"
+    assert c["first_loss_lines"] == want and len(want) == 3
+    assert c["stop"] == [f"ssh plover scancel {jid}"]
+    queue = next(j for j in json.loads(ssh(sim, "plover", "squeue --json"))["jobs"] if str(j["job_id"]) == jid)
+    from datetime import datetime, timezone
+
+    start = datetime.fromtimestamp(queue["start_time"], timezone.utc).isoformat()
+    assert c["node"] == {"name": queue["nodes"], "arrived_at": start, "source": "the Slurm job's start"}
+    assert c["gpu_class"] is None and "Slurm names no GPU model" in c["unknown"]["gpu_class"]
+    assert c["rate"]["market"] is None and "not priced by the market" in c["unknown"]["rate.market"]
+    assert "first_loss_lines" not in c["unknown"] and "job" not in c["unknown"]
+
+    # scancel by hand: the end is reported, and nothing is left to stop
+    ssh(sim, "plover", f"scancel {jid}")
+    c = cli(sim)
+    assert c["completion"] is not None, c
+    assert c["completion"]["state"] == "CANCELLED" and c["completion"]["at"] is not None
+    assert c["stop"] == [f"nothing to stop: job {jid} has ended"] and c["first_loss_lines"] == want
+
+    # the app shows the same on Report (6), and so does a restart once the job has left the queue
+    r = await slurm_report_in_app(sim)
+    assert r["first_loss_lines"] == want and r["node"] == c["node"] and r["completion"] == c["completion"]
+    sim.world.advance(600)  # MinJobAge: the ended job leaves squeue
+    assert f" {jid} " not in ssh(sim, "plover", "squeue")
+    r = await slurm_report_in_app(sim)  # a restart: what ncui remembers holds where the queue forgot
+    assert r["first_loss_lines"] == want and r["node"] == c["node"] and r["completion"] == c["completion"]
+    assert r["job"]["state"] == "no longer in the queue (ended)" and r["stop"] == c["stop"]
+
+
+async def slurm_report_in_app(sim) -> dict:
+    """Start ncui, show Report (6): its report, once it names the job and its loss lines (checked on screen)."""
+    app = app_for(sim, frozen=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "slurm_signin"), 30, "the Slurm sign-in")
+        r = await report_of(pilot, app, lambda r: r["job"] is not None and r["first_loss_lines"])
+        text = " ".join(screen_text(app).split())
+        assert r["first_loss_lines"][0] in text and f"slurm job nanogpt (id {r['job']['id']})" in text
+    return r
