@@ -193,3 +193,49 @@ async def slurm_report_in_app(sim) -> dict:
         text = " ".join(screen_text(app).split())
         assert r["first_loss_lines"][0] in text and f"slurm job nanogpt (id {r['job']['id']})" in text
     return r
+
+
+async def test_research_node_the_starter_reported_in_the_app_the_cli_and_after_a_restart(
+    sim_factory, tmp_path, monkeypatch
+):
+    from .test_app_research import Box, assigned_row, connect_and_start
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    sim = sim_factory("public-research")
+    monkeypatch.setenv("NC_SSH_CONFIG", str(sim.ssh.config_path))
+    box = Box(sim, home)
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        nodes, s = await assigned_row(pilot, app, box)
+        await connect_and_start(pilot, app, box, nodes, s)
+        sim.world.advance(300)
+        await until(pilot, lambda: len(kept(app)) == 3, what="the first loss lines, followed and remembered")
+        r = await report_of(pilot, app, lambda r: len(r["first_loss_lines"]) == 3)
+        text = " ".join(screen_text(app).split())
+        for fact in [kept(app)[0], "research node lease", "public_research_release", "docker rm -f nanogpt"]:
+            assert fact in text, fact
+    want = node_loss_lines(box.file("first-job/nanogpt.out").read_text())
+    login = f"ssh -p {s['ssh_port']} ubuntu@{s['public_ip']}"
+    assert r["first_loss_lines"] == want and r["gpu_class"] == s["gpu_model"] and r["cluster"] is None
+    assert r["node"]["name"] == s["hostname"] and r["node"]["source"] == "the node's assignment"
+    assert r["stop"] == [f"{login} docker rm -f nanogpt"] and r["job"]["applied_by"] == "ncui"
+    (st,) = r["standing"]
+    assert st["what"] == "research node lease" and "ncui never does" in st["withdraw"]
+
+    c = cli(sim)  # the command line: the node reached with the workspace key and pin (NC_SSH_CONFIG), over ssh
+    for field in ("gpu_class", "node", "first_loss_lines", "stop", "standing"):
+        assert c[field] == r[field], field
+    assert c["rate"]["market"]["price_per_gpu_hour_ucredits"] == s["price_per_gpu_hour"]  # (µcredits already)
+    assert c["unknown"] == {}, c["unknown"]
+
+    ssh(sim, "research-node", "docker rm -f nanogpt")  # stopped by hand: nothing to stop, the lease still stands
+    app = app_for(sim)  # and a restart says so too, with the same first lines
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "research"), what="the node's status")
+        r = await report_of(pilot, app, lambda r: r["job"] is not None and r["stop"][0].startswith("nothing"))
+    assert r["first_loss_lines"] == want and r["node"] == c["node"] and r["standing"] == c["standing"]
+    assert box.status()["state"] == "assigned"  # never released
+    box.http.close()
