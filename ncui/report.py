@@ -394,6 +394,8 @@ async def _node_job(
     login = _login(user, host, port)
     if seen and not status:
         r["stop"] = [f"nothing to stop: {clean(container)} is no longer on {clean(node_id)}"]
+    elif status and status.startswith("Exited"):
+        r["stop"] = [f"nothing to stop: {clean(container)} has ended; {login} {stop_command(container)} removes it"]
     else:
         r["stop"] = [f"{login} {stop_command(container)}"]
     if status and status.startswith("Exited"):
@@ -434,6 +436,7 @@ async def _vm(
     await _ticks_rate(r, nc, r["gpu_class"], alloc.gpus if alloc else None, un)
     if alloc is None:
         un.setdefault("node", "no node granted")
+        un.setdefault("job", "no node granted: declare capacity on Lease (5, d), then run the job on the node")
         return {}
     mine = _same_node(mem, alloc.id)
     if alloc.granted_at is not None:

@@ -104,6 +104,14 @@ async def test_vm_the_starter_on_a_granted_node_reported_in_the_app_the_cli_and_
     assert c["spend_so_far"]["ucredits"] > 0 and c["rate"]["charged"] is not None
     assert c["unknown"] == {}, c["unknown"]
 
+    # the run ends by itself (its time box): the completion, and nothing left running to stop
+    from ncui.sim.ssh.node import TIME_BOX
+
+    sim.world.advance(TIME_BOX + 60)
+    c = cli(sim)
+    assert c["completion"] == {"state": "exited (0)", "at": None} and c["job"]["state"].startswith("Exited (0)")
+    assert c["stop"] == [f"nothing to stop: nanogpt has ended; {login} docker rm -f nanogpt removes it"]
+
     # stopped by hand on the node (docker rm -f): the report says there is nothing to stop; the log's lines stay
     ssh(sim, node.id, "docker rm -f nanogpt")
     c = cli(sim)
