@@ -564,6 +564,8 @@ async def _slurm(
         r["gpu_class"] = mine["gpu_class"]
     elif r["gpu_class"]:
         learned["gpu_class"] = r["gpu_class"]
+    elif job is None:
+        un.setdefault("gpu_class", f"job {clean(str(jid))} has left the queue: Slurm no longer says what it ran on")
     return {**learned, "_new": mine is None}
 
 
