@@ -344,7 +344,7 @@ class NCApp(
     async def read_report(self) -> dict[str, Any] | None:
         """``report.collect`` for the active cluster through this session's clients (its kubectl sign-in, its
         Slurm login node); None before ncui has connected."""
-        from .report import collect
+        from .report import collect, node_runner
 
         nc = self.backend.nc if self.backend is not None else None
         ref = self.store.meta.get("cluster")
@@ -358,7 +358,27 @@ class NCApp(
             st = self._slurm
             return await self._slurm_runner(st) if st is not None and st.ref.name == name else None
 
-        report = await collect(nc, now=self.backend.now(), cluster=ref.name if ref else None, kube=kube, slurm=slurm)
+        made: list[Any] = []  # runners opened for this read alone (a node Workloads is not connected to)
+
+        async def node(node_id: str, host: str, port: int, user: str, alias: str) -> Any:
+            from .screens.research import box_ssh_config
+
+            sessions = self.vm_sessions()
+            if sessions.connected(node_id):
+                return sessions.runners[node_id][1]
+            runner = await node_runner(
+                host, port, user, alias=alias, ssh_config=box_ssh_config(self) if alias else None
+            )
+            made.append(runner)
+            return runner
+
+        try:
+            report = await collect(
+                nc, now=self.backend.now(), cluster=ref.name if ref else None, kube=kube, slurm=slurm, node=node
+            )
+        finally:
+            for runner in made:
+                await runner.close()
         self._state_notices()
         return report
 

@@ -314,8 +314,8 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 async def _report(endpoints: object, token: object, cluster: str | None) -> dict:
-    """Read the service and the cluster for ``ncui report`` (kubectl's sign-in as cached; the Slurm login node
-    over ssh with ncui's known_hosts, never asking: an unknown host key is said)."""
+    """Read the service and the cluster for ``ncui report`` (kubectl's sign-in as cached; the Slurm login node, a VM
+    node or the research node over ssh with ncui's known_hosts, never asking: an unknown host key is said)."""
     from datetime import datetime, timezone
     from pathlib import Path
 
@@ -324,7 +324,7 @@ async def _report(endpoints: object, token: object, cluster: str | None) -> dict
     from .kube.client import KubeClient
     from .remote.login import slurm_runner
     from .remote.runner import Runner
-    from .report import collect
+    from .report import collect, node_runner
 
     nc = NCClient(endpoints, token, timeout=15)  # type: ignore[arg-type]  # config's SecretStr: the same face
     kubes: list[KubeClient] = []
@@ -347,8 +347,14 @@ async def _report(endpoints: object, token: object, cluster: str | None) -> dict
         runners.append(runner)
         return runner
 
+    async def node(node_id: str, host: str, port: int, user: str, alias: str) -> Runner:
+        env = os.environ.get("NC_SSH_CONFIG")
+        runner = await node_runner(host, port, user, alias=alias, ssh_config=Path(env) if env else None)
+        runners.append(runner)
+        return runner
+
     try:
-        return await collect(nc, now=datetime.now(timezone.utc), cluster=cluster, kube=kube, slurm=slurm)
+        return await collect(nc, now=datetime.now(timezone.utc), cluster=cluster, kube=kube, slurm=slurm, node=node)
     finally:
         for k in kubes:
             await k.aclose()

@@ -17,8 +17,9 @@ import asyncio
 import json
 import shlex
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import memory
@@ -292,17 +293,128 @@ def _gone(r: dict[str, Any], mem: dict[str, Any], cluster: str) -> None:
 
 # ---- VM, Slurm, research node ----------------------------------------------------------------------
 
+STARTER = "nanogpt"  # the container nanogpt-node.sh runs (its log: remote.node.NODE_LOG)
+NodeFor = Callable[[str, str, int, str, str], Awaitable["Runner | None"]]
+"""``node(id, host, port, user, alias)``: a runner on a VM or research node (``alias``: its Host name in the box's
+ssh_config, or ""), or None when this process cannot reach it."""
+
 
 def _login(user: str, host: str, port: int) -> str:
     """``ssh [-p PORT] user@host``, as the nodes' screens show it."""
     return f"ssh{'' if port == 22 else f' -p {port}'} {clean(user)}@{clean(host)}"
 
 
-async def _vm(
-    r: dict[str, Any], nc: NCClient, ref: m.ClusterRef, mem: dict[str, Any] | None, un: _Unknown
-) -> dict[str, Any]:
-    from .remote.node import stop_command
+def _loss_lines(text: str) -> list[str]:
+    """The first ``memory.FIRST_LINES`` loss lines of a log's text, cleaned."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if parse_loss(line) is not None:
+            out.append(clean(line))
+            if len(out) >= memory.FIRST_LINES:
+                break
+    return out
 
+
+def _unreached(e: Exception, where: str) -> str:
+    """Why a node or login node could not be read, as the report says it."""
+    from .remote.runner import HostKeyUnknown
+
+    if isinstance(e, HostKeyUnknown):
+        return (
+            f"ncui has not connected to {where} yet: its host key is not in ncui's known_hosts, and the report "
+            "never accepts one (connect once on Workloads, 4, and answer the host key question)"
+        )
+    return clean(str(e) or type(e).__name__)[:300]
+
+
+async def _read_node(runner: Runner, container: str | None) -> dict[str, Any]:
+    """What runs on a node, read over ssh: ``docker ps -a`` (the remembered container, else the starter's, else
+    the first listed) and the head of its log (the starter's file, else ``docker logs``). ``{"container",
+    "status" (docker's STATUS, or None once removed), "lines"}``; ``{}`` when nothing ever ran there."""
+    from .remote.node import NODE_LOG, docker_containers, head_command
+
+    ps = await runner.run("docker ps -a", timeout=30)
+    table = docker_containers(ps.stdout) if ps.ok else {}
+    name = container if container in table else STARTER if STARTER in table else next(iter(table), container)
+    if name is None:
+        return {}
+    starter = name == STARTER
+    res = await runner.run(
+        head_command(LOG_LINES_READ, path=NODE_LOG) if starter else head_command(LOG_LINES_READ, container=name),
+        timeout=60,
+    )
+    status = table[name][1] if name in table else None
+    return {"container": name, "status": status, "lines": _loss_lines(res.stdout)}
+
+
+async def _node_job(
+    r: dict[str, Any],
+    node: NodeFor | None,
+    where: tuple[str, str, int, str, str],
+    mine: dict[str, Any] | None,
+    un: _Unknown,
+) -> dict[str, Any]:
+    """The job on a VM or research node (``where``: id, host, port, user, alias): read over ssh where this process
+    reaches it, else what ncui remembers. Fills ``job``, ``stop``, ``first_loss_lines``, ``completion``; returns
+    what to remember."""
+    from .remote.node import stop_command
+    from .remote.runner import RemoteError
+
+    node_id, host, port, user, alias = where
+    seen: dict[str, Any] = {}
+    if node is not None:
+        try:
+            runner = await node(*where)
+            seen = await _read_node(runner, (mine or {}).get("container")) if runner is not None else {}
+            if runner is None:
+                un.setdefault("first_loss_lines", f"{clean(node_id)} is not reachable from here")
+        except (RemoteError, OSError, asyncio.TimeoutError) as e:
+            un.setdefault("first_loss_lines", _unreached(e, f"{clean(node_id)} ({_login(user, host, port)})"))
+    container = seen.get("container") or (mine or {}).get("container")
+    if container is None:
+        if "first_loss_lines" in un:
+            un.setdefault("job", un["first_loss_lines"])
+        elif node is not None:
+            un.setdefault("job", f"nothing runs on {clean(node_id)} (docker ps -a lists no container)")
+        else:
+            un.setdefault("job", f"{clean(node_id)} was not read over ssh, and ncui started nothing there")
+        return {}
+    status = seen.get("status")
+    state = status if status else ("removed from the node (docker rm)" if seen else None)
+    r["job"] = {
+        "kind": "container",
+        "name": clean(container),
+        "recipe": (mine or {}).get("recipe") or ("nanogpt-node" if container == STARTER else None),
+        "title": None,
+        "state": state,
+        "applied_at": (mine or {}).get("applied_at"),
+        "applied_by": "ncui" if mine and mine.get("applied_by") == "ncui" else "elsewhere",
+        "node": clean(node_id),
+    }
+    login = _login(user, host, port)
+    if seen and not status:
+        r["stop"] = [f"nothing to stop: {clean(container)} is no longer on {clean(node_id)}"]
+    elif status and status.startswith("Exited"):
+        r["stop"] = [f"nothing to stop: {clean(container)} has ended; {login} {stop_command(container)} removes it"]
+    else:
+        r["stop"] = [f"{login} {stop_command(container)}"]
+    if status and status.startswith("Exited"):
+        r["completion"] = {"state": clean(status.split(")")[0] + ")").lower(), "at": None}
+    r["first_loss_lines"] = list(seen.get("lines") or ())
+    learned: dict[str, Any] = {"container": container, "node": clean(node_id)}
+    if r["first_loss_lines"]:
+        learned["first_loss_lines"] = r["first_loss_lines"]
+    return learned
+
+
+def _same_node(mem: dict[str, Any] | None, node_id: str) -> dict[str, Any] | None:
+    """What ncui remembers, when it is about this node (a released node's record is another job's)."""
+    return mem if mem is not None and mem.get("node") in (None, node_id) else None
+
+
+async def _vm(
+    r: dict[str, Any], nc: NCClient, ref: m.ClusterRef, mem: dict[str, Any] | None, node: NodeFor | None, un: _Unknown
+) -> dict[str, Any]:
     cap = await _try(un, "node", nc.vm_capacity)
     if cap is None:
         return {}
@@ -321,19 +433,12 @@ async def _vm(
                 "in_ncui": "Lease (5), R",
             }
         )
+    await _ticks_rate(r, nc, r["gpu_class"], alloc.gpus if alloc else None, un)
     if alloc is None:
         un.setdefault("node", "no node granted")
+        un.setdefault("job", "no node granted: declare capacity on Lease (5, d), then run the job on the node")
         return {}
-    login = _login(cap.environment.ssh_user, alloc.public_ip or "?", alloc.ssh_port)
-    container = (mem or {}).get("container") or "nanogpt"
-    r["job"] = {
-        "kind": "container",
-        "name": clean(container),
-        "recipe": (mem or {}).get("recipe"),
-        "node": clean(alloc.id),
-    }
-    r["job"]["applied_at"] = (mem or {}).get("applied_at")
-    r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere"
+    mine = _same_node(mem, alloc.id)
     if alloc.granted_at is not None:
         r["node"] = {
             "name": clean(alloc.id),
@@ -342,12 +447,19 @@ async def _vm(
         }
     else:
         un.setdefault("node", f"{clean(alloc.id)} is {clean(alloc.state)}")
-    r["stop"] = [f"{login} {stop_command(container)}"]
-    await _ticks_rate(r, nc, r["gpu_class"], un)
-    return {"node": clean(alloc.id), "node_arrived_at": r["node"]["arrived_at"] if r["node"] else None}
+    if not alloc.public_ip or alloc.state != "active":
+        un.setdefault("job", f"{clean(alloc.id)} is {clean(alloc.state)}: nothing runs on it yet")
+        return {}
+    user = cap.environment.ssh_user
+    learned = await _node_job(r, node, (alloc.id, alloc.public_ip, alloc.ssh_port, user, ""), mine, un)
+    if r["job"] is not None:
+        r["job"]["gpus"] = alloc.gpus
+    if r["node"] is not None:
+        learned.update(node_arrived_at=r["node"]["arrived_at"], node_source=r["node"]["source"])
+    return {**learned, "_new": mine is None} if learned else {}
 
 
-async def _ticks_rate(r: dict[str, Any], nc: NCClient, gpu_model: str | None, un: _Unknown) -> None:
+async def _ticks_rate(r: dict[str, Any], nc: NCClient, gpu_model: str | None, gpus: int | None, un: _Unknown) -> None:
     if not gpu_model:
         return
     ticks = await _try(un, "rate.market", lambda: nc.ticks(gpu_model=gpu_model, limit=1))
@@ -355,25 +467,37 @@ async def _ticks_rate(r: dict[str, Any], nc: NCClient, gpu_model: str | None, un
         t = ticks.ticks[-1]
         r["rate"]["market"] = {
             "price_per_gpu_hour_ucredits": t.price_per_gpu_hour,
-            "gpus": None,
-            "ucredits_per_hour": None,
+            "gpus": gpus or None,
+            "ucredits_per_hour": t.price_per_gpu_hour * gpus if gpus else None,
             "as_of": memory.iso(t.at),
             "source": "GET /api/market/ticks (what winners are assessed now)",
         }
 
 
+def _slurm_gpu(fields: dict[str, str]) -> str | None:
+    """The GPU type a Slurm job asked for (``TresPerNode=gres:gpu:h100:8``, ``gres/gpu:h100=8``), when it names one."""
+    tres = fields.get("TresPerNode") or fields.get("Gres") or ""
+    for part in tres.split(","):
+        words = part.replace("gres/", "gres:").replace("=", ":").split(":")
+        if len(words) >= 4 and words[0] == "gres" and words[1] == "gpu":
+            return clean(words[2])
+    return None
+
+
 async def _slurm(
     r: dict[str, Any], ref: m.ClusterRef, runner: Runner | None, mem: dict[str, Any] | None, un: _Unknown
 ) -> dict[str, Any]:
-    from datetime import timezone
-
     from .remote import slurm
+    from .remote.runner import RemoteError
 
     r["rate"]["market"] = None
     un.setdefault("rate.market", "a Slurm job is not priced by the market: the metered rate is the organization's")
     jobs: list[slurm.SlurmJob] | None = None
     if runner is not None:
-        jobs = await _try(un, "job", lambda: slurm.jobs(runner))
+        try:
+            jobs = await slurm.jobs(runner, finished=True)  # (ended ones too, while Slurm lists them)
+        except (RemoteError, OSError, asyncio.TimeoutError) as e:
+            un.setdefault("job", _unreached(e, f"{clean(ref.name)}'s login node (ssh {clean(ref.name)})"))
     elif "job" not in un:
         un["job"] = f"the login node was not reached (ssh {ref.name})"
     want = (mem or {}).get("slurm_job")
@@ -384,33 +508,70 @@ async def _slurm(
     if jid is None:
         un.setdefault("job", f"no job in {ref.name}'s queue")
         return {}
+    mine = mem if mem is not None and mem.get("slurm_job") == jid else None
+    gone = jobs is not None and job is None  # read the queue, and the remembered job has left it
     r["job"] = {
         "kind": "slurm job",
-        "name": clean(job.name if job else "nanogpt"),
+        "name": clean(job.name if job else (mine or {}).get("name") or "nanogpt"),
+        "recipe": (mine or {}).get("recipe"),
+        "title": None,
+        "state": job.state if job else ("no longer in the queue (ended)" if gone else None),
+        "applied_at": (mine or {}).get("applied_at"),
+        "applied_by": "ncui" if mine and mine.get("applied_by") == "ncui" else "elsewhere",
         "id": clean(str(jid)),
-        "state": job.state if job else None,
     }
-    r["job"]["applied_at"] = (mem or {}).get("applied_at")
-    r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere"
-    r["stop"] = [f"ssh {ref.name} {slurm.cancel_command(jid)}"]
-    if job is not None and job.start is not None and job.state != "PENDING":
+    r["stop"] = (
+        [f"nothing to stop: job {clean(str(jid))} has ended"]
+        if gone or (job is not None and not job.active)
+        else [f"ssh {ref.name} {slurm.cancel_command(jid)}"]
+    )
+    learned: dict[str, Any] = {"slurm_job": jid, "name": r["job"]["name"]}
+    if job is not None and job.start is not None:
         at = memory.iso(datetime.fromtimestamp(job.start, timezone.utc))
         r["node"] = {"name": clean(job.nodelist) or None, "arrived_at": at, "source": "the Slurm job's start"}
-    elif mem and mem.get("node_arrived_at"):
-        r["node"] = {"name": mem.get("node"), "arrived_at": mem["node_arrived_at"], "source": "the Slurm job's start"}
+        learned.update(node=r["node"]["name"], node_arrived_at=at, node_source=r["node"]["source"])
+    elif mine and mine.get("node_arrived_at"):
+        r["node"] = {"name": mine.get("node"), "arrived_at": mine["node_arrived_at"], "source": "the Slurm job's start"}
     else:
         un.setdefault("node", "the job has not started" if job else "the job is no longer in the queue")
     if job is not None and not job.active:
-        r["completion"] = {"state": job.state, "at": None}
-    return {
-        "slurm_job": jid,
-        **({"node": r["node"]["name"], "node_arrived_at": r["node"]["arrived_at"]} if r["node"] else {}),
-    }
+        at = memory.iso(datetime.fromtimestamp(job.end, timezone.utc)) if job.end else None
+        r["completion"] = {"state": clean(job.state), "at": at}
+        learned["completion"] = r["completion"]
+    elif gone and mine and mine.get("completion"):
+        r["completion"] = mine["completion"]
+    if runner is not None and job is not None:
+        fields = await _try(un, "gpu_class", lambda: slurm.show_job(runner, jid))
+        r["gpu_class"] = _slurm_gpu(fields or {})
+        if r["gpu_class"] is None and fields is not None:
+            tres = clean(fields.get("TresPerNode") or fields.get("Gres") or "none")
+            un.setdefault("gpu_class", f"Slurm names no GPU model for job {jid} (TresPerNode={tres})")
+        if job.start is not None:
+            path = await _try(un, "first_loss_lines", lambda: slurm.find_output(runner, job))
+            if path:
+                learned["log"] = path
+    path = learned.get("log") or (mine or {}).get("log")
+    if runner is not None and path and (job is None or job.start is not None):
+        from .remote.node import head_command
+
+        res = await _try(
+            un, "first_loss_lines", lambda: runner.run(head_command(LOG_LINES_READ, path=path), timeout=60)
+        )
+        r["first_loss_lines"] = _loss_lines(res.stdout) if res is not None else []
+        if r["first_loss_lines"]:
+            learned["first_loss_lines"] = r["first_loss_lines"]
+    if r["gpu_class"] is None and mine and mine.get("gpu_class"):
+        r["gpu_class"] = mine["gpu_class"]
+    elif r["gpu_class"]:
+        learned["gpu_class"] = r["gpu_class"]
+    elif job is None:
+        un.setdefault("gpu_class", f"job {clean(str(jid))} has left the queue: Slurm no longer says what it ran on")
+    return {**learned, "_new": mine is None}
 
 
-async def _research(r: dict[str, Any], nc: NCClient, mem: dict[str, Any] | None, un: _Unknown) -> dict[str, Any]:
-    from .remote.node import stop_command
-
+async def _research(
+    r: dict[str, Any], nc: NCClient, mem: dict[str, Any] | None, node: NodeFor | None, un: _Unknown
+) -> dict[str, Any]:
     s = await _try(un, "node", nc.research_status)
     if s is None:
         return {}
@@ -418,40 +579,57 @@ async def _research(r: dict[str, Any], nc: NCClient, mem: dict[str, Any] | None,
         un.setdefault("node", "the node's status lives in Marshall's workspace (public_research_status)")
         return {}
     r["gpu_class"] = s.gpu_model
-    container = (mem or {}).get("container") or "nanogpt"
-    if s.state == "assigned" and s.public_ip:
-        login = _login(s.ssh_user or "", s.public_ip, s.ssh_port or 22)
-        r["stop"] = [f"{login} {stop_command(container)}"]
-        r["job"] = {"kind": "container", "name": clean(container), "node": clean(s.hostname or s.ssh_host or "")}
-        r["job"]["applied_at"] = (mem or {}).get("applied_at")
-        r["job"]["applied_by"] = "ncui" if mem and mem.get("applied_by") == "ncui" else "elsewhere"
-        if s.assigned_at is not None:
-            r["node"] = {
-                "name": clean(s.hostname or ""),
-                "arrived_at": memory.iso(s.assigned_at),
-                "source": "the node's assignment",
-            }
-        r["standing"].append(
-            {
-                "what": "research node lease",
-                "price_per_gpu_hour_ucredits": s.price_per_gpu_hour,
-                "gpus": s.gpus,
-                "note": "the meter runs until the node is released; copy results off first (its disk goes with it)",
-                "withdraw": "public_research_release in Marshall's workspace (a confirmation card): ncui never does",
-                "in_ncui": None,
-            }
-        )
-        if s.price_per_gpu_hour is not None:
-            r["rate"]["market"] = {
-                "price_per_gpu_hour_ucredits": s.price_per_gpu_hour,
-                "gpus": s.gpus,
-                "ucredits_per_hour": s.price_per_gpu_hour * (s.gpus or 0) if s.gpus else None,
-                "as_of": None,
-                "source": "the lease's price",
-            }
-    else:
+    if s.state != "assigned" or not s.public_ip:
         un.setdefault("node", f"the node is {clean(s.state)}")
-    return {}
+        return {}
+    node_id = s.hostname or s.ssh_host or "research-node"
+    mine = _same_node(mem, node_id)
+    if s.assigned_at is not None:
+        r["node"] = {"name": clean(node_id), "arrived_at": memory.iso(s.assigned_at), "source": "the node's assignment"}
+    r["standing"].append(
+        {
+            "what": "research node lease",
+            "price_per_gpu_hour_ucredits": s.price_per_gpu_hour,
+            "gpus": s.gpus,
+            "note": "the meter runs until the node is released; copy results off first (its disk goes with it)",
+            "withdraw": "public_research_release in Marshall's workspace (a confirmation card): ncui never does",
+            "in_ncui": None,
+        }
+    )
+    if s.price_per_gpu_hour is not None:
+        r["rate"]["market"] = {
+            "price_per_gpu_hour_ucredits": s.price_per_gpu_hour,
+            "gpus": s.gpus,
+            "ucredits_per_hour": s.price_per_gpu_hour * s.gpus if s.gpus else None,
+            "as_of": None,
+            "source": "the lease's price",
+        }
+    where = (node_id, s.public_ip, s.ssh_port or 22, s.ssh_user or "", s.ssh_host or "")
+    learned = await _node_job(r, node, where, mine, un)
+    if r["job"] is not None:
+        r["job"]["gpus"] = s.gpus
+    if r["node"] is not None:
+        learned.update(node_arrived_at=r["node"]["arrived_at"], node_source=r["node"]["source"])
+    return {**learned, "_new": mine is None} if learned else {}
+
+
+async def node_runner(host: str, port: int, user: str, *, alias: str = "", ssh_config: Path | None = None) -> Runner:
+    """A runner on a node for the report, which never asks: ncui's known_hosts, and a host key it does not know is
+    refused (``HostKeyUnknown``, said as unknown) unless ssh's own known_hosts pin it (the research node's
+    workspace pin, found through ``alias`` in ``ssh_config``), as Workloads trusts it. Nothing connects yet."""
+    from .config import known_hosts_path
+    from .remote.research import pinned_keys, ssh_setup
+    from .remote.runner import SshRunner
+
+    setup = await ssh_setup(alias if ssh_config is not None else host, user, port, ssh_config) if alias else None
+
+    async def pinned(h: str, p: int, fingerprint: str) -> bool:
+        return setup is not None and fingerprint in {
+            k.get_fingerprint("sha256") for k in pinned_keys(setup.known_hosts, h, p)
+        }
+
+    keys = list(setup.identities) if setup is not None and setup.identities else None
+    return SshRunner(host, port, user, known_hosts=known_hosts_path(), confirm_host_key=pinned, client_keys=keys)
 
 
 # ---- the report ------------------------------------------------------------------------------------
@@ -487,12 +665,14 @@ async def collect(
     cluster: str | None = None,
     kube: KubeFor | None = None,
     slurm: RunnerFor | None = None,
+    node: NodeFor | None = None,
     remember: bool = True,
 ) -> dict[str, Any]:
     """The report for ``cluster`` (default: the one ncui remembers as active, else the first Kubernetes one).
     ``kube(name)``: a signed-in client of that cluster (it may raise ``KubeError``, ``NotSignedIn`` with the link:
     the job is then unknown with that reason, and the service's facts stay); ``slurm(name)``: a runner on its
-    login node. With ``remember``, what it learned of the job (its node's arrival, its first loss lines) is kept
+    login node; ``node(id, host, port, user, alias)``: a runner on a VM or research node (``NodeFor``). With
+    ``remember``, what it learned of the job (its node's arrival, its first loss lines) is kept
     in ``memory`` so the report holds once the pod is gone and after a restart."""
     r = empty(now)  # (generated_at: moved to the service's clock below, when it says it)
     un = _Unknown()
@@ -522,23 +702,29 @@ async def collect(
             client = await _try(un, "job", lambda: kube(name)) if kube is not None else None
             learned = await _kubernetes(r, nc, client, ref, mem, un)
         elif ref.kind == "vm":
-            learned = await _vm(r, nc, ref, mem, un)
+            learned = await _vm(r, nc, ref, mem, node, un)
         elif ref.kind == "slurm":
             name = ref.name
             runner = await _try(un, "job", lambda: slurm(name)) if slurm is not None else None
             learned = await _slurm(r, ref, runner, mem, un)
     elif who.org_kind == "public_research":
-        learned = await _research(r, nc, mem, un)
+        learned = await _research(r, nc, mem, node, un)
     else:
         un.setdefault("cluster", f"{clean(who.org_name)} has no cluster")
-    if ref is None or ref.kind != "kubernetes":
-        lines = list((mem or {}).get("first_loss_lines") or ())  # what ncui's follower saw (over ssh)
-        r["first_loss_lines"] = lines
-        if not lines and r["completion"] is None and r["job"] is not None:
-            un.setdefault("first_loss_lines", "ncui has not followed this job's log (Workloads, 4, follows it)")
-    # The service's own clock where it said it (the live rate's as_of, the newest tick): the metered rate's lag is
-    # measured on it (a simulated service keeps its own time); else ``now``.
+    if ref is None or ref.kind != "kubernetes":  # read over ssh where it could be; else what ncui's follower saw
+        kept = list((mem or {}).get("first_loss_lines") or ()) if learned and not learned.get("_new") else []
+        if len(kept) > len(r["first_loss_lines"]):
+            r["first_loss_lines"] = kept
+        if r["first_loss_lines"]:
+            un.pop("first_loss_lines", None)
+        elif r["completion"] is None and r["job"] is not None:
+            un.setdefault("first_loss_lines", "no loss line logged yet")
+    # The service's own clock where it said it (the live rate's as_of, else the newest tick): the metered rate's lag
+    # is measured on it (a simulated service keeps its own time); else ``now``.
     said = _t((r["rate"]["market"] or {}).get("as_of"))
+    if said is None:
+        ticks = await _try(_Unknown(), "clock", lambda: nc.ticks(limit=1))
+        said = ticks.ticks[-1].at if ticks is not None and ticks.ticks else None
     if said is not None:
         now = said
         r["generated_at"] = memory.iso(now)
@@ -568,9 +754,12 @@ async def collect(
     elif txs is not None:
         un.setdefault("spend_so_far", "no job to count from")
     r["unknown"] = dict(un)
-    if remember and learned and ref is not None:
-        fresh = mem is not None and "uid" in learned and mem.get("uid") not in (None, learned["uid"])
-        memory.remember_job(key, ref.name, {k: v for k, v in learned.items() if v is not None}, new=fresh or not mem)
+    if remember and learned:
+        fresh = learned.pop("_new", False) or (
+            mem is not None and "uid" in learned and mem.get("uid") not in (None, learned["uid"])
+        )
+        where = ref.name if ref is not None else ""  # (a research node's: "", as the app keeps it)
+        memory.remember_job(key, where, {k: v for k, v in learned.items() if v is not None}, new=fresh or not mem)
     return r
 
 
@@ -711,4 +900,15 @@ def to_json(r: dict[str, Any]) -> str:
     return json.dumps(r, indent=2, sort_keys=False) + "\n"
 
 
-__all__ = ["SCHEMA", "collect", "rows", "markdown", "to_json", "pick_job", "first_loss_lines", "empty"]
+__all__ = [
+    "SCHEMA",
+    "NodeFor",
+    "node_runner",
+    "collect",
+    "rows",
+    "markdown",
+    "to_json",
+    "pick_job",
+    "first_loss_lines",
+    "empty",
+]

@@ -38,9 +38,12 @@ __all__ = [
     "BadInput",
     "ContainerLogFollower",
     "curl_sh_command",
+    "head_command",
     "DockerRunOptions",
     "FileFollower",
     "NODE_LOG",
+    "docker_containers",
+    "docker_ps",
     "docker_run",
     "docker_run_argv",
     "docker_run_command",
@@ -160,6 +163,42 @@ def stop_command(name: str, docker: str = "docker") -> str:
 async def stop(runner: Runner, name: str) -> Result:
     """``docker rm -f NAME``: the container stops and is removed (its log with it)."""
     return await run_noted(runner, stop_command(name), f"stop {name} (docker rm -f)", timeout=120.0)
+
+
+def docker_containers(text: str) -> dict[str, tuple[str, str]]:
+    """``docker ps [-a]``'s table → {name: (image, status)} (cleaned), by the header's column positions (STATUS
+    runs to PORTS or NAMES: ``Up 5 minutes``, ``Exited (0) 2 minutes ago``); {} when unreadable."""
+    from ..textsafe import clean
+
+    lines = text.splitlines()
+    if not lines or "IMAGE" not in lines[0] or "NAMES" not in lines[0]:
+        return {}
+    head = lines[0]
+    image_at, command_at = head.index("IMAGE"), head.find("COMMAND")
+    status_at, names_at = head.find("STATUS"), head.index("NAMES")
+    status_end = head.find("PORTS") if head.find("PORTS") > status_at else names_at
+    out = {}
+    for line in lines[1:]:
+        words = line.split()
+        if len(words) >= 2:
+            image = line[image_at:command_at].strip() if command_at > image_at else words[1]
+            status = line[status_at:status_end].strip() if status_at >= 0 else ""
+            out[clean(words[-1])] = (clean(image.split()[0] if image else ""), clean(status))
+    return out
+
+
+def docker_ps(text: str) -> dict[str, str]:
+    """``docker ps``'s table → {name: image} (cleaned); {} when unreadable."""
+    return {name: image for name, (image, _) in docker_containers(text).items()}
+
+
+def head_command(lines: int, *, path: str | None = None, container: str | None = None) -> str:
+    """The first ``lines`` lines of a log, read once (never followed): ``cat PATH | head -n N`` (the starter's
+    file), or ``docker logs NAME | head -n N`` (a container's)."""
+    n = max(1, int(lines))
+    if path is not None:
+        return f"cat {_path(path)} | head -n {n}"
+    return " ".join(map(_q, ["docker", "logs", _check_name(container or "")])) + f" | head -n {n}"
 
 
 def logs_command(name: str, since: str | None = None, docker: str = "docker", tail: int | None = None) -> str:

@@ -89,7 +89,8 @@ class SlurmError(RemoteError):
 class SlurmJob:
     """One job as ``squeue`` shows it. ``elapsed`` as squeue writes it (``1:02:03``); ``stdout``: the
     ``--output`` Slurm holds (may carry ``%j``; "" when this Slurm did not say); ``workdir``: where it was
-    submitted from ("" when unknown); ``start``: its start (seconds since the epoch, by the cluster's clock)."""
+    submitted from ("" when unknown); ``start``/``end``: its start and end (seconds since the epoch, by the
+    cluster's clock; None when not said)."""
 
     id: str
     name: str
@@ -102,6 +103,7 @@ class SlurmJob:
     workdir: str = ""
     stdout: str = ""
     start: float | None = None
+    end: float | None = None  # when it ended (squeue --json's end_time, once it left the active states)
 
     @property
     def pending(self) -> bool:
@@ -228,9 +230,10 @@ def parse_json(text: str, now: float | None = None) -> list[SlurmJob]:
         start = _value(j.get("start_time"))
         started = isinstance(start, (int, float)) and start > 0 and state not in ("PENDING", "")
         secs = 0.0
+        end = _value(j.get("end_time"))
+        ended = state not in ACTIVE and state != "" and isinstance(end, (int, float)) and end > 0
         if started:
-            end = _value(j.get("end_time"))
-            stop = now if state in ACTIVE or not isinstance(end, (int, float)) or end <= 0 else end
+            stop = end if ended else now
             secs = stop - float(start)
         out.append(
             SlurmJob(
@@ -245,6 +248,7 @@ def parse_json(text: str, now: float | None = None) -> list[SlurmJob]:
                 workdir=str(_value(j.get("current_working_directory")) or ""),
                 stdout=str(_value(j.get("standard_output")) or ""),
                 start=float(start) if started else None,
+                end=float(end) if ended else None,
             )
         )
     return out

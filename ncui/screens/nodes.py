@@ -151,22 +151,6 @@ def _remember_losses(app: Any, owner: str, entries: list[str]) -> None:
         keep(owner, [entry_text(e) for e in entries])
 
 
-def docker_ps(text: str) -> dict[str, str]:
-    """``docker ps``'s table → {name: image} (cleaned), by the header's column positions; {} when unreadable."""
-    lines = text.splitlines()
-    if not lines or "IMAGE" not in lines[0] or "NAMES" not in lines[0]:
-        return {}
-    head = lines[0]
-    image_at, command_at = head.index("IMAGE"), head.find("COMMAND")
-    out = {}
-    for line in lines[1:]:
-        words = line.split()
-        if len(words) >= 2:
-            image = line[image_at:command_at].strip() if command_at > image_at else words[1]
-            out[clean(words[-1])] = clean(image.split()[0] if image else "")
-    return out
-
-
 def _vendor(gpu_model: str | None) -> str:
     return "amd" if (gpu_model or "").upper().startswith(("MI", "AMD")) else "nvidia"
 
@@ -814,6 +798,8 @@ class NodesPane(Vertical):
         if not was:
             self.notify(f"Connected to {r.id} ({runner.where}).", timeout=4)
         if r.id not in self.sessions.runs:  # what runs there already (started by an earlier ncui, or by hand)
+            from ..remote.node import docker_ps
+
             try:
                 res = await runner.run("docker ps", timeout=30)
             except RemoteError:
@@ -1054,7 +1040,7 @@ class NodesPane(Vertical):
         import asyncio
         import time
 
-        from ..remote.node import NODE_LOG
+        from ..remote.node import NODE_LOG, docker_ps
         from ..remote.runner import RemoteError
 
         while True:
