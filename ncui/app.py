@@ -352,7 +352,14 @@ class NCApp(
             return None
 
         async def kube(name: str) -> KubeClient | None:
-            return self._kube if self._kube_for == name and self._kube is not None and self._kube.gate.is_open else None
+            if self._kube_for == name and self._kube is not None:
+                return self._kube if self._kube.gate.is_open else None
+            from .kube import signin
+
+            if self.backend is not None and self.backend.endpoints is not None:  # signed in before: connect
+                if signin.cred_path(self.backend.endpoints.api, name).exists():  # (silently, as kubectl would)
+                    return await self.kube_client()
+            return None
 
         async def slurm(name: str) -> Any:
             st = self._slurm

@@ -181,9 +181,12 @@ async def _kubernetes(
                 }
             )
     if kube is None:
-        un.setdefault(
-            "job", f"not signed in to {name}: run kubectl --context {name} get nodes (or s in ncui), then read it again"
-        )
+        why = f"not signed in to {name}: run kubectl --context {name} get nodes (or s in ncui), then read it again"
+        if mem and mem.get("object"):  # what ncui saw of it, said as remembered: never as none
+            _remembered(r, mem, f"not read now ({why}); as remembered", list(mem.get("stop") or ()))
+            un.setdefault("job_state", why)
+        else:
+            un.setdefault("job", why)
         return {}
     objs: list[dict[str, Any]] = []
     for kind in ("jobs", "deployments"):
@@ -276,19 +279,27 @@ async def _kubernetes(
 def _gone(r: dict[str, Any], mem: dict[str, Any], cluster: str) -> None:
     """The job ncui remembers is gone from the cluster (stopped, or cleaned up): what was seen of it."""
     kind, name = mem["object"]
+    _remembered(
+        r, mem, "gone from the cluster (deleted)", [f"nothing to stop: {kind.lower()}/{name} is no longer on {cluster}"]
+    )
+
+
+def _remembered(r: dict[str, Any], mem: dict[str, Any], state: str, stop: list[str]) -> None:
+    """The job as ncui remembers it (its memory.py record), in ``state``: when the cluster cannot say more."""
+    kind, name = mem["object"]
     r["job"] = {
         "kind": kind,
         "name": clean(str(name)),
         "recipe": mem.get("recipe"),
         "title": mem.get("title"),
-        "state": "gone from the cluster (deleted)",
+        "state": state,
         "applied_at": mem.get("applied_at"),
         "applied_by": "ncui" if mem.get("applied_by") == "ncui" else "elsewhere",
     }
     if mem.get("node_arrived_at"):
         r["node"] = {"name": mem.get("node"), "arrived_at": mem["node_arrived_at"], "source": mem.get("node_source")}
     r["first_loss_lines"] = list(mem.get("first_loss_lines") or ())
-    r["stop"] = [f"nothing to stop: {kind.lower()}/{name} is no longer on {cluster}"]
+    r["stop"] = stop
 
 
 # ---- VM, Slurm, research node ----------------------------------------------------------------------

@@ -226,6 +226,30 @@ async def test_train_in_the_app_then_the_report_holds_after_a_restart(sim):
         for field in ("gpu_class", "node", "first_loss_lines", "stop"):
             assert view.report[field] == first[field], field
         assert view.report["job"]["applied_at"] == first["job"]["applied_at"]
+
+    # Report first, before Workloads: signed in before, it connects as kubectl would (silently) and reads the cluster
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.store.meta.get("cluster") is not None, what="the active cluster")
+        await pilot.press("6")
+        view = app.query_one("#report")
+        await until(pilot, lambda: view.report is not None and view.report["node"] is not None, what="the report")
+        assert "not signed in" not in screen_text(app) and view.report["job"]["state"] == first["job"]["state"]
+        assert view.report["first_loss_lines"] == first["first_loss_lines"]
+
+    # not signed in any more (the credential gone): the facts ncui saw are said as remembered, with the reason
+    cache = Path(os.environ["NCUI_KUBE_CACHE"])
+    cache.rename(cache.with_name("kube-aside"))
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.store.meta.get("cluster") is not None, what="the active cluster")
+        await pilot.press("6")
+        view = app.query_one("#report")
+        await until(pilot, lambda: view.report is not None and view.report["job"] is not None, what="the report")
+        for field in ("node", "first_loss_lines", "stop"):
+            assert view.report[field] == first[field], field
+        assert view.report["job"]["state"].startswith("not read now (not signed in to halcyon")
+        assert "as remembered" in screen_text(app) and kept()[0] in screen_text(app)
     state = Path(os.environ["XDG_STATE_HOME"]) / "ncui"
     assert sim.token not in "".join(f.read_text(errors="replace") for f in state.iterdir() if f.is_file())
 
