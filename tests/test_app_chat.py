@@ -55,6 +55,9 @@ async def test_post_train_chat_sends_the_seeds_request(sim, tmp_path):
         await until(pilot, lambda: isinstance(app.screen, ChatScreen), what="the chat")
         chat = app.screen
         assert "Ctrl+S send" in screen_text(app)
+        keys = chat.query_one("#chat-keys")  # every key said at 80 columns, drawn whole (on two lines)
+        drawn = " ".join(line.text.strip() for line in keys.render_lines(keys.region.reset_offset))
+        assert drawn.endswith("Ctrl+T copy curl · Esc back"), drawn
         # a file that is not there: a sentence, nothing read; then the document from a file
         for path, want in ((tmp_path / "nope.txt", "No such file"), (tmp_path, "is a folder")):
             await pilot.press("ctrl+o")

@@ -86,7 +86,7 @@ class ChatScreen(ModalScreen[None]):
     ChatScreen #conversation { height: 1fr; }
     ChatScreen #conversation > Static { margin-bottom: 1; }
     ChatScreen #composer { height: auto; min-height: 3; max-height: 8; border: tall $accent; }
-    ChatScreen #chat-keys { height: 1; color: $text-muted; }
+    ChatScreen #chat-keys { height: auto; color: $text-muted; }  /* (two lines for a document at 80 columns) */
     """
 
     def __init__(self, ep: Endpoint, context: str) -> None:
