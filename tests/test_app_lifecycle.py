@@ -250,6 +250,7 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
         await pilot.press("T")
         text = await confirm_apply(pilot, app)
         assert "First delete job/finance-analyst-tune (Failed" in text and "Job/finance-analyst-tune" in text
+        assert f"delete -f {sim.access_url}/first-job/finance-analyst-serve-nvidia.yaml" in text  # the file applied
         first_uid = jobs(app)["finance-analyst-tune"]["metadata"]["uid"]
         await pilot.press("y")
         await until(

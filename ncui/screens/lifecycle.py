@@ -344,7 +344,7 @@ class LifecycleMixin(_AppBase):
                 "Post-train: tune again",
                 (tune,),
                 gpus=R.gpus_of(tune.docs, info.gpu_vendor),
-                stop=R.stop_commands(recipe, info),
+                stop=R.stop_commands(recipe, info, nc.endpoints.catalog_url),
                 summary=summary,
                 replace=(("jobs", L.TUNE_JOB, f"{job_status(old)}; its log stays on the volume at {L.TUNE_LOG}"),),
             )
