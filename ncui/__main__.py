@@ -1,4 +1,4 @@
-"""``python -m ncui`` is ``ncui`` (the console script)."""
+"""``python -m ncui``: the same as the ``ncui`` command."""
 
 from .cli import main
 

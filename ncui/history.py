@@ -6,9 +6,10 @@ and whether it worked. People learn the real tools from it, and can do the same 
 
 - Where it is recorded: at the one place each action happens, never in a screen. The National Compute client
   records every write it sends, its ``curl`` built from the very request it sent (``api.client._curl``); the
-  Kubernetes client records its deletes and scales; the apply flow records each file it applied
-  (``applied``); the remote layer records what it runs on a node or a login node (``remote.runner.run_noted``)
-  and the first ssh connection; the sign-in flow its approval.
+  Kubernetes client records its deletes, scales and rollout restarts; the apply flow records each file it
+  applied (``applied``), and Stop the seed's delete commands it stands for (``stopped``); the remote layer
+  records what it runs on a node or a login node (``remote.runner.run_noted``) and the first ssh connection;
+  the sign-in flow its approval.
 - The token never: a curl names ``$NC_TOKEN``, and ``record`` replaces anything after a ``Bearer`` that is
   not ``$NC_TOKEN`` before it is written (a belt to the braces: nothing builds such a line).
 - Persisted as JSON lines in ``state_dir()/history.jsonl`` (mode 600): each entry one ``write`` on an
@@ -32,7 +33,7 @@ import logging
 import os
 import re
 import shlex
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Literal, cast, get_args
 
 if TYPE_CHECKING:
     from .kube.client import ApplyResult
-    from .recipes import Plan
+    from .recipes import Plan, PlanStep
 
 log = logging.getLogger("ncui.history")
 
@@ -275,23 +276,49 @@ def save_manifest(name: str, text: str) -> Path:
 
 def applied(cluster: str, plan: Plan, results: Sequence[ApplyResult]) -> None:
     """The apply flow's results as the seed's ``kubectl --context <cluster> apply -f <file>``, one per file
-    (its URL; Something else's manifest saved first), ok when every object of the file was applied. Files
-    after a refusal were not sent: not recorded."""
+    (``applied_step``). Files after a refusal were not sent: not recorded."""
     done = list(results)
     for step in (s for s in plan.steps if not s.optional):
         mine, done = done[: len(step.docs)], done[len(step.docs) :]
         if not mine:
             break
-        source = step.url
-        if not source:
-            try:
-                source = str(save_manifest(step.file, step.text))
-            except OSError as e:
-                log.warning("cannot keep %s: %s", step.file, e)
-                source = step.file
-        ok = len(mine) == len(step.docs) and all(r.error is None for r in mine)
-        what = f"apply {plan.title}: " + ", ".join(str(r) for r in mine)
-        note("kubectl", kubectl_command(cluster, "apply", "-f", source), what, ok)
+        applied_step(cluster, plan.title, step, mine)
+
+
+def applied_step(cluster: str, title: str, step: PlanStep, results: Sequence[ApplyResult]) -> None:
+    """One file applied (its URL; Something else's manifest saved first) as ``kubectl --context <cluster> apply -f
+    <file>``: ok when every object of the file was applied."""
+    source = step.url
+    if not source:
+        try:
+            source = str(save_manifest(step.file, step.text))
+        except OSError as e:
+            log.warning("cannot keep %s: %s", step.file, e)
+            source = step.file
+    ok = len(results) == len(step.docs) and all(r.error is None for r in results)
+    what = f"apply {title}: " + ", ".join(str(r) for r in results)
+    note("kubectl", kubectl_command(cluster, "apply", "-f", source), what, ok)
+
+
+def stopped(title: str, commands: Sequence[str], deleted: Sequence[str], failed: Collection[str] = ()) -> None:
+    """A Stop as the seed's commands it stands for (``kubectl --context <cluster> delete -f <file>``, ``… delete
+    job NAME``), one line each with the objects it removed, ok when none of them failed: one change, the lines
+    the Stop question showed. ``deleted`` holds kubectl's TYPE/NAME of each object deleted, ``failed`` those
+    the cluster refused. An object goes to the command that names it (``delete job a b``), else to the first
+    ``delete -f``; a command that removed nothing (its objects were gone already) is not recorded."""
+    if not commands:
+        return
+    owned: dict[str, list[str]] = {c: [] for c in commands}
+    by_file = next((c for c in commands if " -f " in f" {c} "), commands[0])
+    for ref in deleted:
+        kind, _, name = ref.partition("/")
+        named = next((c for c in commands if f" delete {kind} " in c and name in shlex.split(c)), None)
+        owned[named or by_file].append(ref)
+    for command, refs in owned.items():
+        if refs:
+            bad = [r for r in refs if r in failed]
+            what = f"stop {title}: delete " + ", ".join(refs) + (f" ({', '.join(bad)} refused)" if bad else "")
+            note("kubectl", command, what, not bad)
 
 
 __all__ = [
@@ -302,6 +329,7 @@ __all__ = [
     "activate",
     "active",
     "applied",
+    "applied_step",
     "curl_command",
     "history_path",
     "join",
@@ -310,4 +338,5 @@ __all__ = [
     "origin_of",
     "read_file",
     "save_manifest",
+    "stopped",
 ]

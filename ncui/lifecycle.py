@@ -310,4 +310,8 @@ def advice(store: Store) -> list[tuple[str, str]]:
                 ),
             )
         )
+    else:  # the other endpoints: that m talks to them (the footer's "m Chat" alone says little)
+        for service, ep in ENDPOINTS.items():
+            if service != "infera" and serve_ready(deps, service):
+                out.append(("info", f"{ep.recipe} is up (READY 1/1): m talks to it (svc/{service})."))
     return out

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from .config import ACCESS_ORIGIN
 from .formatting import COVER_HOURS, plan_sentence
 from .money import cost_ucredits, fmt_price, fmt_usd
 
@@ -157,7 +158,8 @@ async def resolve(nc: NCClient, recipe: m.Recipe, cluster: m.K8sCluster) -> Plan
         except NotFound as e:
             raise NotOffered(f"{recipe.title} is not offered on this cluster: {e}") from None
     gpus = max((gpus_of(st.docs, cluster.gpu_vendor) for st in steps), default=0)
-    return Plan(recipe.name, recipe.title, tuple(steps), f.skipped_steps, gpus, stop_commands(recipe, cluster))
+    stop = stop_commands(recipe, cluster, nc.endpoints.catalog_url)
+    return Plan(recipe.name, recipe.title, tuple(steps), f.skipped_steps, gpus, stop)
 
 
 async def fetch_step(nc: NCClient, s: m.RecipeStep, cluster: m.K8sCluster) -> PlanStep:
@@ -173,9 +175,15 @@ async def fetch_step(nc: NCClient, s: m.RecipeStep, cluster: m.K8sCluster) -> Pl
     return PlanStep(s.stem, s.title or s.stem, rf.used, rf.url, rf.note, rf.text, tuple(docs), s.optional)
 
 
-def stop_commands(recipe: m.Recipe, cluster: m.K8sCluster) -> tuple[str, ...]:
-    """The catalog's stop commands for this recipe on ``cluster`` (its name as the context, its vendor's file)."""
-    return tuple(c.replace("<cluster>", cluster.name).replace(VENDOR, cluster.gpu_vendor) for c in recipe.stop)
+def stop_commands(recipe: m.Recipe, cluster: m.K8sCluster, catalog_url: str | None = None) -> tuple[str, ...]:
+    """The catalog's stop commands for this recipe on ``cluster`` (its name as the context, its vendor's file);
+    with ``catalog_url`` (``Endpoints.catalog_url``), a file named at the catalog's address is named where ncui
+    fetched it (the box's catalog in the demo: the file that was applied)."""
+    home = ACCESS_ORIGIN + "/first-job/"
+    return tuple(
+        c.replace("<cluster>", cluster.name).replace(VENDOR, cluster.gpu_vendor).replace(home, catalog_url or home)
+        for c in recipe.stop
+    )
 
 
 RECIPE_LABEL = "first-job.nationalcompute.com/recipe"  # on every object of the catalog's manifests

@@ -51,10 +51,15 @@ async def test_post_train_chat_sends_the_seeds_request(sim, tmp_path):
             world.advance(60)
             await pilot.pause(0.05)
         await until(pilot, lambda: view._service() == "finance-analyst", what="the tuned model READY 1/1")
+        up = "Post-train (finance-analyst) is up (READY 1/1): m talks to it (svc/finance-analyst)."
+        await until(pilot, lambda: up in " ".join(screen_text(app).split()), what="Workloads says m talks to it")
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, ChatScreen), what="the chat")
         chat = app.screen
         assert "Ctrl+S send" in screen_text(app)
+        keys = chat.query_one("#chat-keys")  # every key said at 80 columns, drawn whole (on two lines)
+        drawn = " ".join(line.text.strip() for line in keys.render_lines(keys.region.reset_offset))
+        assert drawn.endswith("Ctrl+T copy curl · Esc back"), drawn
         # a file that is not there: a sentence, nothing read; then the document from a file
         for path, want in ((tmp_path / "nope.txt", "No such file"), (tmp_path, "is a folder")):
             await pilot.press("ctrl+o")

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import yaml
 from pydantic import SecretStr
+from textual.widgets._toast import Toast
 
 from ncui.app import NCApp, first_run_message
 from ncui.backend import Backend, DemoOptions
@@ -105,12 +106,21 @@ async def test_the_kubeconfig_lands_in_kube_and_the_humans_own_kubectl_works_bes
 async def test_no_leaves_the_config_alone_and_is_remembered(sim, tmp_path):
     home = KubeHome(tmp_path / ".kube", tmp_path / "answers.json")
     app = _app(sim, kube_home=home)
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:  # (toasts drawn, as in a terminal)
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))
         await pilot.press("s")
         await until(pilot, lambda: isinstance(app.screen, SignInModal), what="the sign-in")
         await _approve(sim, app.screen.link)
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), timeout=30, what="the context question")
+        # The sign-in's toast, still up as the question opens: on the question's top rows, clear of its text, its
+        # buttons and its Enter line (at the bottom right, where toasts go, it sat over them for seconds).
+        question = app.screen
+        await until(pilot, lambda: list(question.query(Toast)), what="the sign-in's toast on the question")
+        await pilot.pause()
+        dialog = question.query_one("ConfirmModal > Vertical").content_region
+        assert "Signed in" in str(question.query_one(Toast).render())
+        for toast in question.query(Toast):
+            assert not toast.region.overlaps(dialog), (toast.region, dialog)
         await pilot.press("n")
         await until(pilot, lambda: getattr(app.store.value("kube_files"), "context", "") == "declined")
         # Account: how to use the file instead (the seed's manual path)

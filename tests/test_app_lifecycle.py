@@ -10,9 +10,11 @@ from pathlib import Path
 import httpx
 
 from ncui import recipes as R
+from ncui.lifecycle import load_test_running
+from ncui.screens.chat import ChatScreen, Composer
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal, SignInModal
 
-from .apphelp import app_for, loaded, open_recipes, put_bid, screen_text, until
+from .apphelp import app_for, loaded, open_recipes, put_bid, screen_text, type_text, until
 
 FILES = Path(__file__).resolve().parent.parent / "ncui" / "sim" / "catalog" / "files"
 
@@ -62,6 +64,11 @@ async def confirm_apply(pilot, app) -> str:
         await pilot.press("enter")  # the standing limit, as it stands: nothing new is set
     await until(pilot, is_apply, timeout=40, what="the apply question")
     return screen_text(app)
+
+
+def commands(app) -> list[str]:
+    """The kubectl lines this session recorded in the history (h, ncui history), oldest first."""
+    return [e.command for e in app.history.session if e.kind == "kubectl"]
 
 
 def jobs(app) -> dict:
@@ -131,6 +138,19 @@ async def test_stop_removes_the_whole_recipe_and_one_serving_recipe_at_a_time(si
         ):
             assert await kube.get(kind, name) is None, (kind, name)
         assert await kube.get("services", "kubernetes") is not None  # nothing that is not the recipe's
+        # The history holds each Stop as the commands its question showed, naming the files that were applied.
+        files = f"{sim.access_url}/first-job/"
+        for line in (
+            f"kubectl --context halcyon delete -f {files}inkling-serve-nvidia.yaml",
+            "kubectl --context halcyon delete job inkling-weights",
+            f"kubectl --context halcyon delete -f {files}kimi-k3-serve-nvidia.yaml",
+            "kubectl --context halcyon delete job kimi-k3-weights",
+        ):
+            assert commands(app).count(line) == 1, (line, commands(app))
+        assert not any(" delete deployment " in c or " delete service " in c for c in commands(app))
+        stop = next(e for e in app.history.session if " delete -f " in e.command and "kimi-k3" in e.command)
+        assert stop.ok
+        assert stop.what.startswith("stop Serve Kimi K3: delete ") and "service/infera" in stop.what
 
 
 async def test_kimi_load_test_holds_own_requests_and_shows_its_summary(sim):
@@ -154,6 +174,7 @@ async def test_kimi_load_test_holds_own_requests_and_shows_its_summary(sim):
         assert "kimi-k3-loadtest" not in jobs(app)  # nothing before the yes
         await pilot.press("y")
         await until(pilot, lambda: "kimi-k3-loadtest" in jobs(app), what="the load test Job")
+        assert f"kubectl --context halcyon apply -f {sim.access_url}/first-job/kimi-k3-loadtest.yaml" in commands(app)
         world.advance(300)
         await until(pilot, lambda: "Kimi K3's load test is running since" in screen_text(app), what="said running")
         app.clear_notifications()
@@ -166,6 +187,26 @@ async def test_kimi_load_test_holds_own_requests_and_shows_its_summary(sim):
         assert "load test is done" in text and "Requests: 3000" in text and "ms mean" in text and "tok/s out" in text
         await pilot.press("escape")
         await until(pilot, lambda: "load test done: 3000 requests" in screen_text(app), what="the summary's figures")
+
+        # Own requests go again; then a load test started while the chat is open (the human's own kubectl, in
+        # another shell): the chat sends nothing, says why, and keeps what was typed.
+        asked = sim.app.state.kube.chat_requests
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, ChatScreen), what="the chat")
+        chat = app.screen
+        await type_text(pilot, "hi")
+        await pilot.press("enter")
+        await until(pilot, lambda: chat.turns, timeout=30, what="an answer")
+        sent = len(asked)
+        await app._kube.delete("jobs", "kimi-k3-loadtest")
+        await until(pilot, lambda: "kimi-k3-loadtest" not in jobs(app), timeout=30, what="the old run gone")
+        await apply_files(app, "kimi-k3-loadtest.yaml")
+        await until(pilot, lambda: load_test_running(jobs(app)), timeout=30, what="a new load test running")
+        app.clear_notifications()
+        await type_text(pilot, "and now")
+        await pilot.press("enter")
+        await until(pilot, lambda: "sends none of your own requests" in notes(app), what="the send held, and why")
+        assert len(asked) == sent and len(chat.turns) == 1 and chat.query_one(Composer).text == "and now"
 
 
 async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factory):
@@ -209,6 +250,7 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
         await pilot.press("T")
         text = await confirm_apply(pilot, app)
         assert "First delete job/finance-analyst-tune (Failed" in text and "Job/finance-analyst-tune" in text
+        assert f"delete -f {sim.access_url}/first-job/finance-analyst-serve-nvidia.yaml" in text  # the file applied
         first_uid = jobs(app)["finance-analyst-tune"]["metadata"]["uid"]
         await pilot.press("y")
         await until(
@@ -244,6 +286,7 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
             "a new serve pod, ready",
         )
         assert "PREVIOUS" not in screen_text(app)
+        assert "kubectl --context halcyon rollout restart deploy/finance-analyst" in commands(app)
 
         await pilot.press("x")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), timeout=30, what="the stop question")
@@ -265,6 +308,13 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
         for kind in ("deployments", "services", "serviceaccounts", "roles", "rolebindings", "jobs"):
             items, _ = await kube.list(kind, label_selector="first-job.nationalcompute.com/recipe=finance-analyst")
             assert items == [], kind
+        # The seed's two stop lines, each once; the launcher's RBAC goes with the file, not as lines of its own.
+        stops = [c for c in commands(app) if " delete " in c][-2:]
+        assert stops == [
+            f"kubectl --context halcyon delete -f {sim.access_url}/first-job/finance-analyst-serve-nvidia.yaml",
+            "kubectl --context halcyon delete job finance-analyst-tune",
+        ]
+        assert not any(" delete role" in c or " delete serviceaccount " in c for c in commands(app))
 
 
 async def test_the_box_tune_passes_by_default_and_a_defective_one_is_asked_for(sim):

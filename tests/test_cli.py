@@ -41,6 +41,8 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 def test_version_and_help():
     assert run("--version").stdout.strip() == f"ncui {__version__}"
+    as_module = subprocess.run([sys.executable, "-m", "ncui", "--version"], capture_output=True, text=True, timeout=60)
+    assert as_module.stdout.strip() == f"ncui {__version__}"  # python -m ncui: the ncui command
     h = run("--help")
     assert h.returncode == 0 and "--demo" in h.stdout and "sim" in h.stdout
     s = run("sim", "--help")

@@ -171,3 +171,51 @@ def test_lease_vm(snap_compare, sim_factory, size):
         await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+def test_chat(snap_compare, kube_factory, monkeypatch):
+    """Talking to Inkling at 80×24 after one streamed answer: the thinking apart, the answer, the figures under it.
+    The answer's timing is measured in real time: frozen here (first token 0.42 s, 150 tok/s), as the clocks are."""
+    from ncui.screens.chat import ChatScreen, Composer
+
+    from .apphelp import type_text
+
+    k = kube_factory("k8s-market")
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(k.auth_cache))
+    k.set_bid(5.0)
+    k.kubectl("apply", "-f", k.file("inkling-weights-to-shared-nvidia.yaml"))
+    k.kubectl("apply", "-f", k.file("inkling-serve-nvidia.yaml"))
+    k.advance_until(
+        lambda: any(
+            n.startswith("inkling-") and not n.startswith("inkling-weights") and s.endswith(" 1/1")
+            for n, s in k.pod_statuses().items()
+        ),
+        what="Inkling READY 1/1",
+    )
+    app = app_for(k.sim)
+
+    async def ready(pilot):
+        await until(pilot, lambda: loaded(app, "whoami", "cluster", "bid", "ladder"))
+        await pilot.press("4")
+        view = app.query_one("#workloads")
+        await until(pilot, lambda: view._service() == "inkling", timeout=30, what="Inkling READY 1/1")
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, ChatScreen), what="the chat")
+        chat = app.screen
+        await type_text(pilot, "hi")
+        await pilot.press("enter")
+        await until(pilot, lambda: chat.turns and chat.answer is None, timeout=60, what="the answer, streamed")
+        a = chat.shown[-1][1]
+        a.started, a.first_token = 0.0, 0.42
+        a.ended = a.first_token + (a.tokens - 1) / 150
+        chat.action_thinking()  # (twice: every turn drawn again, with the frozen timing)
+        chat.action_thinking()
+        chat.query_one(Composer).cursor_blink = False
+        # the limit set before this session is pointed out at start; a toast is no part of the screen drawn here
+        await until(pilot, lambda: len(app._notifications) > 0, what="the start-up notice")
+        app.clear_notifications()
+        await pilot.pause()
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=ready)

@@ -558,8 +558,11 @@ class KubeClient:
         """A change, in the history as the kubectl line that makes it (``kubectl --context <cluster> …``)."""
         history.note("kubectl", history.kubectl_command(self.context or "<cluster>", *args), what, ok)
 
-    async def delete(self, kind: str, name: str, namespace: str = "default", propagation: str = "Background") -> bool:
-        """Delete; False when it was already gone."""
+    async def delete(
+        self, kind: str, name: str, namespace: str = "default", propagation: str = "Background", *, noted: bool = True
+    ) -> bool:
+        """Delete; False when it was already gone. ``noted=False``: the caller records the command it stands for
+        (Stop's ``kubectl delete -f <file>``: ``history.stopped``)."""
         k = kind_of(kind).kind.lower()
         ns = [] if namespace == "default" else ["-n", namespace]
         ok = False
@@ -578,7 +581,8 @@ class KubeClient:
             ok = True
             return True
         finally:
-            self._noted(f"delete {k}/{name}", ok, "delete", k, name, *ns)
+            if noted:
+                self._noted(f"delete {k}/{name}", ok, "delete", k, name, *ns)
 
     async def scale(self, kind: str, name: str, replicas: int, namespace: str = "default") -> dict[str, Any]:
         """Set a Deployment's (or ReplicaSet's) replicas through its scale subresource; returns the Scale."""
@@ -608,16 +612,23 @@ class KubeClient:
         """``kubectl rollout restart deploy/NAME``: stamp the pod template (``kubectl.kubernetes.io/restartedAt``,
         ``at`` an RFC 3339 time), so the Deployment replaces its pods with new ones."""
         patch = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": at}}}}}
-        return (
-            await self._json(
-                "PATCH",
-                self._path("deployments", namespace, name),
-                params={"fieldManager": "kubectl-rollout"},
-                content=json.dumps(patch).encode(),
-                content_type="application/merge-patch+json",
+        ns = [] if namespace == "default" else ["-n", namespace]
+        ok = False
+        try:
+            out = (
+                await self._json(
+                    "PATCH",
+                    self._path("deployments", namespace, name),
+                    params={"fieldManager": "kubectl-rollout"},
+                    content=json.dumps(patch).encode(),
+                    content_type="application/merge-patch+json",
+                )
+                or {}
             )
-            or {}
-        )
+            ok = True
+            return out
+        finally:  # (deploy/NAME: as the seed writes it, and the restart question shows it)
+            self._noted(f"restart deployment/{name} (rollout)", ok, "rollout", "restart", f"deploy/{name}", *ns)
 
     # ---- logs -------------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
 
 from ..kube.chat import Answer, ChatError, Endpoint, Turn, curl_command, request_body, stream_chat
+from ..lifecycle import load_test_guard
 from ..textsafe import clean
 from .modals import PromptModal, ResultsModal
 
@@ -85,7 +86,7 @@ class ChatScreen(ModalScreen[None]):
     ChatScreen #conversation { height: 1fr; }
     ChatScreen #conversation > Static { margin-bottom: 1; }
     ChatScreen #composer { height: auto; min-height: 3; max-height: 8; border: tall $accent; }
-    ChatScreen #chat-keys { height: 1; color: $text-muted; }
+    ChatScreen #chat-keys { height: auto; color: $text-muted; }  /* (two lines for a document at 80 columns) */
     """
 
     def __init__(self, ep: Endpoint, context: str) -> None:
@@ -190,6 +191,10 @@ class ChatScreen(ModalScreen[None]):
         app: NCApp = self.app  # type: ignore[assignment]
         if app._kube is None:
             self.notify("kubectl is not signed in to the cluster: press s on the main screen.", timeout=6)
+            return
+        why = load_test_guard(app.store, app.backend.now() if app.backend else None)
+        if why:  # the seed: none of your own requests during the load test (it may have started after m)
+            self.notify(why, severity="warning", timeout=10)  # (what is typed stays, to send once it ends)
             return
         self.last_body = request_body(self.ep, self.turns, text)
         box.text = ""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual import work
 
+from .. import history
 from .. import lifecycle as L
 from ..api.errors import NCError
 from ..textsafe import clean
@@ -197,7 +198,8 @@ class LifecycleMixin(_AppBase):
         if not objs:
             self.notify(f"Nothing of {recipe.title} is on {ref.name} any more.")
             return True
-        cmds = list(R.stop_commands(recipe, info)) if info is not None else []
+        nc = self._client()
+        cmds = list(R.stop_commands(recipe, info, nc.endpoints.catalog_url if nc else None)) if info else []
         extra = [o.name for o in objs if o.plural == "jobs" and not any(o.name in c for c in cmds)]
         if extra:
             cmds.append(f"kubectl --context {ref.name} delete job {' '.join(extra)}")
@@ -215,11 +217,18 @@ class LifecycleMixin(_AppBase):
             self.notify("Nothing was stopped.")
             return False
         failed: list[str] = []
-        for o in objs:
-            try:
-                await kube.delete(o.plural, o.name)
-            except KubeError as e:
-                failed.append(f"{o.ref}: {e}")
+        tried: list[str] = []
+        refused: list[str] = []
+        try:
+            for o in objs:
+                tried.append(o.ref)
+                try:  # (recorded below as the commands the question showed; each delete alone without them)
+                    await kube.delete(o.plural, o.name, noted=not cmds)
+                except KubeError as e:
+                    failed.append(f"{o.ref}: {e}")
+                    refused.append(o.ref)
+        finally:
+            history.stopped(recipe.title, cmds, tried, refused)
         if failed:
             await self.push_screen_wait(
                 ResultsModal(f"{recipe.title}: not everything was stopped", Text("\n".join(failed)))
@@ -335,7 +344,7 @@ class LifecycleMixin(_AppBase):
                 "Post-train: tune again",
                 (tune,),
                 gpus=R.gpus_of(tune.docs, info.gpu_vendor),
-                stop=R.stop_commands(recipe, info),
+                stop=R.stop_commands(recipe, info, nc.endpoints.catalog_url),
                 summary=summary,
                 replace=(("jobs", L.TUNE_JOB, f"{job_status(old)}; its log stays on the volume at {L.TUNE_LOG}"),),
             )
@@ -471,6 +480,7 @@ class LifecycleMixin(_AppBase):
                     self.notify("The previous load test is still being removed; press L again in a moment.")
                     return
             results = await kube.apply(list(test.docs))
+            history.applied_step(ref.name, "Kimi K3's load test", test, results)
         except KubeError as e:
             self.notify(f"The load test was not started: {e}", severity="error", timeout=10)
             return
