@@ -175,7 +175,7 @@ async def fetch_step(nc: NCClient, s: m.RecipeStep, cluster: m.K8sCluster) -> Pl
     return PlanStep(s.stem, s.title or s.stem, rf.used, rf.url, rf.note, rf.text, tuple(docs), s.optional)
 
 
-def stop_commands(recipe: m.Recipe, cluster: m.K8sCluster, catalog_url: str | None = None) -> tuple[str, ...]:
+def stop_commands(recipe: m.Recipe, cluster: m.K8sCluster, catalog_url: str | None) -> tuple[str, ...]:
     """The catalog's stop commands for this recipe on ``cluster`` (its name as the context, its vendor's file);
     with ``catalog_url`` (``Endpoints.catalog_url``), a file named at the catalog's address is named where ncui
     fetched it (the box's catalog in the demo: the file that was applied)."""

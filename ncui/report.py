@@ -210,7 +210,7 @@ async def _kubernetes(
     catalog = await _try(un, "recipe", nc.catalog)
     recipe = R.recipe_of(catalog or (), obj)
     if recipe is not None and recipe.name != "something-else" and info is not None:
-        stop = list(R.stop_commands(recipe, info))
+        stop = list(R.stop_commands(recipe, info, nc.endpoints.catalog_url))
     else:
         stop = [f"kubectl --context {name} delete {'job' if kind == 'Job' else 'deployment'} {oname}"]
     r["stop"] = stop
