@@ -543,6 +543,9 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
 
     def select(self, pod: str, container: str | None = None, previous: bool = False) -> None:
         self.pod, self.container, self.previous = pod, container, previous
+        if self.follower is not None:  # now: the old pod's lines must not reach the new pod's chart
+            self.follower.stop()
+            self.follower = None
         self._losses.clear()
         self._explain()
         self.follow_log()
@@ -564,6 +567,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         if self.follower is not None:
             self.follower.stop()
             self.follower = None
+        self._losses.clear()  # (a batch of the old follower's may have landed since select)
         pane.clear()
         self._chart()
         kube = self.ncapp._kube
