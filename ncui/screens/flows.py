@@ -303,7 +303,7 @@ class FlowsMixin(_AppBase):
             return
         self.store.meta["last_plan"] = plan
         self._remember_apply(plan, cluster)
-        self.store.meta["applied_seq"] = self.store.meta.get("applied_seq", 0) + 1  # Workloads selects its pod
+        self.applied_select(plan.all_docs())
         self.notify(f"{plan.title} applied: " + ", ".join(f"{r.kind.lower()}/{r.name}" for r in results))
         await self.run_action("show('workloads')")
 
@@ -526,6 +526,13 @@ class FlowsMixin(_AppBase):
         return await self.push_screen_wait(CeilingModal("Your ceiling", context, judge, standing))
 
     # ---- the cluster's API ----------------------------------------------------------------------
+
+    def applied_select(self, docs: list[dict[str, Any]]) -> None:
+        """Workloads selects the pod of what an apply just made (its Jobs and Deployments, in order) until the
+        human moves the cursor: counted in ``meta["applied_seq"]``, the workloads in ``meta["applied_want"]``."""
+        want = [(d["kind"], d["metadata"]["name"]) for d in docs if d.get("kind") in ("Job", "Deployment")]
+        self.store.meta["applied_want"] = want
+        self.store.meta["applied_seq"] = self.store.meta.get("applied_seq", 0) + 1
 
     async def kube_client(self) -> KubeClient | None:
         """A signed-in client for the active cluster (runs the sign-in when needed); None on failure."""

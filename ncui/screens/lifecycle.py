@@ -53,6 +53,7 @@ class LifecycleMixin(_AppBase):
         async def kube_client(self) -> KubeClient | None: ...
         def _client(self) -> NCClient | None: ...
         def start_apply(self, plan: R.Plan) -> None: ...
+        def applied_select(self, docs: list[dict[str, Any]]) -> None: ...  # screens/flows.py
         async def _cover(
             self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool
         ) -> str | None: ...
@@ -493,4 +494,5 @@ class LifecycleMixin(_AppBase):
             )
             return
         st.meta.pop("loadtest_summary", None)
+        self.applied_select(list(test.docs))  # Workloads follows the test's log
         self.notify(f"Load test started: job/{L.LOADTEST_JOB}, about {L.LOADTEST_MINUTES} minutes.", timeout=8)

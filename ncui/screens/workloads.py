@@ -181,7 +181,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
     BINDINGS = [
         Binding("f", "follow", "Follow"),
         Binding("slash", "filter", "Filter"),
-        Binding("w", "wrap", "Wrap"),
+        Binding("w", "wrap", "Wrap", show=False),  # (in the help: the footer keeps q Quit at 80 columns)
         Binding("t", "timestamps", "Times", show=False),
         Binding("G", "end", "End", show=False),
         Binding("p", "previous", "Previous", show=False),
@@ -472,15 +472,13 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         return mine[0]["metadata"]["name"] if mine else None
 
     def _follow_apply(self, pods: dict[str, Any]) -> None:
-        """After an apply (flows.py counts them in ``meta["applied_seq"]``), select the new workload's pod: of
-        the Jobs and Deployments it created, the first in the apply's order that has a pod (its newest), so a
-        Post-train's launcher is shown until the tune's pod comes. Until the human moves the cursor."""
+        """After an apply (``FlowsMixin.applied_select`` counts them), select the new workload's pod: of the Jobs
+        and Deployments it created, the first in the apply's order that has a pod (its newest), so a Post-train's
+        launcher is shown until the tune's pod comes. Until the human moves the cursor."""
         seq = self.store.meta.get("applied_seq", 0)
         if seq != self._applied_seen:
             self._applied_seen = seq
-            plan = self.store.meta.get("last_plan")
-            docs = plan.all_docs() if plan is not None else []
-            self._want = [(d["kind"], d["metadata"]["name"]) for d in docs if d.get("kind") in ("Job", "Deployment")]
+            self._want = list(self.store.meta.get("applied_want") or ())
         if not self._want:
             return
         for i, (kind, name) in enumerate(self._want):
