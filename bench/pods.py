@@ -118,6 +118,7 @@ def run_ncui(box: Box, n: int, seconds: float, stream: float, gap: float, profil
         if ready is None:
             raise SystemExit(f"Workloads never showed {n} pods: {app.tail_text()}")
         shown = ready["t"] - t_open
+        time.sleep(2)  # the first paint's after-work (the table measuring its 1,000 rows once) out of the windows
         app.ask("frames", "frames")  # drop the start-up frames
         # the stream alone first (no key pressed: what kubectl get pods -w does), then a person pressing ↓
         spies = [pyspy(app.pid, stream, profile / "ncui-stream.txt")] if profile and stream else []

@@ -29,7 +29,7 @@ from pydantic import SecretStr
 
 from .. import history
 from ..api.client import BearerAuth
-from ..textsafe import clean
+from ..textsafe import clean, loads_clean
 from . import session
 from .gate import SignInGate
 from .linestream import Lines, LineStream, StreamFailed
@@ -199,6 +199,22 @@ def _ssl_context(cluster: dict[str, Any]) -> ssl.SSLContext | bool:
     if path:
         return ssl.create_default_context(cafile=path)
     return ssl.create_default_context()
+
+
+async def _lines(r: httpx.Response) -> AsyncIterator[str]:
+    """A streamed response's lines (a watch: one JSON event a line), split here: ``aiter_lines`` decodes and splits
+    each chunk through two more async generators of Python, a third of the watch's cost at a hundred events a
+    second (bench/pods.py)."""
+    rest = b""
+    async for chunk in r.aiter_bytes():
+        if b"\n" not in chunk:
+            rest += chunk
+            continue
+        *lines, rest = (rest + chunk).split(b"\n") if rest else chunk.split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8", "replace")
+    if rest:
+        yield rest.decode("utf-8", "replace")
 
 
 class KubeClient:
@@ -468,7 +484,8 @@ class KubeClient:
         timeout_seconds: int | None = None,
         label_selector: str | None = None,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        """Events after ``resource_version``: (``ADDED|MODIFIED|DELETED``, object). Raises ``Gone`` on 410."""
+        """Events after ``resource_version``: (``ADDED|MODIFIED|DELETED``, object), every string of it made safe to
+        show (textsafe). Raises ``Gone`` on 410."""
         params: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "false"}
         if timeout_seconds is not None:
             params["timeoutSeconds"] = int(timeout_seconds)
@@ -477,11 +494,11 @@ class KubeClient:
         read = None if timeout_seconds is None else timeout_seconds + 30.0
         r = await self._stream(self._path(kind, namespace), params, read)
         try:
-            async for line in r.aiter_lines():
+            async for line in _lines(r):
                 if not line.strip():
                     continue
                 try:
-                    ev = json.loads(line)
+                    ev = loads_clean(line)  # (a hundred whole pods a second on a big cluster: walked only if need be)
                 except ValueError:
                     raise KubeError(None, "BadResponse", "the watch stream sent a line that is not JSON") from None
                 typ, obj = ev.get("type"), ev.get("object") or {}

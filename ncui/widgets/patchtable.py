@@ -4,8 +4,8 @@ repaints that row alone, and a row out of sight changes without a repaint at all
 Textual's ``update_cell`` bumps the table's update count, which every render cache (cells, rows, lines, row
 offsets) is keyed on, and repaints the whole table: after one change the next frame renders every cell in
 sight anew, whatever made the frame (a key press, the log pane). ``set_cells`` instead puts the values in and
-forgets only that row's cached renders (its cells and lines), then repaints its line; a row out of sight is
-only marked, and forgotten just before it is drawn again (``render_lines``). Written against Textual 8.2.8's
+forgets only the cached renders of those cells and of that row's line, then repaints the line; a row out of
+sight is only marked, and forgotten just before it is drawn again (``render_lines``). Written against Textual 8.2.8's
 DataTable internals (pinned): ``_data``, the render caches, ``_row_locations``.
 """
 
@@ -24,7 +24,7 @@ __all__ = ["PatchTable"]
 class PatchTable(DataTable[Any]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._unseen: set[RowKey] = set()  # rows changed out of sight: their cached renders are stale
+        self._unseen: dict[RowKey, set[ColumnKey]] = {}  # cells changed out of sight: their cached renders are stale
 
     def _in_sight(self, index: int) -> bool:
         top = int(self.scroll_y)
@@ -38,34 +38,34 @@ class PatchTable(DataTable[Any]):
         data = self._data.get(key)
         if index is None or data is None:
             raise KeyError(row)
+        columns = {ColumnKey(c) for c in cells}
+        if not all(c in self._column_locations for c in columns):
+            raise KeyError(cells)
         for column, value in cells.items():
-            if ColumnKey(column) not in self._column_locations:
-                raise KeyError(column)
             data[ColumnKey(column)] = value
         if self._in_sight(index):
-            self._forget({key})
+            self._forget({key: columns})
             self.refresh_row(index)
         else:
-            self._unseen.add(key)
+            self._unseen.setdefault(key, set()).update(columns)
 
-    def _forget(self, keys: set[RowKey]) -> None:
-        """Drop the cached renders of ``keys``' rows (keyed by row first) and the per-line and per-index caches
-        (cheap to rebuild from the rows': only lines repainted are asked for again)."""
-        caches: tuple[Any, ...] = (self._cell_render_cache, self._row_render_cache)
-        for cache in caches:
-            for k in [k for k in cache.keys() if k[0] in keys]:
-                cache.discard(k)
+    def _forget(self, cells: dict[RowKey, set[ColumnKey]]) -> None:
+        """Drop the cached renders of ``cells`` (row → columns) and of their rows' lines, and the per-index and
+        per-line caches (cheap to rebuild from the rows' and cells': only the lines repainted are asked again)."""
+        stale = [k for k in self._cell_render_cache.keys() if k[0] in cells and k[1] in cells[k[0]]]
+        for k in stale:
+            self._cell_render_cache.discard(k)
+        for r in [r for r in self._row_render_cache.keys() if r[0] in cells]:
+            self._row_render_cache.discard(r)
         self._row_renderable_cache.clear()
         self._line_cache.clear()
 
     def render_lines(self, crop: Region) -> list[Strip]:
         if self._unseen:  # rows changed out of sight that are in sight now: forget their old renders first
             top = int(self.scroll_y)
-            here = {
-                k for y in range(top, top + self.size.height) if (k := self._row_locations.get_key(y)) in self._unseen
-            }
+            keys = (self._row_locations.get_key(y) for y in range(top, top + self.size.height))
+            here = {k: self._unseen.pop(k) for k in keys if k in self._unseen}
             if here:
-                self._unseen -= here
                 self._forget(here)
         return super().render_lines(crop)
 
