@@ -3,9 +3,11 @@ selected pod; its log followed live (batched) with a loss chart; a prompt for a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from itertools import compress, count
+from operator import is_not
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
 from textual import work
@@ -115,6 +117,12 @@ PodRow = tuple[str, str, str, str, str]  # a pod as the table shows it: NAME, RE
 CELLS = ("READY", "STATUS", "RESTARTS", "NODE")  # the columns after NAME that a watch event changes
 
 
+def _same_version(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """The same object at the same version (its uid: a pod of the same name made anew is another)."""
+    ma, mb = a.get("metadata") or {}, b.get("metadata") or {}
+    return ma.get("uid") == mb.get("uid") and ma.get("resourceVersion") == mb.get("resourceVersion")
+
+
 def _status_text(status: str) -> Text:
     style = (
         "green"
@@ -195,7 +203,8 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         self._rows: list[PodRow] = []  # the rows shown, by name
         self._names: list[str] = []  # the pods' names in order, and as a set (the same pods: not sorted again)
         self._name_set: frozenset[str] = frozenset()
-        self._row_cache: dict[str, tuple[Any, tuple[Any, Any], PodRow]] = {}  # name → (object, (uid, version), row)
+        self._pod_objs: list[Any] = []  # by _names: the objects the rows were made from, and the rows
+        self._pod_list: list[PodRow | None] = []
         self._name_width = 0  # the NAME column's width the names were shortened for
         self._refresh_due = False  # a watched slice changed: one redraw soon for the burst (_changed)
         self._losses = LossCurve()
@@ -441,40 +450,46 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         self._explain()
 
     def _pod_rows(self, pods: Mapping[str, dict[str, Any]]) -> tuple[list[PodRow], list[int] | None]:
-        """The table's rows for ``pods`` by name, and the indexes of those that may have changed since the last
-        call (None when the pods are not the same ones). A thousand pods and a hundred changes a second: the names
-        are sorted again only when the set of pods changed, and a row is worked out again only for a pod whose
-        object is new (the watch keeps an unchanged pod's object) and whose uid or version changed."""
+        """The table's rows for ``pods`` by name, and the indexes of those that changed since the last call (None
+        when the pods are not the same ones, or nothing is shown). A thousand pods and a hundred changes a second:
+        the names are sorted again only when the set of pods changed, the objects are compared by identity in C
+        (the watch keeps an unchanged pod's object), and a row is worked out again only for a pod whose object is
+        new and whose uid or version changed (bench/pods.py)."""
         from ..kube import status as S
 
-        names, cache = self._names, self._row_cache
-        changed: list[int] | None = [] if self._rows else None
-        if len(names) != len(pods) or pods.keys() != self._name_set:
+        objs, rows = self._pod_objs, self._pod_list
+        changed: list[int] | None
+        if len(self._names) != len(pods) or pods.keys() != self._name_set:
+            before = dict(zip(self._names, zip(objs, rows, strict=True), strict=True))
             names = self._names = sorted(pods)  # (the watch keys each pod by its metadata.name)
             self._name_set = frozenset(names)
-            cache = self._row_cache = {n: cache[n] for n in names if n in cache}  # (the gone go)
+            new = list(map(pods.__getitem__, names))
+            kept = [before.get(n, (None, None)) for n in names]
+            objs, rows = [o for o, _ in kept], [r for _, r in kept]
+            todo: Iterable[int] = [i for i, (o, p) in enumerate(zip(objs, new, strict=True)) if o is not p]
             changed = None
-        rows: list[PodRow] = []
-        for i, name in enumerate(names):
-            p = pods[name]
-            hit = cache.get(name)
-            if hit is None or hit[0] is not p:
-                md = p["metadata"]
-                version = (md.get("uid"), md.get("resourceVersion"))
-                row = hit[2] if hit is not None and hit[1] == version else None
-                if row is None:
-                    row = (
-                        name,
-                        S.pod_ready(p),
-                        S.pod_status(p),
-                        str(S.pod_restarts(p)),
-                        (p.get("spec") or {}).get("nodeName") or "<none>",
-                    )
-                    if changed is not None:
-                        changed.append(i)
-                hit = cache[name] = (p, version, row)
-            rows.append(hit[2])
-        return rows, changed
+        else:
+            new = list(map(pods.__getitem__, self._names))
+            todo = list(compress(count(), map(is_not, new, objs)))
+            rows = list(rows)
+            changed = [] if self._rows else None
+        for i in todo:
+            p, o = new[i], objs[i]
+            if o is not None and rows[i] is not None and _same_version(o, p):
+                continue  # (a re-list: a new object of the same version)
+            row = (
+                p["metadata"]["name"],
+                S.pod_ready(p),
+                S.pod_status(p),
+                str(S.pod_restarts(p)),
+                (p.get("spec") or {}).get("nodeName") or "<none>",
+            )
+            if row != rows[i]:
+                rows[i] = row
+                if changed is not None:
+                    changed.append(i)
+        self._pod_objs, self._pod_list = new, rows
+        return cast("list[PodRow]", rows), changed
 
     def _resumed(self, pods: dict[str, Any]) -> str | None:
         """The pod of the job ncui remembers on this cluster (a restart resumes watching it), running first."""
