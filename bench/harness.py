@@ -312,7 +312,7 @@ def pyspy(pid: int, seconds: float, out: Path) -> Any:
             "-d",
             str(int(seconds)),
             "-r",
-            "50",
+            os.environ.get("PY_SPY_RATE", "50"),
             "-f",
             "raw",
             "-o",

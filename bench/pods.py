@@ -9,8 +9,10 @@ one running pod's restart count RATE times a real second, each a MODIFIED event 
 real pty at 80x24 on Workloads (a bench hook inside reports frames and the selection, bench/harness.py); kubectl
 writes to a pipe this process drains. Each reader runs alone, in rotated order, SECONDS each round (this machine
 is noisy): frame time p50/p99 (layout, render and write of one frame), key latency p50/p99 (↓ written to the
-pty → the frame that shows the selection moved), RSS, CPU. Targets (issue 16): key latency p99 <= 100 ms, frame
-p99 <= 50 ms, CPU not above kubectl's by more than 2x. A benchmark, not a test: it prints figures.
+pty → the frame that shows the selection moved), RSS, CPU. ncui's CPU is measured twice: on the stream alone (no
+key pressed, as kubectl: STREAM seconds) and with a ↓ every GAP s (each selects a pod and follows its log). Targets
+(issue 16): key latency p99 <= 100 ms, frame p99 <= 50 ms, CPU on the same stream not above kubectl's by more than
+2x. A benchmark, not a test: it prints figures.
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ async def prepare(box: Box, n: int) -> None:
         await kc.aclose()
 
 
-def run_ncui(box: Box, n: int, seconds: float, gap: float, profile: Path | None) -> dict:
+def run_ncui(box: Box, n: int, seconds: float, stream: float, gap: float, profile: Path | None) -> dict:
     app = PtyApp(PODS, box.env, (80, 24), (box.api, box.token, str(n)))
     try:
         if app.wait_event(lambda e: e.get("ev") == "loaded", 60) is None:
@@ -116,7 +118,17 @@ def run_ncui(box: Box, n: int, seconds: float, gap: float, profile: Path | None)
         if ready is None:
             raise SystemExit(f"Workloads never showed {n} pods: {app.tail_text()}")
         shown = ready["t"] - t_open
+        time.sleep(2)  # the first paint's after-work (the table measuring its 1,000 rows once) out of the windows
         app.ask("frames", "frames")  # drop the start-up frames
+        # the stream alone first (no key pressed: what kubectl get pods -w does), then a person pressing ↓
+        spies = [pyspy(app.pid, stream, profile / "ncui-stream.txt")] if profile and stream else []
+        c0, t0 = app.cpu(), time.monotonic()
+        time.sleep(stream)  # the window measured: the watch delivers its changes meanwhile
+        cpu_stream = 100 * (app.cpu() - c0) / max(time.monotonic() - t0, 1e-9)
+        frames_stream = (app.ask("frames", "frames") or {}).get("frames", [])
+        for s in spies:
+            if s is not None:
+                s.wait()
         spies = (
             [pyspy(app.pid, seconds, profile / "ncui.txt"), pyspy(box.pid, seconds, profile / "box.txt")]
             if (profile)
@@ -143,6 +155,8 @@ def run_ncui(box: Box, n: int, seconds: float, gap: float, profile: Path | None)
                 s.wait()
         return {
             "cpu_pct": 100 * cpu / wall,
+            "cpu_stream": cpu_stream,
+            "frames_stream": frames_stream,
             "rss": rss,
             "peak": peak,
             "frames": frames,
@@ -192,12 +206,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=float, default=100.0, help="watch changes a second (default 100)")
     ap.add_argument("--seconds", type=float, default=30.0, help="each reader's measured window (default 30 s)")
     ap.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
+    ap.add_argument(
+        "--stream", type=float, help="ncui's window on the stream alone, before the keys (default SECONDS/2)"
+    )
     ap.add_argument("--gap", type=float, default=0.25, help="seconds between key presses (default 0.25)")
     ap.add_argument("--quick", action="store_true", help="2 rounds of 20 s (a few minutes on 2 cores)")
     ap.add_argument("--profile", type=Path, help="py-spy both ends in the first ncui window ($PY_SPY: the binary)")
     args = ap.parse_args(argv)
     if args.quick:
         args.repeat, args.seconds = min(args.repeat, 2), min(args.seconds, 20.0)
+    if args.stream is None:
+        args.stream = args.seconds / 2
     tmp = Path(tempfile.mkdtemp(prefix="ncui-bench-pods-"))
     box = Box(tmp, "--speed", "0")
     try:
@@ -212,8 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         box.post("/_sim/k8s/churn", {"rate": args.rate})
         hdr = (
-            f"{'round':<6}{'reader':<8}{'CPU %':>7}{'RSS MB':>8}{'frame p50':>10}{'p99 ms':>7}{'key p50':>8}"
-            f"{'p99 ms':>7}{'keys':>6}{'shown s':>8}{'out B/s':>9}"
+            f"{'round':<6}{'reader':<8}{'CPU %':>7}{'+keys':>7}{'RSS MB':>8}{'frame p50':>10}{'p99 ms':>7}"
+            f"{'key p50':>8}{'p99 ms':>7}{'keys':>6}{'shown s':>8}{'out B/s':>9}"
         )
         print(hdr)
         ncui: list[dict] = []
@@ -224,11 +243,12 @@ def main(argv: list[str] | None = None) -> int:
                     prof = args.profile if (args.profile and not ncui) else None
                     if prof:
                         prof.mkdir(parents=True, exist_ok=True)
-                    m = run_ncui(box, args.pods, args.seconds, args.gap, prof)
+                    m = run_ncui(box, args.pods, args.seconds, args.stream, args.gap, prof)
                     ncui.append(m)
                     f, k = [x * 1000 for x in m["frames"]], [x * 1000 for x in m["keys"]]
                     print(
-                        f"{i + 1:<6}{'ncui':<8}{m['cpu_pct']:>7.1f}{m['rss']:>8.1f}{pctl(f, 50):>10.1f}"
+                        f"{i + 1:<6}{'ncui':<8}{m['cpu_stream']:>7.1f}{m['cpu_pct']:>7.1f}{m['rss']:>8.1f}"
+                        f"{pctl(f, 50):>10.1f}"
                         f"{pctl(f, 99):>7.1f}{pctl(k, 50):>8.1f}{pctl(k, 99):>7.1f}{len(k):>6}{m['shown_s']:>8.1f}"
                         f"{m['bytes_s']:>9,.0f}" + (f"  ({m['missed']} presses never shown)" if m["missed"] else ""),
                         flush=True,
@@ -237,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
                     m = run_kubectl(box, args.pods, args.seconds)
                     kube.append(m)
                     print(
-                        f"{i + 1:<6}{'kubectl':<8}{m['cpu_pct']:>7.1f}{m['rss']:>8.1f}{'':>10}{'':>7}{'':>8}{'':>7}"
+                        f"{i + 1:<6}{'kubectl':<8}{m['cpu_pct']:>7.1f}{'':>7}{m['rss']:>8.1f}{'':>10}{'':>7}{'':>8}"
+                        f"{'':>7}"
                         f"{'':>6}{'':>8}  ({m['lines_s']:,.0f} lines/s)",
                         flush=True,
                     )
@@ -245,10 +266,14 @@ def main(argv: list[str] | None = None) -> int:
         med = statistics.median
         frames = [x * 1000 for m in ncui for x in m["frames"]]
         keys = [x * 1000 for m in ncui for x in m["keys"]]
-        n_cpu, k_cpu = med(m["cpu_pct"] for m in ncui), med(m["cpu_pct"] for m in kube)
+        n_cpu, k_cpu = med(m["cpu_stream"] for m in ncui), med(m["cpu_pct"] for m in kube)
+        n_keys = med(m["cpu_pct"] for m in ncui)
+        quiet = [x * 1000 for m in ncui for x in m["frames_stream"]]
         print("# medians over the rounds (percentiles over every frame and key press of every round)")
         print(
-            f"ncui     CPU {n_cpu:.1f}%  RSS {max(m['rss'] for m in ncui):.1f} MB  frame p50 {pctl(frames, 50):.1f} "
+            f"ncui     CPU {n_cpu:.1f}% (stream alone; {n_keys:.1f}% with ↓ every {args.gap:g} s)  "
+            f"{len(quiet) / max(len(ncui) * args.stream, 1e-9):.1f} frames/s on the stream alone\n"
+            f"ncui     RSS {max(m['rss'] for m in ncui):.1f} MB  frame p50 {pctl(frames, 50):.1f} "
             f"p99 {pctl(frames, 99):.1f} ms ({len(frames)} frames)  key p50 {pctl(keys, 50):.1f} p99 "
             f"{pctl(keys, 99):.1f} ms ({len(keys)} presses)  {med(m['bytes_s'] for m in ncui):,.0f} B/s to the terminal"
         )
@@ -259,7 +284,11 @@ def main(argv: list[str] | None = None) -> int:
         checks = [
             ("key latency p99 <= 100 ms", bool(keys) and pctl(keys, 99) <= 100 and not any(m["missed"] for m in ncui)),
             ("frame p99 <= 50 ms", bool(frames) and pctl(frames, 99) <= 50),
-            (f"CPU not above kubectl's by more than 2x ({n_cpu / max(k_cpu, 0.01):.2f}x)", n_cpu <= 2 * k_cpu),
+            (
+                f"CPU on the same stream not above kubectl's by more than 2x ({n_cpu / max(k_cpu, 0.01):.2f}x; "
+                f"with the key presses {n_keys / max(k_cpu, 0.01):.2f}x)",
+                n_cpu <= 2 * k_cpu,
+            ),
             ("0 crashes and 0 tracebacks", not any(m["traceback"] for m in ncui)),
         ]
         for what, ok in checks:
@@ -268,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "# frame's layout, render and write (Screen._on_timer_update); 'key': the write of ↓ to the pty to the end"
         )
-        print("# of the frame that shows the selection moved. CPU over the window (ncui: with the key presses).")
+        print("# of the frame that shows the selection moved. CPU: ncui on the stream alone (no key pressed, as")
+        print("# kubectl), then '+keys' over the window with a ↓ every GAP s (each selects a pod and follows its log).")
     finally:
         box.stop()
     return 0

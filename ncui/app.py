@@ -83,6 +83,9 @@ def view_class(name: str) -> type[View]:
 SIGNED_IN = "sign in: kubectl prints the link, you approve it in a browser, then it signs in silently"
 
 CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity", "ssh_keys")
+# The cluster's watches write the store at most every 50 ms: a big cluster's hundred changes a second are a few
+# writes (the subscribers, the header, the lifecycle watch: each once per write), not a hundred (bench/pods.py).
+WATCH_COALESCE = 0.05
 
 GLOBAL_HELP = """
 [b]Keys[/b]  1–6 screens · Tab/Shift-Tab move focus · ? help · Ctrl-P commands · r refresh · h history · q quit
@@ -689,6 +692,7 @@ class NCApp(
                 kind,
                 on_snapshot=partial(self._watched, slice_name),
                 on_error=partial(self._watch_failed, kube, slice_name),
+                coalesce=WATCH_COALESCE,
             )
             self._watchers.append(w)
             self.start_worker(w.run, name=f"watch-{kind}", group="watch")

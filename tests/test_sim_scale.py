@@ -90,3 +90,46 @@ async def test_drop_ends_streams_and_long_run(kc_factory):
     c = k.sim.app.state.kube.clusters[k.cluster]
     run = await advance_until(k, lambda: next((r for r in c.runs.values() if r.owner == "long2" and r.plan), None))
     assert any("iter 6000:" in text for _, text in run.plan.logs["main"])
+
+
+async def test_watcher_coalesces_a_burst_and_cleans_what_the_watch_sends(kc_factory):
+    """With ``coalesce`` (the app's watches), a burst of watch events is one snapshot or a few, not one per event,
+    and the last holds every change; a pod first seen on the watch (not the list) has its strings made safe;
+    stop() drops a delivery still to come."""
+    k, kc = kc_factory()
+    job = busybox_job("many", "sleep 600")
+    job["spec"].update(completions=40, parallelism=40)
+    assert all(r.error is None for r in await kc.apply([job]))
+    await advance_until(k, lambda: sum(s.startswith("Running") for s in k.pod_statuses().values()) == 40, step=30)
+    seen: list[dict] = []
+    w = ResourceWatcher(kc, "pods", lambda snap: seen.append(dict(snap)), coalesce=0.3)
+    wt = asyncio.ensure_future(w.run())
+    try:
+        await until(lambda: len(seen) == 1 and len(seen[0]) == 40, what="the first list")
+        c = k.sim.app.state.kube.clusters[k.cluster]
+        with k.world.lock:  # a burst: every pod changes at once (40 watch events)
+            for r in c.runs.values():
+                r.restarts += 1
+                c._render_put(r, c.t)
+        restarts = lambda p: sum(s.get("restartCount", 0) for s in p["status"].get("containerStatuses") or [])  # noqa: E731
+        await until(lambda: all(restarts(p) == 1 for p in seen[-1].values()), what="the burst in a snapshot")
+        assert len(seen) <= 4, len(seen)  # one or a few snapshots for 40 events (each its own without coalesce)
+        nasty = "x[red: \x1b[31mred\x1b[0m title: \x1b]0;title\x07 end]"
+        assert all(r.error is None for r in await kc.apply([busybox_job("nasty", nasty)]))
+        await until(lambda: any(n.startswith("nasty-") for n in seen[-1]), what="the new pod on the watch")
+        pod = next(p for n, p in seen[-1].items() if n.startswith("nasty-"))
+        command = " ".join(pod["spec"]["containers"][0].get("command") or []) + " ".join(
+            pod["spec"]["containers"][0].get("args") or []
+        )
+        assert "red" in command and "\x1b" not in command and "\x07" not in command, command
+        n = len(seen)
+        with k.world.lock:
+            for r in c.runs.values():
+                r.restarts += 1
+                c._render_put(r, c.t)
+        await until(lambda: w._flush is not None, what="a delivery to come")
+        w.stop()
+        assert w._flush is None and len(seen) == n  # the delivery to come was cancelled with the watcher
+    finally:
+        w.stop()
+        await asyncio.gather(wt, return_exceptions=True)

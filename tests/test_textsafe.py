@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from ncui.api.errors import error_from_response
 from ncui.kube.client import KubeError
 from ncui.kube.logs import clean_line
-from ncui.textsafe import clean, clean_json
+from ncui.textsafe import clean, clean_json, loads_clean
 
 BIDI = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)]
 CONTROLS = [chr(c) for c in range(0x00, 0xA0) if c < 0x20 or c >= 0x7F]  # C0, DEL, C1
@@ -112,6 +112,23 @@ def test_clean_json_cleans_every_string_and_keeps_line_breaks_where_asked():
         "items": [{"description": "l1\nl2", "x": None}],
         "k": "v",
     }
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(anything, st.one_of(anything, st.lists(anything, max_size=3)), max_size=4), st.booleans())
+def test_loads_clean_is_clean_json_of_the_document_however_it_was_written(doc, ascii_only):
+    """The watch's fast path (skip the walk when the text cannot hold anything to clean) cleans what the walk
+    would: escaped (\\u001b, \\t) or written raw (a C1 or bidi character with ensure_ascii off)."""
+    import json
+
+    text = json.dumps(doc, ensure_ascii=ascii_only)
+    assert loads_clean(text) == clean_json(json.loads(text))
+
+
+def test_loads_clean_leaves_a_clean_document_as_decoded():
+    text = '{"metadata": {"name": "nanogpt-x2k4z", "annotations": {"a": "{\\"b\\": \\"c\\"}"}}, "n": 1}'
+    assert loads_clean(text) == {"metadata": {"name": "nanogpt-x2k4z", "annotations": {"a": '{"b": "c"}'}}, "n": 1}
+    assert loads_clean('{"m": "a\\u001b[2Jb\\tc", "k\\u0085": "\\u202ex"}') == {"m": "ab    c", "k": "x"}
 
 
 def test_errors_of_both_apis_are_clean():

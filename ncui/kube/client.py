@@ -29,7 +29,7 @@ from pydantic import SecretStr
 
 from .. import history
 from ..api.client import BearerAuth
-from ..textsafe import clean
+from ..textsafe import clean, loads_clean
 from . import session
 from .gate import SignInGate
 from .linestream import Lines, LineStream, StreamFailed
@@ -420,28 +420,36 @@ class KubeClient:
             raise KubeError(r.status_code, "BadResponse", "the cluster's answer is not a JSON object")
         return doc
 
-    async def _stream(self, path: str, params: dict[str, Any], read_timeout: float | None) -> httpx.Response:
-        """Open a streaming GET (the caller must ``aclose()`` the response)."""
-        url = self.server + path
+    async def _line_batches(
+        self, path: str, params: dict[str, Any], read_timeout: float | None
+    ) -> AsyncGenerator[builtins.list[str], None]:
+        """A streamed GET's lines (no newline), in batches as they arrive; the first batch is empty: the stream is
+        open. Not through httpx: a fast log's lines, or a big cluster's hundred watch events a second, would pay
+        its layers (httpcore, anyio, h11) for every read (linestream.py; bench/logs.py, bench/pods.py)."""
+        url = self.server + path + ("?" + urlencode(params) if params else "")
         stale = None
         for attempt in range(2):
             auth, gen = await self._credential(stale)
-            req = self._http.build_request(
-                "GET", url, params=params, timeout=httpx.Timeout(self._timeout, read=read_timeout)
-            )
-            try:
-                r = await self._http.send(req, stream=True, auth=auth)
-            except httpx.HTTPError as e:
+            try:  # the header stays a secret down to the bytes written (linestream)
+                stream, head = await LineStream.open(
+                    url, {"Authorization": auth.header()}, self._verify, connect_timeout=self._timeout
+                )
+            except StreamFailed as e:
                 raise self._unreachable(e, url) from None
-            if r.status_code >= 400:
-                body = await r.aread()
-                await r.aclose()
-                if r.status_code == 401 and attempt == 0:
-                    stale = gen
-                    continue
-                raise self._error(r, body)
-            return r
-        raise KubeError(401, "Unauthorized", "the cluster refused the fresh sign-in")  # pragma: no cover
+            if head.status == 401 and attempt == 0:
+                stale = gen
+                continue
+            if head.status >= 400:
+                raise self._status_error(head.status, head.reason, head.body)
+            break
+        try:
+            yield Lines()
+            async for batch in stream.batches(read_timeout=read_timeout):
+                yield batch
+        except (StreamFailed, asyncio.TimeoutError) as e:
+            raise self._unreachable(e, self.server) from None
+        finally:
+            stream.close()
 
     # ---- reads ------------------------------------------------------------------------------------
 
@@ -468,35 +476,35 @@ class KubeClient:
         timeout_seconds: int | None = None,
         label_selector: str | None = None,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        """Events after ``resource_version``: (``ADDED|MODIFIED|DELETED``, object). Raises ``Gone`` on 410."""
+        """Events after ``resource_version``: (``ADDED|MODIFIED|DELETED``, object), every string of it made safe to
+        show (textsafe). Raises ``Gone`` on 410."""
         params: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "false"}
         if timeout_seconds is not None:
             params["timeoutSeconds"] = int(timeout_seconds)
         if label_selector:
             params["labelSelector"] = label_selector
         read = None if timeout_seconds is None else timeout_seconds + 30.0
-        r = await self._stream(self._path(kind, namespace), params, read)
+        batches = self._line_batches(self._path(kind, namespace), params, read)
         try:
-            async for line in r.aiter_lines():
-                if not line.strip():
-                    continue
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    raise KubeError(None, "BadResponse", "the watch stream sent a line that is not JSON") from None
-                typ, obj = ev.get("type"), ev.get("object") or {}
-                if typ == "ERROR":
-                    code = obj.get("code")
-                    causes = (obj.get("details") or {}).get("causes") or []
-                    too_large = any(c.get("reason") == "ResourceVersionTooLarge" for c in causes)
-                    cls = Gone if code == 410 or too_large else KubeError
-                    raise cls(code, str(obj.get("reason") or "Error"), str(obj.get("message") or "watch error"))
-                if typ in ("ADDED", "MODIFIED", "DELETED"):
-                    yield typ, obj
-        except httpx.HTTPError as e:
-            raise self._unreachable(e, self.server) from None
+            async for batch in batches:
+                for line in batch:
+                    if not line.strip():
+                        continue
+                    try:
+                        ev = loads_clean(line)  # (a hundred whole pods a second on a big cluster: walked if need be)
+                    except ValueError:
+                        raise KubeError(None, "BadResponse", "the watch stream sent a line that is not JSON") from None
+                    typ, obj = ev.get("type"), ev.get("object") or {}
+                    if typ == "ERROR":
+                        code = obj.get("code")
+                        causes = (obj.get("details") or {}).get("causes") or []
+                        too_large = any(c.get("reason") == "ResourceVersionTooLarge" for c in causes)
+                        cls = Gone if code == 410 or too_large else KubeError
+                        raise cls(code, str(obj.get("reason") or "Error"), str(obj.get("message") or "watch error"))
+                    if typ in ("ADDED", "MODIFIED", "DELETED"):
+                        yield typ, obj
         finally:
-            await r.aclose()
+            await batches.aclose()
 
     # ---- writes -----------------------------------------------------------------------------------
 
@@ -660,31 +668,12 @@ class KubeClient:
             params["tailLines"] = int(tail_lines)
         if previous:
             params["previous"] = "true"
-        # Not through httpx: at a fast log's rate its layers would cost most of a core (linestream.py).
-        url = self.server + self._path("pods", namespace, pod, "log") + "?" + urlencode(params)
-        stale = None
-        for attempt in range(2):
-            auth, gen = await self._credential(stale)
-            try:  # the header stays a secret down to the bytes written (linestream)
-                stream, head = await LineStream.open(
-                    url, {"Authorization": auth.header()}, self._verify, connect_timeout=self._timeout
-                )
-            except StreamFailed as e:
-                raise self._unreachable(e, url) from None
-            if head.status == 401 and attempt == 0:
-                stale = gen
-                continue
-            if head.status >= 400:
-                raise self._status_error(head.status, head.reason, head.body)
-            break
-        try:
-            yield Lines()  # open: a follow stream may stay quiet for a long time, and that is no drop
-            async for batch in stream.batches(read_timeout=None if follow else 60.0):
+        batches = self._line_batches(self._path("pods", namespace, pod, "log"), params, None if follow else 60.0)
+        try:  # (the first, empty: open; a follow stream may stay quiet for a long time, and that is no drop)
+            async for batch in batches:
                 yield batch
-        except (StreamFailed, asyncio.TimeoutError) as e:
-            raise self._unreachable(e, self.server) from None
         finally:
-            stream.close()
+            await batches.aclose()
 
     async def pod_logs(
         self,

@@ -26,11 +26,7 @@ def fit_columns(
     leave (``columns`` gives its width before the table has one), so the table never scrolls sideways at
     80 columns nor wastes a wide terminal. Returns True when the columns were (re)made: the rows are then
     gone and the caller adds them again."""
-    flex %= len(columns)
-    fixed = sum(w for i, (_, w) in enumerate(columns) if i != flex) + 2 * len(columns)  # 1 cell padding a side
-    width = table.size.width - (2 if table.show_vertical_scrollbar else 0)
-    grow = max(flex_min, width - fixed) if width > 0 else columns[flex][1]
-    want = tuple((label, grow if i == flex else w) for i, (label, w) in enumerate(columns))
+    want = fitted_columns(table, columns, flex=flex, flex_min=flex_min)
     if getattr(table, "_ncui_columns", None) == want:
         return False
     table.clear(columns=True)
@@ -38,6 +34,17 @@ def fit_columns(
         table.add_column(label, width=w, key=label)
     table._ncui_columns = want  # type: ignore[attr-defined]  # the columns it was given, kept on the table
     return True
+
+
+def fitted_columns(
+    table: DataTable[Any], columns: tuple[tuple[str, int], ...], *, flex: int = -1, flex_min: int = 8
+) -> tuple[tuple[str, int], ...]:
+    """The columns (label, width) ``fit_columns`` gives ``table`` at its width now."""
+    flex %= len(columns)
+    fixed = sum(w for i, (_, w) in enumerate(columns) if i != flex) + 2 * len(columns)  # 1 cell padding a side
+    width = table.size.width - (2 if table.show_vertical_scrollbar else 0)
+    grow = max(flex_min, width - fixed) if width > 0 else columns[flex][1]
+    return tuple((label, grow if i == flex else w) for i, (label, w) in enumerate(columns))
 
 
 def show_text(line: Static, text: Text | str) -> None:

@@ -3,9 +3,11 @@ selected pod; its log followed live (batched) with a loss chart; a prompt for a 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from itertools import compress, count
+from operator import is_not
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
 from textual import work
@@ -20,6 +22,7 @@ from ..kube.logs import LogFollower, LossCurve
 from ..kube.status import owned_by
 from ..lifecycle import advice, load_test_guard, pod_recipe
 from ..widgets.chart import Chart, ChartData, Series
+from ..widgets.patchtable import PatchTable
 from .base import View, fit_columns, show_text
 from .modals import ConfirmModal
 from .nodes import NodesPane
@@ -110,16 +113,14 @@ WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices
 WATCH_REDRAW = 0.1
 
 
-def _set_cell(table: DataTable[Any], row: str, column: str, value: Text, shown: bool) -> None:
-    """``update_cell``, without the repaint for a row scrolled out of sight: update_cell repaints the whole
-    table, and a big cluster's changes are mostly to rows nobody sees (bench/pods.py: CPU 24% → 11%). The row's
-    cached lines are invalidated all the same (the update count), so it is drawn anew when it scrolls in."""
-    data = getattr(table, "_data", None)
-    if shown or not isinstance(data, dict) or row not in data or not hasattr(table, "_update_count"):
-        table.update_cell(row, column, value)
-        return
-    data[row][column] = value  # (a str key finds the RowKey/ColumnKey: they hash and compare as their str)
-    table._update_count += 1
+PodRow = tuple[str, str, str, str, str]  # a pod as the table shows it: NAME, READY, STATUS, RESTARTS, NODE
+CELLS = ("READY", "STATUS", "RESTARTS", "NODE")  # the columns after NAME that a watch event changes
+
+
+def _same_version(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """The same object at the same version (its uid: a pod of the same name made anew is another)."""
+    ma, mb = a.get("metadata") or {}, b.get("metadata") or {}
+    return ma.get("uid") == mb.get("uid") and ma.get("resourceVersion") == mb.get("resourceVersion")
 
 
 def _status_text(status: str) -> Text:
@@ -199,8 +200,11 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         self.container: str | None = None
         self.previous = False
         self.follower: LogFollower | None = None
-        self._rows: list[tuple[str, str, str, str, str]] = []  # the rows shown (NAME, READY, STATUS, RESTARTS, NODE)
-        self._row_cache: dict[str, tuple[tuple[Any, Any], tuple[str, str, str, str, str]]] = {}  # by (uid, version)
+        self._rows: list[PodRow] = []  # the rows shown, by name
+        self._names: list[str] = []  # the pods' names in order, and as a set (the same pods: not sorted again)
+        self._name_set: frozenset[str] = frozenset()
+        self._pod_objs: list[Any] = []  # by _names: the objects the rows were made from, and the rows
+        self._pod_list: list[PodRow | None] = []
         self._name_width = 0  # the NAME column's width the names were shortened for
         self._refresh_due = False  # a watched slice changed: one redraw soon for the burst (_changed)
         self._losses = LossCurve()
@@ -212,7 +216,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         from ..widgets.logpane import LogPane
 
         yield Static(id="wl-state")
-        yield DataTable(id="pods", cursor_type="row")
+        yield PatchTable(id="pods", cursor_type="row")
         yield Static(id="explain")
         with Horizontal(id="log-row"):
             yield LogPane(id="log", wrap=True)  # memos and long lines read whole; w turns it off
@@ -233,13 +237,13 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
 
         if not self.display or not self._rows:
             return
-        pods, table = self.store.value("k8s_pods") or {}, self.query_one("#pods", DataTable)
+        pods, table = self.store.value("k8s_pods") or {}, self.query_one("#pods", PatchTable)
         now = self.ncapp.backend.now() if self.ncapp.backend else datetime.now(timezone.utc)
         top = int(table.scroll_y)  # the rows in sight (a scrolled-in row gets its age at the next tick)
         for name, *_ in self._rows[top : top + table.size.height]:
             p = pods.get(name)
             if p is not None and str(table.get_cell(name, "AGE")) != (age := S.age(p, now)):  # (cells hold Text)
-                table.update_cell(name, "AGE", Text(age))
+                table.set_cells(name, {"AGE": Text(age)})
 
     # kubectl's columns; NAME takes what is left (15 at 80 columns): STATUS fits "ContainerCreating" and
     # NODE the box's node names whole.
@@ -392,41 +396,25 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         for level, line in advice(st):  # the seed's way on from where the recipes stand (ncui/lifecycle.py)
             summary.append("\n" + line, style={"bad": "bold red", "warn": "bold yellow"}.get(level, "cyan"))
         show_text(state, summary)
-        table = self.query_one("#pods", DataTable)
-        cache, self._row_cache = self._row_cache, {}
-        rows: list[tuple[str, str, str, str, str]] = []
-        for p in sorted(pods.values(), key=lambda o: o["metadata"]["name"]):
-            md = p["metadata"]
-            version = (md.get("uid"), md.get("resourceVersion"))
-            hit = cache.get(md["name"])
-            row = hit[1] if hit is not None and hit[0] == version else None
-            if row is None:  # a pod that changed since the last look (most have not: a thousand pods, a few changes)
-                row = (
-                    md["name"],
-                    S.pod_ready(p),
-                    S.pod_status(p),
-                    str(S.pod_restarts(p)),
-                    (p.get("spec") or {}).get("nodeName") or "<none>",
-                )
-            self._row_cache[md["name"]] = (version, row)
-            rows.append(row)
+        table = self.query_one("#pods", PatchTable)
+        rows, changed = self._pod_rows(pods)
         self._follow_apply(pods)
         # NAME as it fits the column, each told apart from the others (a recipe's pods share a prefix)
         width = dict(getattr(table, "_ncui_columns", ())).get("NAME", 20)
         if rows != self._rows or width != self._name_width:
             old, self._rows = self._rows, rows
-            same = bool(old) and [r[0] for r in old] == [r[0] for r in rows] and width == self._name_width
+            same = bool(old) and changed is not None and width == self._name_width
             self._name_width = width
-            if same:  # the same pods: only the cells that changed
-                top = int(table.scroll_y)
-                seen = range(top, top + table.size.height)
-                for i, (was, r) in enumerate(zip(old, rows, strict=True)):
-                    if was != r:
-                        for column, a, b in zip(("READY", "STATUS", "RESTARTS", "NODE"), was[1:], r[1:], strict=True):
-                            if a != b:
-                                _set_cell(
-                                    table, r[0], column, _status_text(b) if column == "STATUS" else Text(b), i in seen
-                                )
+            if same:  # the same pods: only the cells that changed (a row out of sight is drawn when it comes in)
+                for i in changed or ():
+                    was, r = old[i], rows[i]
+                    cells = {
+                        c: _status_text(b) if c == "STATUS" else Text(b)
+                        for c, a, b in zip(CELLS, was[1:], r[1:], strict=True)
+                        if a != b
+                    }
+                    if cells:
+                        table.set_cells(r[0], cells)
             else:
                 cursor = table.cursor_row
                 table.clear()
@@ -445,9 +433,9 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
                 if rows:
                     names = [r[0] for r in rows]
                     table.move_cursor(row=names.index(self.pod) if self.pod in names else min(cursor, len(rows) - 1))
-        elif self.pod is not None and self.pod in (names := [r[0] for r in rows]):
-            if table.cursor_row != names.index(self.pod):
-                table.move_cursor(row=names.index(self.pod))
+        elif self.pod is not None and self.pod in self._name_set:
+            if table.cursor_row != (i := self._names.index(self.pod)):
+                table.move_cursor(row=i)
         if rows and (self.pod is None or self.pod not in pods):
             self.select(self._resumed(pods) or rows[0][0])
         elif not rows and self.pod is not None:  # its job was deleted: keep what it logged, stop following
@@ -460,6 +448,48 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
             self.pod = None
             return
         self._explain()
+
+    def _pod_rows(self, pods: Mapping[str, dict[str, Any]]) -> tuple[list[PodRow], list[int] | None]:
+        """The table's rows for ``pods`` by name, and the indexes of those that changed since the last call (None
+        when the pods are not the same ones, or nothing is shown). A thousand pods and a hundred changes a second:
+        the names are sorted again only when the set of pods changed, the objects are compared by identity in C
+        (the watch keeps an unchanged pod's object), and a row is worked out again only for a pod whose object is
+        new and whose uid or version changed (bench/pods.py)."""
+        from ..kube import status as S
+
+        objs, rows = self._pod_objs, self._pod_list
+        changed: list[int] | None
+        if len(self._names) != len(pods) or pods.keys() != self._name_set:
+            before = dict(zip(self._names, zip(objs, rows, strict=True), strict=True))
+            names = self._names = sorted(pods)  # (the watch keys each pod by its metadata.name)
+            self._name_set = frozenset(names)
+            new = list(map(pods.__getitem__, names))
+            kept = [before.get(n, (None, None)) for n in names]
+            objs, rows = [o for o, _ in kept], [r for _, r in kept]
+            todo: Iterable[int] = [i for i, (o, p) in enumerate(zip(objs, new, strict=True)) if o is not p]
+            changed = None
+        else:
+            new = list(map(pods.__getitem__, self._names))
+            todo = list(compress(count(), map(is_not, new, objs)))
+            rows = list(rows)
+            changed = [] if self._rows else None
+        for i in todo:
+            p, o = new[i], objs[i]
+            if o is not None and rows[i] is not None and _same_version(o, p):
+                continue  # (a re-list: a new object of the same version)
+            row = (
+                p["metadata"]["name"],
+                S.pod_ready(p),
+                S.pod_status(p),
+                str(S.pod_restarts(p)),
+                (p.get("spec") or {}).get("nodeName") or "<none>",
+            )
+            if row != rows[i]:
+                rows[i] = row
+                if changed is not None:
+                    changed.append(i)
+        self._pod_objs, self._pod_list = new, rows
+        return cast("list[PodRow]", rows), changed
 
     def _resumed(self, pods: dict[str, Any]) -> str | None:
         """The pod of the job ncui remembers on this cluster (a restart resumes watching it), running first."""
