@@ -97,4 +97,7 @@ async def test_a_refused_sign_in_holds_watch_and_log_at_the_gate_until_approved(
         pw.stop()
         if f is not None:
             f.stop()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        done, pending = await asyncio.wait(tasks, timeout=10)  # stopped: they end (a failed assert is not hidden
+        for t in pending:  # behind a hang: the test then fails on what it found, not on pytest's timeout)
+            t.cancel()
+        assert not pending, f"{len(pending)} task(s) still running 10 s after stop()"

@@ -16,7 +16,6 @@ presents another key is refused.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import os
 import re
@@ -28,6 +27,7 @@ import asyncssh
 
 from ..textsafe import clean
 from .node import BadInput
+from .slurm import _output
 
 __all__ = ["Login", "SshSetup", "config_ports", "lease_cover", "parse_login", "pinned_keys", "ssh_setup"]
 
@@ -99,20 +99,6 @@ class SshSetup:
     known_hosts: tuple[Path, ...]
 
 
-async def _ssh_g(argv: list[str]) -> str | None:
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-        out, _ = await asyncio.wait_for(proc.communicate(), 15)
-    except (OSError, asyncio.TimeoutError, TimeoutError):
-        return None
-    return out.decode("utf-8", "replace") if proc.returncode == 0 else None
-
-
 async def ssh_setup(host: str, user: str, port: int, ssh_config: Path | None = None) -> SshSetup:
     """``ssh -G`` for the node (``host`` may be a Host name of ``ssh_config``): its IdentityFile and
     UserKnownHostsFile/GlobalKnownHostsFile, then the default identities of ``~/.ssh`` (the human's keys
@@ -121,7 +107,7 @@ async def ssh_setup(host: str, user: str, port: int, ssh_config: Path | None = N
     known: list[str] = []
     if not host.startswith("-") and not user.startswith("-"):
         cfg = ["-F", str(ssh_config)] if ssh_config is not None else []
-        text = await _ssh_g(["ssh", "-G", *cfg, "-l", user, "-p", str(port), host]) or ""
+        text = await _output("ssh", "-G", *cfg, "-l", user, "-p", str(port), host) or ""
         for line in text.splitlines():
             key, _, value = line.partition(" ")
             if key == "identityfile":

@@ -517,12 +517,25 @@ async def _output(*argv: str, env: Mapping[str, str] | None = None) -> str | Non
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), 15)
     except (asyncio.TimeoutError, TimeoutError):
+        await _reap(proc)
         return None
-    finally:  # timed out, or cancelled (the app quit mid-check): ended and reaped, never left to the collector
-        if proc.returncode is None:
-            proc.kill()
-            await asyncio.shield(proc.wait())
+    except asyncio.CancelledError:  # the app quit mid-check: ended, reaped and its pipes closed now, never left
+        await _reap(proc)  # to the collector after the loop closed ("Event loop is closed" in a __del__)
+        raise
     return out.decode("utf-8", "replace") if proc.returncode == 0 else None
+
+
+async def _reap(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.kill()
+    try:
+        await asyncio.wait_for(asyncio.shield(proc.wait()), 5)
+    except (asyncio.TimeoutError, TimeoutError, asyncio.CancelledError):
+        pass
+    finally:
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
 
 
 async def certificate_files(host: str, ssh_config: Path | None = None) -> list[Path]:
