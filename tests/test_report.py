@@ -158,25 +158,13 @@ def test_report_of_a_train_job_applied_by_hand_with_kubectl(kube_factory, tmp_pa
 async def test_train_in_the_app_then_the_report_holds_after_a_restart(sim):
     """A Train run through the app: Report (6) says the five facts; the same in `ncui report --json`; quit, start
     ncui again: the active cluster and the job are resumed (Workloads selects its pod), and the report holds."""
-    from ncui.screens.modals import CeilingModal, ConfirmModal
 
-    from .apphelp import app_for, open_recipes, screen_text, through_sign_in, type_text, until
+    from .apphelp import app_for, apply_train, screen_text, until
 
     world = sim.world
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_recipes(pilot, app)
-        price = app.store.value("ladder").rungs[0].price_per_gpu_hour
-        await pilot.press("a")
-        await through_sign_in(pilot, app, sim, CeilingModal)
-        await type_text(pilot, f"{price / 1e6 + 0.5:.2f}")
-        await until(pilot, lambda: "clears now" in screen_text(app))
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the bid confirmation")
-        await pilot.press("y")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app))
-        await pilot.press("y")
-        await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30, what="Workloads")
+        await apply_train(pilot, app, sim)
 
         def kept() -> list[str]:
             return (app.remembered_job() or {}).get("first_loss_lines") or []
