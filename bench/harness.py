@@ -115,7 +115,10 @@ def report(**kw):
     kw.setdefault("t", time.monotonic())
     os.write(REPORT, (json.dumps(kw) + "\n").encode())
 
-frames = []  # seconds each frame took: layout, render, and the write to the terminal
+import collections
+# seconds each frame took: layout, render, and the write to the terminal (the newest: a soak never asks, and the
+# hook must not grow the RSS it measures)
+frames = collections.deque(maxlen=100_000)
 _update = Screen._on_timer_update
 def timed_update(self):
     t0 = time.perf_counter()
@@ -142,7 +145,7 @@ class BenchApp(NCApp):
             cmd = json.loads(line)
             getattr(self, "on_cmd_" + cmd.pop("cmd"))(**cmd)
     def on_cmd_frames(self):
-        report(ev="frames", frames=frames[:])
+        report(ev="frames", frames=list(frames))
         frames.clear()
     def on_cmd_quit(self):
         self.exit()

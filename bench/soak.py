@@ -89,6 +89,22 @@ class SoakBench(BenchApp):
         report(ev="approved")
     def on_cmd_lines(self):
         report(ev="lines", got=got)
+    def on_cmd_memory(self, start=False, top=20):
+        # what grew (--trace): tracemalloc's allocations still held, by where they were made, against a snapshot
+        # taken after the warm-up; and the counts of objects by type the collector tracks
+        import collections, gc, tracemalloc
+        counts = collections.Counter(type(o).__name__ for o in gc.get_objects())
+        if start:
+            tracemalloc.start(12)
+            self._mem0, self._types0 = tracemalloc.take_snapshot(), counts
+            report(ev="memory")
+            return
+        snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+        at = lambda f: f"{f.filename.rsplit('site-packages/', 1)[-1]}:{f.lineno}"
+        grew = [(st.size_diff, st.count_diff, [at(f) for f in st.traceback])
+                for st in snap.compare_to(self._mem0, "traceback")[:top]]
+        types = (counts - self._types0).most_common(top)
+        report(ev="memory", grew=grew, types=types, traced=tracemalloc.get_traced_memory()[0])
     def on_cmd_fresh(self):
         specs = self.pollers.specs if self.pollers else {}
         report(ev="fresh", reads=self.reads,
@@ -200,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet", type=float, default=16.0, help="real seconds of quiet after each (default 16)")
     ap.add_argument("--idle", type=float, default=30.0, help="each idle measurement, real seconds (default 30)")
     ap.add_argument("--quick", action="store_true", help="2 virtual hours, 20 s idle windows (~5 min on 2 cores)")
+    ap.add_argument(
+        "--trace", action="store_true", help="what grew: tracemalloc from the warm-up on (slower; RSS counts it)"
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.hours, args.idle = min(args.hours, 2.0), min(args.idle, 20.0)
@@ -236,8 +255,11 @@ def main(argv: list[str] | None = None) -> int:
         def vh() -> float:
             return (time.monotonic() - t0) * args.speed / 3600
 
+        traced = False
         while time.monotonic() - t0 < real and app.alive():
             now = time.monotonic()
+            if args.trace and not traced and vh() >= args.hours * 0.2:
+                traced = app.ask("memory", "memory", start=True) is not None
             if now >= next_fault and now - t0 + args.window < real:
                 name, calls = cycle[k % len(cycle)]
                 k += 1
@@ -257,6 +279,12 @@ def main(argv: list[str] | None = None) -> int:
         hours = vh()
         cpu = app.cpu() - c0
         alive = app.alive()
+        if traced:
+            mem = app.ask("memory", "memory", timeout=120) or {}
+            print(f"# what grew since the warm-up (tracemalloc: {mem.get('traced', 0) / 1e6:.1f} MB traced now):")
+            for size, count, where in mem.get("grew", []):
+                print(f"#   {size / 1024:+9.1f} KB {count:+7d} blocks  " + " < ".join(reversed(where[-4:])))
+            print("#   objects by type: " + ", ".join(f"{t} {n:+d}" for t, n in mem.get("types", [])))
         box.post("/_sim/speed", {"speed": 0})  # the box stands still: its record is final
         fresh = app.ask("fresh", "fresh") or {}
         fresh_at = time.monotonic()

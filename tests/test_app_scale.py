@@ -1,13 +1,17 @@
 """Workloads with many pods and a busy watch (bench/pods.py's fixes): a burst of watch events is one redraw, a
 changed pod changes only its cells, and a row changed out of sight shows its new values when it scrolls in; the
-watch writes the store once or a few times for the burst (WATCH_COALESCE), not once an event."""
+watch writes the store once or a few times for the burst (WATCH_COALESCE), not once an event; AGE does not tick
+beneath a question."""
 
 from __future__ import annotations
+
+import asyncio
 
 from textual.widgets import DataTable
 
 from ncui.kube import status as S
 from ncui.screens.base import fitted_columns
+from ncui.screens.modals import ConfirmModal
 from ncui.screens.workloads import WorkloadsView
 
 from .apphelp import app_for, loaded, until
@@ -39,6 +43,8 @@ async def test_many_pods_burst_and_offscreen_rows(kube_factory, monkeypatch):
             ),
             what="the rows drawn for the table's final width",
         )
+        table.move_cursor(row=0, animate=False)  # the first pod selected (it was whichever ran first), in sight
+        await until(pilot, lambda: view.pod == view._rows[0][0] and table.scroll_y == 0, what="the top row selected")
         calls = []
         real = view.refresh_view
         view.refresh_view = lambda: (calls.append(1), real())[1]
@@ -71,4 +77,16 @@ async def test_many_pods_burst_and_offscreen_rows(kube_factory, monkeypatch):
         await pilot.pause()
         line = table.render_line(table.size.height - 1).text
         assert last in line and " 1 " in line, line
+        # AGE ticks only while Workloads is on top: beneath a question a tick would draw the whole screen again
+        name = view._rows[int(table.scroll_y)][0]  # the top row in sight
+        age = str(table.get_cell(name, "AGE"))
+        app.push_screen(ConfirmModal("Stop it?", "A question over Workloads."))
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the question")
+        await asyncio.to_thread(k.world.advance, 600)  # ten minutes on: every AGE would change
+        view._tick_ages()
+        assert str(table.get_cell(name, "AGE")) == age
+        app.pop_screen()
+        await until(pilot, lambda: app.screen is view.screen, what="the question gone")
+        view._tick_ages()
+        assert str(table.get_cell(name, "AGE")) != age
         await pilot.press("q")

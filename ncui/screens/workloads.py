@@ -232,10 +232,12 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         self.set_interval(1.0, self._tick_ages)
 
     def _tick_ages(self) -> None:
-        """AGE counts by the clock (the box's in the demo) between watch events, as kubectl's would."""
+        """AGE counts by the clock (the box's in the demo) between watch events, as kubectl's would. Not while a
+        question covers the screen: Textual draws a modal's whole screen again for any change beneath it (idle
+        under the kube-context question: 9 KB/s to the terminal, bench/soak.py); the next tick after it catches up."""
         from ..kube import status as S
 
-        if not self.display or not self._rows:
+        if not self.display or not self._rows or self.app.screen is not self.screen:
             return
         pods, table = self.store.value("k8s_pods") or {}, self.query_one("#pods", PatchTable)
         now = self.ncapp.backend.now() if self.ncapp.backend else datetime.now(timezone.utc)
