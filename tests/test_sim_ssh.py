@@ -351,6 +351,8 @@ async def test_ctrl_c_in_a_terminal_stops_following_and_the_shell_goes_on(node, 
     box.advance(300)
     await term.until(lambda s: LOSS.search(s), 30, "loss lines on the terminal")
     term.keys("C-c")
+    prompt = f"ubuntu@{alloc['id']}:~$"  # the prompt again, last on the screen, before typing (a terminal drops
+    await term.until(lambda s: s.rstrip().endswith(prompt), 30, "the prompt after Ctrl-C")  # what is typed ahead of ^C)
     term.keys("echo back; frobnicate", "Enter")  # the session goes on; stderr shows in the terminal
     screen = await term.until(lambda s: "frobnicate: not available on this simulated node" in s, 30, "the shell")
     assert "\nback\n" in screen
