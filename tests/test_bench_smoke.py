@@ -30,12 +30,13 @@ def verdicts(out: str) -> list[str]:
 
 def test_pods_bench_prints_its_figures():
     out = bench("pods.py", "--pods", "30", "--rate", "20", "--seconds", "2", "--repeat", "1", "--gap", "0.1")
-    assert re.search(r"^ncui +CPU [\d.]+% \(stream alone; [\d.]+% with ", out, re.M), out  # both CPU figures
+    assert re.search(r"^ncui +CPU [\d.]+% \(stream alone; [\d.]+% with ↓ every", out, re.M), out  # both CPU figures
     assert re.search(r"^ncui +RSS [\d.]+ MB +frame p50 [\d.]+ p99 [\d.]+ ms \(\d+ frames\)", out, re.M), out
     assert re.search(r"key p50 [\d.]+ p99 [\d.]+ ms \((?!0 )\d+ presses\)", out), out  # keys were pressed and seen
     assert re.search(r"^kubectl +CPU [\d.]+%", out, re.M), out
     v = verdicts(out)
     assert len(v) == 4 and v[0].startswith("key latency") and v[1].startswith("frame p99"), out
+    assert v[2].startswith("CPU on the same stream"), out
 
 
 def test_soak_bench_prints_its_figures():
