@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from rich.console import Group
 from rich.panel import Panel
@@ -188,7 +188,7 @@ class ChatScreen(ModalScreen[None]):
         if self.answer is not None:
             self.notify("An answer is still arriving: wait for it, or Esc stops it.", timeout=4)
             return
-        app: NCApp = self.app  # type: ignore[assignment]
+        app = cast("NCApp", self.app)  # Widget.app is an App[object]: this screen lives in NCApp only
         if app._kube is None:
             self.notify("kubectl is not signed in to the cluster: press s on the main screen.", timeout=6)
             return
@@ -208,7 +208,7 @@ class ChatScreen(ModalScreen[None]):
     async def stream(self, text: str, body: dict, a: Answer) -> None:
         from ..kube.client import KubeError
 
-        app: NCApp = self.app  # type: ignore[assignment]
+        app = cast("NCApp", self.app)  # Widget.app is an App[object]: this screen lives in NCApp only
         kube = app._kube
         error = ""
         try:

@@ -59,7 +59,7 @@ class HelpModal(ModalScreen[None]):
                 yield Static(self.body, markup=True)
             yield Static("[dim]Esc closes[/dim]", markup=True)
 
-    def action_dismiss(self) -> None:  # type: ignore[override]
+    def action_dismiss(self) -> None:  # type: ignore[override]  # Screen's is async with a result: Esc closes with None
         self.dismiss(None)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
 from textual import work
@@ -35,6 +35,7 @@ from .modals import ConfirmModal, ResultsModal
 if TYPE_CHECKING:
     from textual.app import App
 
+    from ..app import NCApp
     from ..remote.node import _RemoteFollower
     from ..remote.research import SshSetup
     from ..remote.runner import SshRunner
@@ -329,7 +330,8 @@ class RunImageModal(ModalScreen["tuple[str, str, str] | None"]):
     def _values(self) -> tuple[str, str, str]:
         from textual.widgets import Input
 
-        return tuple(self.query_one(f"#{i}", Input).value.strip() for i in ("image", "command", "name"))  # type: ignore[return-value]
+        image, command, name = (self.query_one(f"#{i}", Input).value.strip() for i in ("image", "command", "name"))
+        return image, command, name
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "ok":
@@ -572,8 +574,7 @@ class NodesPane(Vertical):
 
     @property
     def sessions(self) -> NodeSessions:
-        sessions: NodeSessions = self.app.vm_sessions()  # type: ignore[attr-defined]
-        return sessions
+        return cast("NCApp", self.app).vm_sessions()  # Widget.app is an App[object]: a view lives in NCApp only
 
     def compose(self) -> ComposeResult:
         from ..widgets.logpane import LogPane
@@ -828,8 +829,9 @@ class NodesPane(Vertical):
             self.run_own(r)
 
     def _access(self) -> str:
-        backend = self.app.backend  # type: ignore[attr-defined]
-        return str(backend.endpoints.access) if backend is not None else ""
+        backend = cast("NCApp", self.app).backend  # Widget.app is an App[object]: a view lives in NCApp only
+        endpoints = backend.endpoints if backend is not None else None
+        return str(endpoints.access) if endpoints is not None else ""
 
     async def _busy(self, r: NodeRow) -> bool:
         run = self.sessions.runs.get(r.id)

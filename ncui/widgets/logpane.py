@@ -126,7 +126,7 @@ class FastLog(Log):
             self._strips[key] = strip
         return strip
 
-    def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]
+    def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]  # Log's is a @work thread worker; inline here
         if lines and updates == self._updates:
             if "".join(lines).isascii():
                 widest = max(map(len, lines))
