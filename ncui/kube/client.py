@@ -592,6 +592,15 @@ class KubeClient:
             if noted:
                 self._noted(f"delete {k}/{name}", ok, "delete", k, name, *ns)
 
+    async def _merge_patch(self, path: str, patch: dict[str, Any], manager: str | None = None) -> dict[str, Any]:
+        """A JSON merge patch (``kubectl patch --type merge``); the object as it is now (``{}`` if none came)."""
+        params = {"fieldManager": manager} if manager else None
+        body = json.dumps(patch).encode()
+        return (
+            await self._json("PATCH", path, params=params, content=body, content_type="application/merge-patch+json")
+            or {}
+        )
+
     async def scale(self, kind: str, name: str, replicas: int, namespace: str = "default") -> dict[str, Any]:
         """Set a Deployment's (or ReplicaSet's) replicas through its scale subresource; returns the Scale."""
         if replicas < 0:
@@ -600,14 +609,8 @@ class KubeClient:
         ns = [] if namespace == "default" else ["-n", namespace]
         ok = False
         try:
-            out = (
-                await self._json(
-                    "PATCH",
-                    self._path(kind, namespace, name, "scale"),
-                    content=json.dumps({"spec": {"replicas": int(replicas)}}).encode(),
-                    content_type="application/merge-patch+json",
-                )
-                or {}
+            out = await self._merge_patch(
+                self._path(kind, namespace, name, "scale"), {"spec": {"replicas": int(replicas)}}
             )
             ok = True
             return out
@@ -623,16 +626,7 @@ class KubeClient:
         ns = [] if namespace == "default" else ["-n", namespace]
         ok = False
         try:
-            out = (
-                await self._json(
-                    "PATCH",
-                    self._path("deployments", namespace, name),
-                    params={"fieldManager": "kubectl-rollout"},
-                    content=json.dumps(patch).encode(),
-                    content_type="application/merge-patch+json",
-                )
-                or {}
-            )
+            out = await self._merge_patch(self._path("deployments", namespace, name), patch, "kubectl-rollout")
             ok = True
             return out
         finally:  # (deploy/NAME: as the seed writes it, and the restart question shows it)
