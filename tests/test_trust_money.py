@@ -112,6 +112,28 @@ def test_idle_nodes_are_ready_unused_and_not_already_promised():
     assert idle_gpu_nodes(st) is None
 
 
+def test_the_exit_guard_never_takes_an_unread_limit_for_none():
+    from ncui.api.models import Bid, ClusterRef, K8sCluster
+    from ncui.screens.exitguard import standing_spend
+
+    st = Store()
+    st.meta["cluster"] = ClusterRef(name="halcyon", kind="kubernetes")
+    info = {"name": "halcyon", "market": True, "gpus_per_node": 8, "cpu_worker": True, "shared_volume": True}
+    st.set("cluster", K8sCluster.model_validate({**info, "gpu_vendor": "nvidia", "gpu_model": "H100-SXM-80GB"}))
+    why = "National Compute had an error (503) while reading the limit price; try again shortly: HTTP 503."
+    st.fail("bid", why)  # never read: unknown, asked about (never "nothing stands")
+    (s,) = standing_spend(st)
+    assert s.unknown and s.sentence == (
+        "Whether a limit price stands on halcyon is unknown (could not read it: National Compute had an error "
+        "(503) while reading the limit price; try again shortly: HTTP 503)."
+    )
+    st.set("bid", Bid.model_validate({"cluster": "halcyon", "max_price_per_gpu_hour": 4.5}))
+    st.fail("bid", why)  # read once, then failing: the last value, said to be the last read
+    (s,) = standing_spend(st)
+    assert not s.unknown and s.price == 4_500_000
+    assert s.sentence.startswith("A limit price of $4.50/GPU-h stands on halcyon (last read; the latest read failed).")
+
+
 # ---- a limit set for an apply that did not happen is offered back ---------------------------------------
 
 

@@ -67,7 +67,8 @@ def standing_spend(store: Store) -> list[Standing]:
                 Standing(
                     "bid",
                     ref.name,
-                    f"Whether a limit price stands on {ref.name} is unknown (could not read it: {bid_slice.error}).",
+                    f"Whether a limit price stands on {ref.name} is unknown (could not read it: "
+                    f"{bid_slice.error.rstrip('. ')}).",
                     unknown=True,
                 )
             )
