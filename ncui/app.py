@@ -34,6 +34,7 @@ from .screens.modals import ConfirmModal, HelpModal
 from .screens.slurm import SlurmFlowsMixin
 from .screens.vmflows import VmFlowsMixin
 from .store import Slice, Store
+from .textsafe import clean
 from .widgets.header import StatusHeader
 from .widgets.navbar import NavBar
 
@@ -231,8 +232,11 @@ class NCApp(
         markup: bool = True,
     ) -> None:
         """Never markup: a notification carries a server's words (names, errors), and a ``[/]`` in one
-        would be a MarkupError when the toast draws (Widget.notify asks for markup by default)."""
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+        would be a MarkupError when the toast draws (Widget.notify asks for markup by default). Cleaned here too
+        (textsafe), the one belt for every toast: a failed worker's exception text is whatever it carried."""
+        super().notify(
+            clean(message, multiline=True), title=clean(title), severity=severity, timeout=timeout, markup=False
+        )
 
     # ---- data-driven decisions ----------------------------------------------------------------
 

@@ -189,5 +189,13 @@ async def test_something_else_confirmation_shows_the_image_and_the_whole_command
         assert f"Command (sh -c, exactly): {command}\n" in text
         yes = app.screen.query_one("#yes")
         assert yes.region.bottom <= 24  # the question stays on screen under a long command
+        # at 80x24 the command does not fit: said, and the keys scroll it whatever has focus (never looks whole)
+        enter, body = app.screen.query_one("#enter"), app.screen.query_one("VerticalScroll")
+        await until(pilot, lambda: "↓ more below (↑/↓ scroll) · Enter: Cancel" in str(enter.render()), what="more")
+        assert body.max_scroll_y > 0 and body.scroll_y == 0
+        for _ in range(body.max_scroll_y):
+            await pilot.press("down")
+        await until(pilot, lambda: "↑ more above (↑/↓ scroll) · Enter: Cancel" in str(enter.render()), what="end")
+        assert body.scroll_y == body.max_scroll_y and isinstance(app.screen, ConfirmModal)
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))

@@ -73,3 +73,18 @@ async def test_a_worker_that_fails_is_said_not_silently_gone(sim):
             what="the failure said",
         )
         assert app.is_running
+        # an exception's text is whatever it carried (a server's words among them): the toast is cleaned
+        nasty = "the node said \x1b]0;PWNED\x07\x9b2J\u202eevil\x90q\x9c done"
+
+        async def carries() -> None:
+            raise RuntimeError(nasty)
+
+        app.run_worker(carries, name="read-node", exit_on_error=False)
+        await until(
+            pilot,
+            lambda: any("Something went wrong (read-node)" in n.message for n in list(app._notifications)),
+            what="the second failure said",
+        )
+        (said,) = [n.message for n in list(app._notifications) if "(read-node)" in n.message]
+        assert "RuntimeError: the node said evil done" in said
+        assert not any(ch in said for ch in "\x1b\x07\x9b\u202e\x90\x9c") and "PWNED" not in said

@@ -4,6 +4,7 @@ of every question visible, and the exit guard (issue 10, items 5 and 6)."""
 from __future__ import annotations
 
 import httpx
+from textual.widgets import Button
 
 from ncui.screens.exitguard import ExitGuardModal
 from ncui.screens.flows import idle_gpu_nodes
@@ -111,6 +112,28 @@ def test_idle_nodes_are_ready_unused_and_not_already_promised():
     assert idle_gpu_nodes(st) is None
 
 
+def test_the_exit_guard_never_takes_an_unread_limit_for_none():
+    from ncui.api.models import Bid, ClusterRef, K8sCluster
+    from ncui.screens.exitguard import standing_spend
+
+    st = Store()
+    st.meta["cluster"] = ClusterRef(name="halcyon", kind="kubernetes")
+    info = {"name": "halcyon", "market": True, "gpus_per_node": 8, "cpu_worker": True, "shared_volume": True}
+    st.set("cluster", K8sCluster.model_validate({**info, "gpu_vendor": "nvidia", "gpu_model": "H100-SXM-80GB"}))
+    why = "National Compute had an error (503) while reading the limit price; try again shortly: HTTP 503."
+    st.fail("bid", why)  # never read: unknown, asked about (never "nothing stands")
+    (s,) = standing_spend(st)
+    assert s.unknown and s.sentence == (
+        "Whether a limit price stands on halcyon is unknown (could not read it: National Compute had an error "
+        "(503) while reading the limit price; try again shortly: HTTP 503)."
+    )
+    st.set("bid", Bid.model_validate({"cluster": "halcyon", "max_price_per_gpu_hour": 4.5}))
+    st.fail("bid", why)  # read once, then failing: the last value, said to be the last read
+    (s,) = standing_spend(st)
+    assert not s.unknown and s.price == 4_500_000
+    assert s.sentence.startswith("A limit price of $4.50/GPU-h stands on halcyon (last read; the latest read failed).")
+
+
 # ---- a limit set for an apply that did not happen is offered back ---------------------------------------
 
 
@@ -155,8 +178,6 @@ async def test_every_question_says_what_enter_does(sim):
         await open_recipes(pilot, app)
         await pilot.press("a")
         await through_sign_in(pilot, app, sim, CeilingModal)
-        from textual.widgets import Button
-
         assert "Continue (Enter)" in str(app.screen.query_one("#ok", Button).label)
         await type_text(pilot, "5.00")
         await pilot.press("enter")
@@ -213,7 +234,14 @@ async def test_keep_and_quit_leaves_the_limit_standing(sim):
         app.action_command_palette()
         await until(pilot, lambda: app.screen.__class__.__name__ == "CommandPalette")
         await type_text(pilot, "quit")
-        await pilot.pause(0.3)
+
+        def quit_highlighted() -> bool:  # the palette's search has answered: Quit is the highlighted command
+            from textual.command import CommandList
+
+            cl = app.screen.query_one(CommandList)
+            return cl.highlighted is not None and "quit" in str(cl.get_option_at_index(cl.highlighted).prompt).lower()
+
+        await until(pilot, quit_highlighted, what="Quit highlighted in the palette")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the guard from the palette")
         await pilot.press("k")
@@ -238,3 +266,33 @@ async def test_a_limit_that_cannot_be_withdrawn_keeps_ncui_open(sim):
         await until(pilot, lambda: any("ncui stays open" in n.message for n in list(app._notifications)))
         assert not app._exit
     assert sim.world.main_org.k8s["halcyon"].bid == 4_500_000
+
+
+async def test_declared_vm_capacity_is_asked_about_on_ctrl_q_and_released_with_the_same_price(sim_factory):
+    sim = sim_factory("vm")
+    vm = sim.world.main_org.vm["tern-vm"]
+    async with httpx.AsyncClient(base_url=sim.api_url, headers={"Authorization": f"Bearer {sim.token}"}) as h:
+        body = {"max_gpus": 8, "max_price_per_gpu_hour": 4.2, "expected_version": vm.version}
+        assert (await h.put("/api/vm/capacity", json=body)).status_code == 200  # declared before this session
+    sim.world.advance(120)  # the market clears: one node granted
+    assert [a.state for a in vm.allocations if a.state not in ("released", "reclaimed")]
+    app = app_for(sim)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(
+            pilot,
+            lambda: any("is declared on tern-vm" in n.message for n in list(app._notifications)),
+            what="the start-up notice",
+        )
+        await pilot.press("ctrl+q")
+        await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the guard on Ctrl-Q")
+        text = " ".join(screen_text(app).split())
+        assert "VM capacity of 8 GPUs at up to $4.20/GPU-h is declared on tern-vm (1 allocation)" in text
+        assert "billed until it is released" in text
+        # the release destroys the node and its disk: said, with the way to copy a folder off first
+        assert "its node is destroyed with its local disk: to copy a folder off first, Stay, then R on Lease" in text
+        assert str(app.screen.query_one("#withdraw", Button).label) == "Release, quit (w)"
+        assert app.screen.query_one("#stay", Button).has_focus  # Enter stays
+        assert app.screen.query_one("#withdraw").region.bottom <= 24  # the answers fit at 80x24
+        await pilot.press("w")
+        await until(pilot, lambda: app._exit, what="the app to exit after releasing")
+    assert vm.max_gpus == 0 and vm.price == 4_200_000  # released with the same price, as the PUT needs both

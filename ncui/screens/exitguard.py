@@ -67,7 +67,8 @@ def standing_spend(store: Store) -> list[Standing]:
                 Standing(
                     "bid",
                     ref.name,
-                    f"Whether a limit price stands on {ref.name} is unknown (could not read it: {bid_slice.error}).",
+                    f"Whether a limit price stands on {ref.name} is unknown (could not read it: "
+                    f"{bid_slice.error.rstrip('. ')}).",
                     unknown=True,
                 )
             )
@@ -75,6 +76,14 @@ def standing_spend(store: Store) -> list[Standing]:
         cap = store.value("vm_capacity")
         if cap is not None and cap.max_gpus:
             held = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
+            # Released, a node is destroyed with its local disk (seed): said here as Lease's R says it, since
+            # this release does not offer to copy a folder off first.
+            disks = (
+                f" Released, {'each node is' if len(held) != 1 else 'its node is'} destroyed with its local "
+                "disk: to copy a folder off first, Stay, then R on Lease."
+                if held
+                else ""
+            )
             out.append(
                 Standing(
                     "vm",
@@ -82,7 +91,7 @@ def standing_spend(store: Store) -> list[Standing]:
                     f"VM capacity of {cap.max_gpus} GPUs at up to "
                     f"{fmt_price(cap.max_price_per_gpu_hour)} is declared on {ref.name} "
                     f"({len(held)} allocation{'s' if len(held) != 1 else ''}). Kept, nodes go on "
-                    "being granted and billed until it is released.",
+                    f"being granted and billed until it is released.{disks}",
                     cap.max_price_per_gpu_hour,
                 )
             )

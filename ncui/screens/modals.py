@@ -70,7 +70,15 @@ class ConfirmModal(ModalScreen[bool]):
     "withdraw the limit you just set?"), and a line says what Enter does: Enter presses the highlighted
     button in every question ncui asks; Esc and n always answer no, y always yes."""
 
-    BINDINGS = [Binding("escape,n", "answer(False)", "No"), Binding("y", "answer(True)", "Yes")]
+    BINDINGS = [
+        Binding("escape,n", "answer(False)", "No"),
+        Binding("y", "answer(True)", "Yes"),
+        # A body taller than the screen (a whole command at 80x24) scrolls with the keys, whatever has focus.
+        Binding("up", "scroll_body('up')", show=False),
+        Binding("down", "scroll_body('down')", show=False),
+        Binding("pageup", "scroll_body('page_up')", show=False),
+        Binding("pagedown", "scroll_body('page_down')", show=False),
+    ]
     DEFAULT_CSS = """
     ConfirmModal { align: center middle; }
     ConfirmModal > Vertical { width: 90%; max-width: 80; height: auto; max-height: 100%; border: thick $warning;
@@ -98,12 +106,33 @@ class ConfirmModal(ModalScreen[bool]):
 
     def on_mount(self) -> None:
         self.query_one(f"#{self.default}", Button).focus()
+        self.call_after_refresh(self._say_keys)  # (whether the body overflows is known once it is laid out)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._say_keys)
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:
-        # Say what Enter does now: the highlighted button (Tab moves the highlight).
         if isinstance(event.widget, Button):
-            label = self.no if event.widget.id == "no" else self.yes
-            self.query_one("#enter", Static).update(f"Enter: {label}")
+            self._say_keys()
+
+    def _say_keys(self) -> None:
+        """Say what Enter does now (the highlighted button: Tab moves the highlight) and, when the body does not
+        fit, that it goes on and how to read the rest: never a command that looks whole but is cut."""
+        if not self.is_mounted:
+            return
+        body = self.query_one(VerticalScroll)
+        focused = self.focused if isinstance(self.focused, Button) else self.query_one(f"#{self.default}", Button)
+        label = self.no if focused.id == "no" else self.yes
+        more = ""
+        if body.max_scroll_y > 0:
+            left = "↓ more below" if body.scroll_y < body.max_scroll_y else "↑ more above"
+            more = f"{left} (↑/↓ scroll) · "
+        self.query_one("#enter", Static).update(f"{more}Enter: {label}")
+
+    def action_scroll_body(self, how: str) -> None:
+        body = self.query_one(VerticalScroll)
+        getattr(body, f"scroll_{how}")(animate=False)
+        self.call_after_refresh(self._say_keys)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
