@@ -58,13 +58,16 @@ class Backend:
         self._demo_home: str | None = None
 
     def now(self) -> datetime:
-        """The service's now: the box's virtual clock in the demo (it may run 60x), else the wall clock."""
+        """The service's now: the box's virtual clock in the demo (it may run 60x), else the time the service's
+        answers are dated (a separate box runs its own clock: ``api.client.ServiceClock``), else the wall clock."""
         from datetime import datetime, timezone
 
         if self.clock is not None:
             return self.clock()
         if self.sim is not None:
             return self.sim.world.now()
+        if self.nc is not None and (t := self.nc.clock.now()) is not None:
+            return t
         return datetime.now(timezone.utc)
 
     @property

@@ -23,8 +23,10 @@ settings.register_profile("ncui", database=None, derandomize=True, deadline=None
 settings.load_profile("ncui")
 
 
-def make_world(scenario: str = "k8s-market", *, seed: int = 7, speed: float = 0.0, **kw) -> World:
-    return World(scenario, seed=seed, speed=speed, start=START, **kw)
+def make_world(
+    scenario: str = "k8s-market", *, seed: int = 7, speed: float = 0.0, start: datetime = START, **kw
+) -> World:
+    return World(scenario, seed=seed, speed=speed, start=start, **kw)
 
 
 # The Kubernetes fixtures (kube_factory, kc_factory) for every test module, without importing them in each.

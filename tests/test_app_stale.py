@@ -3,13 +3,20 @@ restarted behind the same address is listed anew, and AGE counts by the clock be
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
+from pydantic import SecretStr
 from textual.widgets import DataTable
 
+from ncui.app import NCApp
+from ncui.backend import Backend
+from ncui.kube import status as S
 from ncui.sim.server import SimServer
+from ncui.store import Store
 
 from .apphelp import app_for, loaded, screen_text, until
-from .conftest import make_world
+from .conftest import endpoints_of, make_world
 from .kc_support import busybox_job
 
 
@@ -66,11 +73,14 @@ async def test_workloads_marks_a_lost_cluster_stale_and_lists_the_restarted_one(
             new.stop()
 
 
-async def test_age_counts_by_the_clock_between_watch_events(kube_factory, monkeypatch):
-    k = kube_factory("k8s-market")
+async def test_age_counts_by_the_services_clock_between_watch_events(kube_factory, monkeypatch):
+    # `ncui --api` against a box whose clock is a day ahead of this machine's (as a sped-up `ncui sim` soon is):
+    # AGE counts by the service's time, read off its answers' Date header, never by the wall clock (which
+    # read every pod `<invalid>`, created in its future).
+    k = kube_factory("k8s-market", start=datetime.now(timezone.utc) + timedelta(days=1))
     monkeypatch.setenv("NCUI_KUBE_CACHE", str(k.auth_cache))
-    app = app_for(k.sim)
-    async with app.run_test(size=(120, 40)) as pilot:
+    app = NCApp(Backend(endpoints_of(k.sim), SecretStr(k.sim.token), timeout=5), store=Store(), mode="test")
+    async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))
         await pilot.press("4")
         await until(pilot, lambda: app._kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching")
@@ -87,8 +97,13 @@ async def test_age_counts_by_the_clock_between_watch_events(kube_factory, monkey
             k.world.advance(15)
             await pilot.pause(0.05)
         await until(pilot, lambda: "Completed" in row(), what="the pod completed")
+        pod = next(iter(app.store.value("k8s_pods").values()))
+        app.pollers.refresh("balance")
+        await until(pilot, lambda: row()[4] == S.age(pod, k.world.now()), what="AGE as the box counts it")
         before, version = row()[4], app.store.get("k8s_pods").version
+        assert table.columns["AGE"].get_render_width(table) - 2 >= 5 >= len(before)  # whole at 80 columns
         k.world.advance(3 * 3600)  # the box's clock moves on; no watch event
+        app.pollers.refresh("balance")  # (the next answer of any poll: every 10 s at most)
         await until(pilot, lambda: row()[4].startswith("3h"), what=f"AGE past {before} by the box's clock")
         assert not before.startswith("3h")
         assert app.store.get("k8s_pods").version == version  # no watch event redrew the row

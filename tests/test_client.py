@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import socket
 import stat
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
 
 import httpx
 import pytest
 from pydantic import SecretStr
 
 from ncui.api import errors as E
-from ncui.api.client import NCClient
+from ncui.api.client import NCClient, ServiceClock
 from ncui.config import load_token
 from ncui.money import dollars_to_ucredits
 
@@ -37,6 +39,52 @@ async def test_account_and_billing(nc, sim):
     txs = (await nc.transactions()).transactions
     assert txs[0].kind == "topup" and txs[0].amount_ucredits == 250 * USD
     assert (await nc.transactions(since=txs[0].at)).transactions == []
+
+
+async def test_the_service_clock_is_read_off_the_boxs_answers(sim):
+    # The box dates its answers by its own clock (here a day ahead of any wall clock it was started near, and
+    # frozen): the client's service clock reads that, never this machine's.
+    sim.world.advance(24 * 3600)
+    async with NCClient(endpoints_of(sim), SecretStr(sim.token), timeout=5) as nc:
+        assert nc.clock.now() is None  # nothing answered yet
+        await nc.whoami()
+        seen = nc.clock.now()
+        assert seen is not None and abs((seen - sim.world.now()).total_seconds()) <= 1.5
+        r = httpx.get(sim.api_url + "/api/k8s/openapi.json")  # one Date, the box's (uvicorn's own is off)
+        assert r.headers.get_list("date") == [format_datetime(sim.world.now().replace(microsecond=0), usegmt=True)]
+
+
+def test_service_clock_follows_rate_jumps_and_small_corrections():
+    wall = [100.0]
+    clock = ServiceClock(wall=lambda: wall[0])
+    t0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+
+    def answer(service_seconds: float, after: float) -> None:  # the service answers `after` wall seconds later
+        wall[0] += after
+        clock.observe(format_datetime(t0 + timedelta(seconds=service_seconds), usegmt=True))
+
+    def at(after: float) -> float:
+        wall[0] += after
+        now = clock.now()
+        assert now is not None
+        return (now - t0).total_seconds()
+
+    clock.observe("not a date")
+    clock.observe(None)
+    assert clock.now() is None
+    for i in range(12):  # a box at 60x, answering every 2 s
+        answer(120 * i, 2)
+    assert abs(at(2.0) - (11 * 120 + 2 * 60)) <= 5  # 2 s after its last answer (11 x 120 s): 2 s x 60 more
+    answer(90_000 + 12 * 120, 0)  # advanced a day: the time jumps, the rate stays 60x
+    assert abs(at(1.0) - (90_000 + 12 * 120 + 60)) <= 5
+    real = ServiceClock(wall=lambda: wall[0])  # the real service: its Date's whole seconds, a rate of 1
+    clock = real
+    for i in range(20):
+        answer(i * 3.3, 3.3)
+    last = at(0.0)
+    assert abs(at(10.0) - (last + 10)) < 1e-6  # 1 exactly, not 0.97 or 1.03
+    answer(19 * 3.3 + 10 - 1, 0)  # an answer that puts it a second back: held, then on again
+    assert at(0.0) == last + 10 and at(2.0) >= last + 11
 
 
 async def test_cluster_bid_ladder_spend_ticks(nc):

@@ -131,6 +131,7 @@ def test_status_strings_edge_cases():
     assert "no limit price is set" in explain(gated, limit_price_ucredits=0, price_to_win_ucredits=WIN)
     now = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
     assert age(term, now + timedelta(seconds=200)) == "3m20s" and age({"metadata": {}}, now) == "<unknown>"
+    assert age(term, now - timedelta(seconds=30)) == "0s"  # stamped after the now read: never <invalid>
     done = {"metadata": {}, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
     assert job_status(done) == "Complete" and explain_job_without_pods(done) == "no pods: the job completed"
     reclaimed = _pod(

@@ -12,8 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import Generator
-from datetime import datetime
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable, Generator
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
 import httpx
@@ -51,6 +55,60 @@ class BearerAuth(httpx.Auth):
         return "<BearerAuth token=**********>"
 
 
+class ServiceClock:
+    """The service's now, read off the ``Date`` header of its answers (second resolution: taken at the middle of
+    its second), and between answers moved on at the rate its clock was seen to run: 1 for the real service
+    (within 10% is 1), 60 for a box at ``--speed 60``. ``now()`` is None before the first dated answer.
+
+    The rate is the median of the slopes between answers at least ``SPAN`` wall seconds apart over the last
+    ``WINDOW`` seconds, so one jump of the service's clock (a box advanced a day) moves the time, not the rate;
+    a speed that changes is followed within half a window. A correction of under two of its seconds never
+    moves the time back for the second the estimate takes to catch up (AGE would count 6s, 5s)."""
+
+    WINDOW = 60.0
+    SPAN = 5.0
+
+    def __init__(self, wall: Callable[[], float] = time.monotonic) -> None:
+        self._wall = wall
+        self._seen: deque[tuple[float, float]] = deque()  # (wall monotonic, service epoch seconds)
+        self._rate = 1.0
+        self._shown = self._shown_at = 0.0  # the time last given, and when (wall)
+
+    def observe(self, date: str | None) -> None:
+        try:
+            d = parsedate_to_datetime(date) if date else None
+        except (TypeError, ValueError, IndexError, OverflowError):
+            d = None
+        if d is None:
+            return
+        t = (d if d.tzinfo else d.replace(tzinfo=timezone.utc)).timestamp() + 0.5
+        w, seen = self._wall(), self._seen
+        seen.append((w, t))
+        while len(seen) > 2 and w - seen[0][0] > self.WINDOW:
+            seen.popleft()
+        slopes, i = [], 0
+        for wj, tj in seen:
+            while i + 1 < len(seen) and wj - seen[i + 1][0] >= self.SPAN:
+                i += 1
+            wi, ti = seen[i]
+            if wj - wi >= self.SPAN:
+                slopes.append((tj - ti) / (wj - wi))
+        if slopes:
+            rate = max(0.0, statistics.median(slopes))
+            self._rate = 1.0 if abs(rate - 1.0) <= 0.1 else rate
+
+    def now(self) -> datetime | None:
+        if not self._seen:
+            return None
+        (w, t), now = self._seen[-1], self._wall()
+        est = t + (now - w) * self._rate
+        if self._shown - 2 * max(self._rate, 1.0) < est < self._shown and now - self._shown_at < 1.0:
+            est = self._shown  # a small correction back: held a second, until the estimate caught up
+        else:
+            self._shown, self._shown_at = est, now
+        return datetime.fromtimestamp(est, timezone.utc)
+
+
 class RecipeFile(BaseModel):
     """A catalog file as fetched, and which file the vendor rule settled on."""
 
@@ -79,12 +137,14 @@ class NCClient:
         self._retries = max(0, retries)
         self._backoff = backoff
         self._rng = rng or random.Random()
+        self.clock = ServiceClock()  # the service's now, off its answers' Date (Backend.now outside the demo)
         self._http = httpx.AsyncClient(
             auth=BearerAuth(token) if token is not None else None,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
             transport=transport,
             follow_redirects=False,
+            event_hooks={"response": [self._dated]},
         )
 
     async def __aenter__(self) -> NCClient:
@@ -98,6 +158,9 @@ class NCClient:
 
     def __repr__(self) -> str:
         return f"<NCClient api={self.endpoints.api!r}>"
+
+    async def _dated(self, resp: httpx.Response) -> None:
+        self.clock.observe(resp.headers.get("date"))
 
     # ---- transport ------------------------------------------------------------------------------
 

@@ -70,11 +70,12 @@ def human_duration(seconds: float) -> str:
 
 
 def age(obj: dict[str, Any], now: datetime) -> str:
-    """kubectl's AGE column: ``45s``, ``3m20s``, ``2d``, or ``<unknown>``."""
+    """kubectl's AGE column: ``45s``, ``3m20s``, ``2d``, or ``<unknown>``. An object stamped after ``now`` (a
+    service's clock read a moment before it made the object) is ``0s``, never ``<invalid>``."""
     ts = (obj.get("metadata") or {}).get("creationTimestamp")
     if not ts:
         return "<unknown>"
-    return human_duration((now - parse_time(ts)).total_seconds())
+    return human_duration(max(0.0, (now - parse_time(ts)).total_seconds()))
 
 
 # ---- pods -------------------------------------------------------------------------------------

@@ -247,9 +247,9 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
             if p is not None and str(table.get_cell(name, "AGE")) != (age := S.age(p, now)):  # (cells hold Text)
                 table.set_cells(name, {"AGE": Text(age)})
 
-    # kubectl's columns; NAME takes what is left (15 at 80 columns): STATUS fits "ContainerCreating" and
-    # NODE the box's node names whole.
-    POD_COLUMNS = (("NAME", 20), ("READY", 5), ("STATUS", 17), ("RESTARTS", 8), ("AGE", 4), ("NODE", 17))
+    # kubectl's columns; NAME takes what is left (14 at 80 columns): STATUS fits "ContainerCreating", AGE any
+    # kubectl age ("9m45s", "2d10h") and NODE the box's GPU node names whole.
+    POD_COLUMNS = (("NAME", 20), ("READY", 5), ("STATUS", 17), ("RESTARTS", 8), ("AGE", 5), ("NODE", 17))
 
     def _pod_columns(self) -> bool:
         if fit_columns(self.query_one("#pods", DataTable), self.POD_COLUMNS, flex=0, flex_min=12):

@@ -13,6 +13,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from email.utils import format_datetime
 from importlib import resources
 from typing import Any
 
@@ -176,6 +177,28 @@ class JournalMiddleware:
         return await self.app(scope, keep, send)
 
 
+class DateMiddleware:
+    """Every answer's ``Date`` header is the box's clock (RFC 9110's IMF-fixdate), as a service's is its own: a
+    client reading the service's time off its answers (``api.client.ServiceClock``: AGE under ``ncui --api``)
+    then sees the virtual clock, however fast it runs. Uvicorn's own wall-clock Date is off (``SimServer``)."""
+
+    def __init__(self, app, world: World) -> None:
+        self.app, self.world = app, world
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def dated(message):
+            if message["type"] == "http.response.start":
+                date = format_datetime(self.world.now(), usegmt=True).encode()
+                message["headers"] = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"date"]
+                message["headers"].append((b"date", date))
+            await send(message)
+
+        return await self.app(scope, receive, dated)
+
+
 class Advance(BaseModel):
     seconds: float = Field(ge=0, le=30 * 24 * 3600)
 
@@ -219,6 +242,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     app.add_middleware(FaultMiddleware, faults=app.state.faults)
     app.state.received = deque(maxlen=200)  # the newest writes, as received (JournalMiddleware)
     app.add_middleware(JournalMiddleware, journal=app.state.received)
+    app.add_middleware(DateMiddleware, world=world)  # outermost: a fault's answer is dated too
     _install_error_handlers(app)
 
     def org_dep(request: Request, creds: HTTPAuthorizationCredentials | None = Security(_bearer)) -> OrgState:

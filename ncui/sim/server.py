@@ -54,6 +54,7 @@ class SimServer:
                 lifespan="off",
                 timeout_graceful_shutdown=2,
                 timeout_keep_alive=5,
+                date_header=False,  # the box dates its answers by its own clock (sim/app.py: DateMiddleware)
                 ws="wsproto",  # kubectl port-forward: SPDY tunnelled in a WebSocket (kube/portforward.py)
             )
         )
@@ -79,6 +80,7 @@ class SimServer:
                 lifespan="off",
                 timeout_graceful_shutdown=2,
                 timeout_keep_alive=5,
+                date_header=False,  # the box dates its answers by its own clock (sim/app.py: DateMiddleware)
                 ws="wsproto",  # kubectl port-forward: SPDY tunnelled in a WebSocket (kube/portforward.py)
                 ssl_certfile=str(self._tls_dir / "cert.pem"),
                 ssl_keyfile=str(self._tls_dir / "key.pem"),

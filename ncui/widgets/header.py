@@ -21,6 +21,21 @@ LABELS = {
     "spend": "spend",
     "bid": "limit",
     "transactions": "charges",
+    # the view's own slices (the light follows what the whole screen shows): named by the figure, not the slice
+    "k8s_pods": "workloads",
+    "k8s_jobs": "workloads",
+    "k8s_deployments": "workloads",
+    "k8s_nodes": "workloads",
+    "vm_capacity": "capacity",
+    "slurm_jobs": "queue",
+    "ssh_keys": "keys",
+    "ladder": "ladder",
+    "ticks": "ticks",
+    "catalog": "recipes",
+    "kube_signin": "sign-in",
+    "slurm_signin": "sign-in",
+    "research": "node",
+    "research_typed": "node",
 }
 
 
@@ -151,18 +166,21 @@ class StatusHeader(Static):
         return names
 
     def _liveness(self) -> Text:
-        """Live only while every slice the header shows is fresh; else which are stale, and for how long."""
+        """Live only while every slice the screen shows is fresh (the header's, and the view's below it: "● live"
+        never sits above a view's "⚠ Stale"); else which are stale, and for how long."""
         st = self.store
         now = st.now()
         s = st.get("balance")
         if not s.loaded:
             return Text("● connecting", style="yellow") if not s.error else Text("● offline", style="bold red")
-        slices = [st.get(n) for n in self.shown()]
+        view = getattr(self.app, "current_view", lambda: None)()  # (NCApp's; None on the first-run screen)
+        names = dict.fromkeys(self.shown() + tuple(getattr(view, "NEEDS", ())))
+        slices = [st.get(n) for n in names]
         failing = [x for x in slices if x.failing]
         old = [x for x in slices if x.name == "balance" and (x.age(now) or 0) > STALE_AFTER]
         if not failing and not old:
             return Text("● live", style="green")
         ages = [a for x in failing + old if (a := x.age(now)) is not None]  # (None: never loaded)
-        labels = list(dict.fromkeys(LABELS[x.name] for x in failing + old))
+        labels = list(dict.fromkeys(LABELS.get(x.name, x.name.replace("_", " ")) for x in failing + old))
         age = f" {fmt_age(max(ages))}" if ages else ""
         return Text(f"● stale{age}: {', '.join(labels)}", style="bold red" if failing else "yellow")
