@@ -730,12 +730,9 @@ async def collect(
             un.pop("first_loss_lines", None)
         elif r["completion"] is None and r["job"] is not None:
             un.setdefault("first_loss_lines", "no loss line logged yet")
-    # The service's own clock where it said it (the live rate's as_of, else the newest tick): the metered rate's lag
-    # is measured on it (a simulated service keeps its own time); else ``now``.
-    said = _t((r["rate"]["market"] or {}).get("as_of"))
-    if said is None:
-        ticks = await _try(_Unknown(), "clock", lambda: nc.ticks(limit=1))
-        said = ticks.ticks[-1].at if ticks is not None and ticks.ticks else None
+    # The service's own clock (the Date of its answers: NCClient.clock), so the metered rate's lag is measured on it
+    # (a simulated service keeps its own time); else ``now``.
+    said = nc.clock.now()
     if said is not None:
         now = said
         r["generated_at"] = memory.iso(now)
