@@ -167,6 +167,7 @@ def test_squeue_json_scontrol_and_scancel(login):
     assert j["job_state"] == "RUNNING" and j["state_reason"] == "None" and j["start_time"] > j["submit_time"]
     show = login.ok(f"scontrol show job {job}")
     assert f"JobId={job} JobName=nanogpt" in show and "JobState=RUNNING" in show
+    assert re.search(r"\bRunTime=\d\d:\d\d:\d\d TimeLimit=01:00:00\n", show)  # as scontrol writes them
     assert f"StdOut=/home/kim/nanogpt-{job}.out" in show and f"NodeList={j['nodes']}" in show
     assert re.search(rf"alloc {'plover-gpu-'}", login.ok("sinfo"))
 
