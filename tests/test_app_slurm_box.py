@@ -84,7 +84,8 @@ async def test_the_demo_at_80x24_the_steps_the_time_the_node_and_how_the_job_end
     """``ncui --demo --scenario slurm`` as a person walks it at 80×24 (the box is the login node, its clock stopped
     and moved by the test): the seed's two sign-in steps one a line with the setup command whole on its own; the
     job's elapsed time counted on the box's clock (not this machine's, which the box's runs ahead of); its node's
-    whole name in the table; and once it left the queue, how it ended."""
+    whole name in the table; once it left the queue, how it ended; and the login node's host key, trusted, kept in
+    the box's own known_hosts (gone with it), never in ncui's."""
     from ncui.app import NCApp
     from ncui.backend import Backend, DemoOptions
 
@@ -105,6 +106,9 @@ async def test_the_demo_at_80x24_the_steps_the_time_the_node_and_how_the_job_end
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, "the login node's host key")
         await pilot.press("y")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
+        demo_known = app.backend.known_hosts  # the box's host key goes with the box, never into ncui's known_hosts
+        await until(pilot, lambda: demo_known.is_file() and "[127.11.0." in demo_known.read_text(), what="trusted")
+        assert not (tmp_path / "state" / "ncui" / "known_hosts").exists()
         await pilot.press("4")
         await until(pilot, lambda: "No job of yours in the queue" in screen_text(app), 30, "the empty queue")
         await pilot.press("n")
@@ -141,3 +145,4 @@ async def test_the_demo_at_80x24_the_steps_the_time_the_node_and_how_the_job_end
             await pilot.pause(0.05)
         await until(pilot, lambda: app.store.value("slurm_jobs") == (), 30, "the job gone from squeue --me")
         await until(pilot, lambda: f"job {jid} has left the queue: finished." in screen_text(app), 30, "how it ended")
+    assert not demo_known.exists()

@@ -224,7 +224,7 @@ class SlurmFlowsMixin(_AppBase):
                     st.runner = await slurm_runner(
                         st.ref.name,
                         ssh_config=self._ssh_config(),
-                        known_hosts=known_hosts_path(),
+                        known_hosts=self.backend.known_hosts_file() if self.backend is not None else known_hosts_path(),
                         confirm_host_key=self._slurm_host_key,
                         login_node=self.slurm_login_node,
                     )
