@@ -588,11 +588,11 @@ class SlurmPanel(Vertical):
                 self._ended[self.job] = None
                 self._look_up_end(self.job)
             ended = self._ended[self.job]
-            said = "."
+            said = ". Its log so far stays below."
             if ended is not None and not ended.active:
                 how = explain(ended)
-                said = f": {how[0].lower()}{how[1:]}"
-            line = f"job {self.job} has left the queue{said} Its log so far stays below."
+                said = f": {how[0].lower()}{how[1:]} Its log stays below."
+            line = f"job {self.job} has left the queue{said}"
         else:
             line = ""
         self.query_one("#slurm-explain", Static).update(Text(line, style="italic"))
