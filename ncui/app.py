@@ -381,7 +381,12 @@ class NCApp(
             if sessions.connected(node_id):
                 return sessions.runners[node_id][1]
             runner = await node_runner(
-                host, port, user, alias=alias, ssh_config=box_ssh_config(self) if alias else None
+                host,
+                port,
+                user,
+                alias=alias,
+                ssh_config=box_ssh_config(self) if alias else None,
+                known_hosts=self.backend.known_hosts_file() if self.backend is not None else None,
             )
             made.append(runner)
             return runner

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from .store import Store
@@ -55,6 +56,7 @@ class Backend:
         # Where the cluster's kubeconfig is written for the human's own kubectl (~/.kube; in the demo a stand-in
         # folder that goes with the box); None: nowhere (tests that do not look at it).
         self.kube_home = kube_home
+        self.known_hosts: Path | None = None  # ncui's known_hosts when not config.known_hosts_path() (the demo's)
         self._demo_home: str | None = None
 
     def now(self) -> datetime:
@@ -69,6 +71,12 @@ class Backend:
         if self.nc is not None and (t := self.nc.clock.now()) is not None:
             return t
         return datetime.now(timezone.utc)
+
+    def known_hosts_file(self) -> Path:
+        """ncui's known_hosts: the host keys of ssh hosts the human accepted (in the demo, the box's own file)."""
+        from .config import known_hosts_path
+
+        return self.known_hosts or known_hosts_path()
 
     @property
     def label(self) -> str:
@@ -85,14 +93,16 @@ class Backend:
             self.sim = await asyncio.to_thread(_start_sim, self.demo)
             self.endpoints = Endpoints(api=self.sim.api_url, access=self.sim.access_url)
             self.token = SecretStr(self.sim.token)
-            if self.kube_home is None:  # the box's cluster goes with the box: never into the human's ~/.kube
-                import tempfile
-                from pathlib import Path
+            import tempfile
 
+            self._demo_home = tempfile.mkdtemp(prefix="ncui-demo-home-")
+            home = Path(self._demo_home)
+            # The box's ssh hosts go with the box: their host keys never into ncui's known_hosts (a later box's
+            # host on the same address and port has another key, and would be refused as a changed one).
+            self.known_hosts = home / "known_hosts"
+            if self.kube_home is None:  # the box's cluster goes with the box: never into the human's ~/.kube
                 from .kube.kubeconfig import KubeHome
 
-                self._demo_home = tempfile.mkdtemp(prefix="ncui-demo-home-")
-                home = Path(self._demo_home)
                 self.kube_home = KubeHome(home / ".kube", home / "kube-contexts.json")
         assert self.endpoints is not None
         # NCClient's annotation names pydantic's SecretStr, but it only calls get_secret_value(): config's

@@ -624,10 +624,13 @@ async def _research(
     return {**learned, "_new": mine is None} if learned else {}
 
 
-async def node_runner(host: str, port: int, user: str, *, alias: str = "", ssh_config: Path | None = None) -> Runner:
-    """A runner on a node for the report, which never asks: ncui's known_hosts, and a host key it does not know is
-    refused (``HostKeyUnknown``, said as unknown) unless ssh's own known_hosts pin it (the research node's
-    workspace pin, found through ``alias`` in ``ssh_config``), as Workloads trusts it. Nothing connects yet."""
+async def node_runner(
+    host: str, port: int, user: str, *, alias: str = "", ssh_config: Path | None = None, known_hosts: Path | None = None
+) -> Runner:
+    """A runner on a node for the report, which never asks: ncui's known_hosts (``known_hosts``: the demo's), and a
+    host key it does not know is refused (``HostKeyUnknown``, said as unknown) unless ssh's own known_hosts pin it
+    (the research node's workspace pin, found through ``alias`` in ``ssh_config``), as Workloads trusts it. Nothing
+    connects yet."""
     from .config import known_hosts_path
     from .remote.research import pinned_keys, ssh_setup
     from .remote.runner import SshRunner
@@ -640,7 +643,8 @@ async def node_runner(host: str, port: int, user: str, *, alias: str = "", ssh_c
         }
 
     keys = list(setup.identities) if setup is not None and setup.identities else None
-    return SshRunner(host, port, user, known_hosts=known_hosts_path(), confirm_host_key=pinned, client_keys=keys)
+    known = known_hosts or known_hosts_path()
+    return SshRunner(host, port, user, known_hosts=known, confirm_host_key=pinned, client_keys=keys)
 
 
 # ---- the report ------------------------------------------------------------------------------------

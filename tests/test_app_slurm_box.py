@@ -17,6 +17,11 @@ from .apphelp import app_for, loaded, screen_text, until
 pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenSSH's ssh (ssh -G reads the config)")
 
 
+def seconds(elapsed: str) -> int:
+    """squeue's ``M:SS`` / ``H:MM:SS`` in seconds."""
+    return sum(int(x) * 60**i for i, x in enumerate(reversed(elapsed.split(":"))))
+
+
 def _notes(app) -> str:
     return "\n".join(n.message for n in list(app._notifications))
 
@@ -73,3 +78,71 @@ async def test_the_first_job_on_the_boxs_login_node(sim_factory, tmp_path, monke
             30,
             "cancelled in squeue",
         )
+
+
+async def test_the_demo_at_80x24_the_steps_the_time_the_node_and_how_the_job_ended(tmp_path, monkeypatch):
+    """``ncui --demo --scenario slurm`` as a person walks it at 80×24 (the box is the login node, its clock stopped
+    and moved by the test): the seed's two sign-in steps one a line with the setup command whole on its own; the
+    job's elapsed time counted on the box's clock (not this machine's, which the box's runs ahead of); its node's
+    whole name in the table; once it left the queue, how it ended; and the login node's host key, trusted, kept in
+    the box's own known_hosts (gone with it), never in ncui's."""
+    from ncui.app import NCApp
+    from ncui.backend import Backend, DemoOptions
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # ncui's known_hosts (the login node's key, trusted on first use)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    app = NCApp(Backend(demo=DemoOptions("slurm", 0.0, 7)), mode="demo")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "slurm_signin"), 30, "the sign-in checked")
+        sim, access = app.backend.sim, app.backend.endpoints.access
+        await pilot.press("4")
+        state = app.screen.query_one("#slurm-state")
+        await until(pilot, lambda: "no ssh certificate" in screen_text(app), what="the steps on Workloads")
+        drawn = [line.text.rstrip() for line in state.render_lines(state.region.reset_offset)]
+        assert f"    curl -fsSL {access}/setup.sh | sh -s -- plover" in drawn, drawn  # whole, on its own line
+        assert any(x.startswith(" 2. run slurm-login") for x in drawn), drawn
+
+        await pilot.press("1", "L")  # the demo plays slurm-login; then the login node's host key, first use
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, "the login node's host key")
+        await pilot.press("y")
+        await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
+        demo_known = app.backend.known_hosts  # the box's host key goes with the box, never into ncui's known_hosts
+        await until(pilot, lambda: demo_known.is_file() and "[127.11.0." in demo_known.read_text(), what="trusted")
+        assert not (tmp_path / "state" / "ncui" / "known_hosts").exists()
+        await pilot.press("4")
+        await until(pilot, lambda: "No job of yours in the queue" in screen_text(app), 30, "the empty queue")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, "the first job's question")
+        await pilot.press("y")
+        await until(pilot, lambda: bool(app.store.value("slurm_jobs")), 30, "the job in squeue --me")
+        jid = app.store.value("slurm_jobs")[0].id
+
+        def running() -> bool:
+            return bool((jobs := app.store.value("slurm_jobs")) and jobs[0].running)
+
+        for _ in range(60):  # the box's clock: PENDING for a few minutes, then RUNNING
+            if running():
+                break
+            sim.world.advance(30)
+            app.slurm_wake()
+            await pilot.pause(0.05)
+        await until(pilot, running, 30, "RUNNING")
+        sim.world.advance(150)  # 2.5 minutes of the box's clock on the node (this machine's: a moment)
+        app.slurm_wake()
+        table = app.screen.query_one(SlurmPanel).table
+        await until(pilot, lambda: f" {jid} " in table.render_line(1).text and ":" in table.render_line(1).text)
+        await until(pilot, lambda: seconds(app.store.value("slurm_jobs")[0].elapsed) >= 150, 30, "the box's clock")
+        row = table.render_line(1).text
+        node = app.store.value("slurm_jobs")[0].nodelist
+        assert node.startswith("plover-gpu-") and f" {node} " in row, row  # the node's whole name at 80 columns
+        assert " 0:00 " not in row
+
+        for _ in range(40):  # the run ends on the box's clock: the job leaves squeue --me
+            if app.store.value("slurm_jobs") == ():
+                break
+            sim.world.advance(120)
+            app.slurm_wake()
+            await pilot.pause(0.05)
+        await until(pilot, lambda: app.store.value("slurm_jobs") == (), 30, "the job gone from squeue --me")
+        await until(pilot, lambda: f"job {jid} has left the queue: finished." in screen_text(app), 30, "how it ended")
+    assert not demo_known.exists()

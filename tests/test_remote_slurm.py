@@ -432,6 +432,7 @@ async def test_signin_certificate_found_as_openssh_finds_it_and_the_seed_steps_w
     assert not gone_.ok and gone_.state == "expired" and "plover expired " in gone_.message
     steps = "curl -fsSL http://127.0.0.1:9/a/setup.sh | sh -s -- plover"
     assert steps in gone_.message and "2. run slurm-login" in gone_.message
+    assert f"\n    {steps}\n" in gone_.message  # one step a line, the command whole on its own
 
     none = await slurm.check_certificate("plover", host="other", ssh_config=cfg)
     assert (none.ok, none.state, none.path) == (False, "missing", None) and "setup.sh | sh -s -- plover" in none.message

@@ -67,9 +67,13 @@ def test_the_queue_then_the_assignment_by_the_clock(research):
     assert s["state"] == "assigned" and s["public_ip"] == "127.12.0.1" and s["ssh_user"] == "ubuntu"
     assert s["ssh_host"] == "research-node" and s["ssh_port"] == research.sim.ssh.host("research-node")[1]
     config = Path(research.config).read_text()
-    assert "Host research-node\n" in config and f"IdentityFile {research.sim.ssh.key_path}" in config
+    assert "Host research-node 127.12.0.1\n" in config and f"IdentityFile {research.sim.ssh.key_path}" in config
     r = research.ssh("whoami; hostname")  # the workspace key is on the node; its host key is pinned
     assert r.returncode == 0 and r.stdout == f"ubuntu\n{s['hostname']}\n", r.stderr
+    # the seed's own form, ssh <ssh_user>@<public_ip>: the Host block names the address too (its port, key, pin)
+    argv = ["ssh", "-F", research.config, *NO_AGENT, f"{s['ssh_user']}@{s['public_ip']}", "whoami"]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0 and r.stdout == "ubuntu\n", r.stderr
     research.advance(3600)  # the meter runs while the node is held
     after = research.http.get("/api/billing/summary").json()["balance_ucredits"]
     assert after < balance

@@ -76,7 +76,7 @@ def login(sim_factory):
 
 def test_only_a_certificate_the_box_clock_finds_valid_gets_in(login, tmp_path):
     config = Path(login.config).read_text()
-    assert "Host plover\n" in config and f"CertificateFile {login.sim.ssh.cert_path}" in config
+    assert "Host plover 127.11.0.1\n" in config and f"CertificateFile {login.sim.ssh.cert_path}" in config
     r = login.ssh("whoami")  # the setup script's key alone, no slurm-login yet
     assert r.returncode == 255 and "Permission denied (publickey)" in r.stderr
 
@@ -167,6 +167,7 @@ def test_squeue_json_scontrol_and_scancel(login):
     assert j["job_state"] == "RUNNING" and j["state_reason"] == "None" and j["start_time"] > j["submit_time"]
     show = login.ok(f"scontrol show job {job}")
     assert f"JobId={job} JobName=nanogpt" in show and "JobState=RUNNING" in show
+    assert re.search(r"\bRunTime=\d\d:\d\d:\d\d TimeLimit=01:00:00\n", show)  # as scontrol writes them
     assert f"StdOut=/home/kim/nanogpt-{job}.out" in show and f"NodeList={j['nodes']}" in show
     assert re.search(rf"alloc {'plover-gpu-'}", login.ok("sinfo"))
 
@@ -191,7 +192,8 @@ def test_ncui_sim_prints_the_login_nodes_ssh_config():
     with SimProcess("--scenario", "slurm") as sim:
         path = Path(sim.env["NC_SSH_CONFIG"])
         text = wait_for(lambda: "Host plover" in path.read_text() and path.read_text(), 10, what="the login node")
-        assert "Host plover\n" in text and "User kim\n" in text and "CertificateFile " in text
+        assert re.search(r"^Host plover 127\.11\.0\.\d+$", text, re.M) and "User kim\n" in text  # (its address too)
+        assert "CertificateFile " in text
         assert "UserKnownHostsFile " in text and "StrictHostKeyChecking yes" in text
 
 

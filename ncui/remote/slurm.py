@@ -467,9 +467,11 @@ def signin_steps(cluster: str, access_url: str = "https://access.nationalcompute
     """The seed's two steps, on the human's own machine: the setup script with the cluster name, then
     ``slurm-login`` (a certificate valid 24 hours)."""
     setup = f"curl -fsSL {_q(access_url.rstrip('/') + '/setup.sh')} | sh -s -- {_q(cluster)}"
-    return (
-        f"Sign in to {clean(cluster)} on this machine: 1. run the setup script with the cluster's name: {setup}  "
-        f"2. run slurm-login (it refreshes your ssh certificate for 24 hours). ncui checks again by itself."
+    return (  # one step a line, the command on its own (a narrow column wraps it, never the steps into each other)
+        f"Sign in to {clean(cluster)} on this machine:\n"
+        f" 1. run the setup script with the cluster's name:\n    {setup}\n"
+        " 2. run slurm-login (it refreshes your ssh certificate for 24 hours).\n"
+        "ncui checks again by itself."
     )
 
 

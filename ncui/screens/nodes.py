@@ -207,7 +207,8 @@ class NodeSessions:
             return held[1]
         if held is not None:
             self.app.run_worker(held[1].close(), exit_on_error=False)
-        known = known_hosts_path()
+        backend = getattr(self.app, "backend", None)
+        known = backend.known_hosts_file() if backend is not None else known_hosts_path()
 
         async def ask(host: str, port: int, fingerprint: str) -> bool:
             if setup is not None:

@@ -224,7 +224,7 @@ class SlurmFlowsMixin(_AppBase):
                     st.runner = await slurm_runner(
                         st.ref.name,
                         ssh_config=self._ssh_config(),
-                        known_hosts=known_hosts_path(),
+                        known_hosts=self.backend.known_hosts_file() if self.backend is not None else known_hosts_path(),
                         confirm_host_key=self._slurm_host_key,
                         login_node=self.slurm_login_node,
                     )
@@ -267,12 +267,16 @@ class SlurmFlowsMixin(_AppBase):
 
         if self.slurm_runner_factory is None and on_login_node(self.slurm_login_node):
             return login_node_check()
-        sim = self.backend.sim if self.backend is not None else None
         access = self.backend.endpoints.access if self.backend is not None and self.backend.endpoints else None
         kw: dict[str, Any] = {"access_url": access} if access else {}
         # The box signs certificates for 24 hours of its clock (which may run 60x): judged by that clock there.
-        now = sim.world.now() if sim is not None else None
-        return await check_certificate(ref.name, ssh_config=self._ssh_config(), now=now, **kw)
+        return await check_certificate(ref.name, ssh_config=self._ssh_config(), now=self._slurm_now(), **kw)
+
+    def _slurm_now(self) -> datetime | None:
+        """The login node's clock: the box's (virtual, it may run 60x) when the demo's box is the login node; else
+        None, this machine's (a real cluster's clock and ours agree)."""
+        sim = self.backend.sim if self.backend is not None else None
+        return sim.world.now() if sim is not None else None
 
     async def _slurm_signin_loop(self, st: _State) -> None:
         from ..backoff import wait_event
@@ -313,7 +317,8 @@ class SlurmFlowsMixin(_AppBase):
             delay: float | None
             try:
                 runner = await self._slurm_runner(st)
-                found = await slurm.jobs(runner)
+                now = self._slurm_now()  # a running job's elapsed time is counted to the login node's now
+                found = await slurm.jobs(runner, now=now.timestamp() if now is not None else None)
             except RemoteError as e:
                 if st.stopped:
                     return
@@ -447,7 +452,9 @@ class SlurmPanel(Vertical):
         Binding("w", "pane('toggle_wrap')", "Wrap"),
         Binding("G", "pane('jump_end')", "End", show=False),
     ]
-    COLUMNS = (("JOBID", 8), ("NAME", 10), ("STATE", 10), ("TIME", 9), ("NODE", 12), ("REASON", 20))
+    # widths: TIME holds squeue's D-HH:MM:SS, NODE a name like plover-gpu-003, STATE CONFIGURING (80 columns: the
+    # reason is what gives way, and the line under the table says it in full)
+    COLUMNS = (("JOBID", 8), ("NAME", 10), ("STATE", 11), ("TIME", 10), ("NODE", 14), ("REASON", 20))
 
     def __init__(self, store: Store, *, id: str) -> None:
         super().__init__(id=id)
@@ -456,6 +463,7 @@ class SlurmPanel(Vertical):
         self.follower: FileFollower | None = None
         self.losses = LossCurve()
         self._rows: list[tuple[str, ...]] | None = None
+        self._ended: dict[str, SlurmJob | None] = {}  # a job that left the queue: how it ended (None: not known)
 
     def compose(self) -> ComposeResult:
         from ..widgets.logpane import LogPane
@@ -576,10 +584,36 @@ class SlurmPanel(Vertical):
         if job is not None:
             line = f"job {clean(job.id)}: {explain(job)}"
         elif self.job is not None:
-            line = f"job {self.job} has left the queue; its log so far stays below."
+            if self.job not in self._ended:
+                self._ended[self.job] = None
+                self._look_up_end(self.job)
+            ended = self._ended[self.job]
+            said = ". Its log so far stays below."
+            if ended is not None and not ended.active:
+                how = explain(ended)
+                said = f": {how[0].lower()}{how[1:]} Its log stays below."
+            line = f"job {self.job} has left the queue{said}"
         else:
             line = ""
         self.query_one("#slurm-explain", Static).update(Text(line, style="italic"))
+
+    @work(group="slurm-end", exit_on_error=False)
+    async def _look_up_end(self, jid: str) -> None:
+        """How a job that left ``squeue --me`` ended (COMPLETED, CANCELLED, FAILED…), while Slurm still lists it."""
+        from ..remote import slurm
+        from ..remote.runner import RemoteError
+
+        app = self._app()
+        st = app._slurm
+        if st is None:
+            return
+        now = app._slurm_now()
+        try:
+            job = await slurm.job(await app._slurm_runner(st), jid, now=now.timestamp() if now is not None else None)
+        except RemoteError:  # (SlurmError too)
+            return  # not known: the line says it left the queue, and no more
+        self._ended[jid] = job
+        self.refresh_panel()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         jid = event.row_key.value if event.row_key is not None else None

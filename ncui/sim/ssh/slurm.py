@@ -50,6 +50,14 @@ def slurm_time(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def run_time(seconds: float) -> str:
+    """scontrol's RunTime: always HH:MM:SS (D-HH:MM:SS past a day)."""
+    d, s = divmod(max(0, int(seconds)), 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    return f"{d}-{h:02d}:{m:02d}:{s:02d}" if d else f"{h:02d}:{m:02d}:{s:02d}"
+
+
 def parse_limit(text: str) -> int | None:
     """``--time``: minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S → seconds (None: not one of them)."""
     m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text.strip())
@@ -568,7 +576,7 @@ class LoginShell(Shell):
                 f"   UserId={j.user}(1000) GroupId={j.user}(1000) MCS_label=N/A\n"
                 f"   JobState={state} Reason={j.reason(now)} Dependency=(null)\n"
                 f"   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode={exit_code}\n"
-                f"   RunTime={slurm_time(j.elapsed(now)).rjust(8, '0')} TimeLimit={slurm_time(j.time_limit)}\n"
+                f"   RunTime={run_time(j.elapsed(now))} TimeLimit={run_time(j.time_limit)}\n"
                 f"   SubmitTime={_iso(j.submitted)} EligibleTime={_iso(j.submitted)}\n"
                 f"   StartTime={'Unknown' if state == 'PENDING' else _iso(j.start)} EndTime={_iso(end)}\n"
                 f"   Partition={PARTITION} AllocNode:Sid={self.node.spec.name}:4242\n"
