@@ -1,26 +1,46 @@
 """One backoff rule for everything that retries on its own (pollers, watches, log streams), and one way
-to wait for an event with a timeout."""
+to wait with a deadline that never loses a cancellation (``within``, ``wait_event``)."""
 
 from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+async def within(aw: Awaitable[T], timeout: float | None) -> T:
+    """``await aw`` with a deadline: its result, or ``asyncio.TimeoutError`` after ``timeout`` seconds (None: no
+    limit), ``aw`` cancelled and finished either way before this returns or raises (pass ``asyncio.shield(f)`` for
+    a future that must outlive the wait).
+
+    Not ``asyncio.wait_for``: on Python 3.10/3.11, when the waiting task is cancelled just as ``aw`` finishes (a
+    watch's bytes, a connection or a head arriving in the same turn of the loop), wait_for returns the result and
+    the cancellation is lost. A watcher stopped at that moment went on watching for its 300 s, and whatever waited
+    for it to end (a test, ``q``) waited with it. ``asyncio.wait`` never swallows a cancellation."""
+    fut = asyncio.ensure_future(aw)
+    try:
+        done, _ = await asyncio.wait({fut}, timeout=timeout)
+    finally:
+        if not fut.done():  # timed out, or this task was cancelled: so is what it waited on, and it has ended
+            fut.cancel()
+            await asyncio.wait({fut})
+    if not done:
+        raise asyncio.TimeoutError
+    return fut.result()
 
 
 async def wait_event(event: asyncio.Event, timeout: float | None) -> bool:
-    """Wait until ``event`` is set or ``timeout`` seconds pass (None: no limit); True when it is set.
-
-    Not ``asyncio.wait_for(event.wait(), timeout)``: on Python 3.10/3.11 that returns normally when the
-    task is cancelled just as the event is set, so the cancellation is lost (a poller kept running and
-    ``q`` hung until its next poll). ``asyncio.wait`` never swallows a cancellation."""
+    """Wait until ``event`` is set or ``timeout`` seconds pass (None: no limit); True when it is set. (A poller
+    cancelled as its event was set once kept running and ``q`` hung until its next poll: ``within``.)"""
     if event.is_set():
         return True
-    waiter = asyncio.ensure_future(event.wait())
     try:
-        await asyncio.wait({waiter}, timeout=timeout)
-    finally:
-        waiter.cancel()
+        await within(event.wait(), timeout)
+    except asyncio.TimeoutError:
+        pass
     return event.is_set()
 
 

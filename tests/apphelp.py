@@ -28,8 +28,23 @@ async def until(pilot, cond, timeout: float = 15.0, what: str = "") -> None:
     while not (cond() and pilot.app.screen.is_mounted):
         if time.monotonic() > deadline:
             held = "held, but the screen on top never finished mounting" if cond() else "never held"
-            raise AssertionError(f"timed out waiting for {what or cond} ({held}; on top: {pilot.app.screen!r})")
+            raise AssertionError(f"timed out waiting for {what or cond} ({held}; on top: {_top(pilot.app)})")
         await pilot.pause(0.02)
+
+
+def _top(app) -> str:
+    """The screen on top for a failure message: its class and, for a modal (an error dialog, a question), what it
+    says, so a timeout names the error the app showed rather than only that one was there."""
+    from textual.screen import ModalScreen
+
+    screen = app.screen
+    if not isinstance(screen, ModalScreen):
+        return repr(screen)
+    try:
+        said = " ".join(screen_text(app).split())
+    except Exception as e:  # a half-built screen: say so rather than hide the timeout behind another error
+        said = f"(its text could not be read: {e!r})"
+    return f"{screen!r} saying: {said[:600]!r}"
 
 
 def screen_text(app) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import httpx
@@ -11,7 +12,7 @@ from pydantic import SecretStr
 from ncui.kube.client import ApplyResult, KubeClient, KubeError, NotSignedIn
 from ncui.kube.status import pod_ready, pod_status
 
-from .kc_support import advance_until, recipe
+from .kc_support import advance_until, busybox_job, recipe
 
 
 def _deploy(replicas: int = 1, cpu=1) -> dict:
@@ -214,3 +215,91 @@ async def test_an_answer_that_is_not_a_json_object_is_a_clear_error() -> None:
             await kc.list("pods")
     finally:
         await kc.aclose()
+
+
+class HangUpProxy:
+    """A loopback TCP proxy in front of the box that closes a kept-alive connection, without a word, when the next
+    request arrives on it: what a server's (or a load balancer's) idle cut looks like to a client that sent just
+    as it happened. Every first request on a connection goes through; ``hangups`` counts the ones cut."""
+
+    def __init__(self, upstream: str) -> None:
+        u = httpx.URL(upstream)
+        self.host, self.port = u.host, u.port
+        self.hangups = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def _serve(self, cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
+        ur, uw = await asyncio.open_connection(self.host, self.port)
+        answered = asyncio.Event()  # the box has begun to answer this connection's first request
+
+        async def up() -> None:
+            while data := await cr.read(65536):
+                if answered.is_set():  # a second request on a kept-alive connection: hang up, unanswered
+                    self.hangups += 1
+                    break
+                uw.write(data)
+            cw.transport.abort()
+            uw.transport.abort()
+
+        async def down() -> None:
+            while data := await ur.read(65536):
+                answered.set()
+                cw.write(data)
+            cw.transport.abort()
+
+        both = [asyncio.ensure_future(up()), asyncio.ensure_future(down())]
+        self._tasks.update(both)
+        await asyncio.gather(*both, return_exceptions=True)
+        self._tasks.difference_update(both)
+
+    async def close(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+
+async def test_a_kept_alive_connection_closed_under_a_request_sends_it_again_when_it_is_idempotent(kc_factory):
+    """Both clients: a GET, PUT or DELETE whose kept-alive connection the server closed as it arrived goes again on a
+    new one (a loaded CI run refused an apply, and a limit price, with "Server disconnected without sending a
+    response"); a POST is never sent twice: its error is said."""
+    import yaml
+
+    from ncui.api.client import NCClient
+    from ncui.api.errors import NetworkError
+    from ncui.config import Endpoints
+
+    k, _ = kc_factory()
+    proxy = HangUpProxy(k.sim.api_url)
+    url = await proxy.start()
+    doc = yaml.safe_load(k.kubeconfig.read_text())
+    for c in doc["clusters"]:  # the same cluster, on the box's plain listener, through the proxy
+        c["cluster"] = {"server": f"{url}/k8s/{k.cluster}"}
+    kc = KubeClient.from_kubeconfig(yaml.safe_dump(doc))
+    try:
+        async with NCClient(Endpoints(api=url, access=url), SecretStr(k.sim.token), retries=0) as nc:
+            assert (await nc.bid("halcyon")).max_price_per_gpu_hour == 0
+            bid = await nc.set_bid(7_250_000, "halcyon")  # on the kept-alive connection: cut, then sent again
+            assert bid.max_price_per_gpu_hour == 7_250_000 and proxy.hangups == 1
+            puts = [r for r in k.sim.app.state.received if r.method == "PUT"]
+            assert len(puts) == 1  # the cut one never reached the box; the one sent again did, once
+            with pytest.raises(NetworkError, match="RemoteProtocolError"):
+                await nc.add_ssh_key("org", "laptop", "ssh-ed25519 AAAA laptop")
+            assert proxy.hangups == 2 and not [r for r in k.sim.app.state.received if r.path.endswith("ssh-keys")]
+
+        await kc.list("nodes")  # signed in (the plugin talks to the box itself)
+        assert await kc.get("jobs", "later") is None  # cut, sent again
+        assert proxy.hangups == 3
+        res = await kc.apply([busybox_job("later", "echo hi")])  # its GET goes again; its create, after, is cut
+        assert res[0].error and "Server disconnected" in res[0].error and proxy.hangups == 5
+        assert k.api("/apis/batch/v1/namespaces/default/jobs")["items"] == []  # not created, and never twice
+    finally:
+        await kc.aclose()
+        await proxy.close()

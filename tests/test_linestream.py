@@ -583,6 +583,27 @@ async def test_close_while_waiting_ends_iteration_promptly() -> None:
     assert task.exception() is None
 
 
+async def test_a_consumer_cancelled_as_its_bytes_arrive_is_cancelled() -> None:
+    """A watcher stopped (its task cancelled) in the very turn its next bytes arrive ends there. On Python 3.10/3.11
+    ``asyncio.wait_for`` returned the bytes instead and lost the cancellation: the stopped watcher went on reading
+    for its 330 s read timeout (CI: test_drop_ends_streams_and_long_run and the sign-in gate test hung)."""
+    async with Server(writes(CHUNKED_HEAD + frame(b"hello\n"), hold=True)) as srv:
+        stream, head = await LineStream.open(srv.url(), {}, True, gap=0)
+        got: list[str] = []
+
+        async def consume() -> None:
+            async for batch in stream.batches(read_timeout=330):  # a watch's: its timeoutSeconds + 30
+                got.extend(batch)
+
+        task = asyncio.create_task(consume())
+        await until(lambda: got == ["hello"] and stream._waiter is not None, "the consumer to wait for more")
+        stream._wake()  # bytes came (the protocol wakes the consumer) ...
+        task.cancel()  # ... and, in the same turn of the loop, the watcher is stopped
+        done, _ = await asyncio.wait({task}, timeout=DEADLINE)
+        stream.close()
+        assert task in done and task.cancelled()
+
+
 async def test_close_before_consuming_drops_pending_lines() -> None:
     async with Server(writes(CHUNKED_HEAD + frame(b"a\nb\n"), hold=True)) as srv:
         stream, head = await LineStream.open(srv.url(), {}, True)

@@ -109,6 +109,32 @@ class ServiceClock:
         return datetime.fromtimestamp(est, timezone.utc)
 
 
+class ResendOnHangup(httpx.AsyncBaseTransport):
+    """Sends an idempotent request (GET, HEAD, OPTIONS, PUT, DELETE) once more, on a new connection, when the one it
+    went out on was closed before any answer came: a server (uvicorn after 5 idle seconds, a load balancer's idle
+    cut) closing a kept-alive connection just as the next request arrives on it. Under load that request was lost
+    now and then (an apply refused with "Server disconnected without sending a response"). As Go's transport does
+    for kubectl; a POST or PATCH is never sent twice (it may have been acted on): its error is said. Failures after
+    the answer began (a body cut short) are not this and are not retried here. Used by both API clients."""
+
+    IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+    _HUNG_UP = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return await self._inner.handle_async_request(request)
+        except self._HUNG_UP:
+            if request.method not in self.IDEMPOTENT:
+                raise
+        return await self._inner.handle_async_request(request)  # (the pool dropped the closed connection)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 class RecipeFile(BaseModel):
     """A catalog file as fetched, and which file the vendor rule settled on."""
 
@@ -142,7 +168,7 @@ class NCClient:
             auth=BearerAuth(token) if token is not None else None,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-            transport=transport,
+            transport=transport or ResendOnHangup(httpx.AsyncHTTPTransport()),
             follow_redirects=False,
             event_hooks={"response": [self._dated]},
         )
@@ -482,4 +508,4 @@ def _origin(url: str) -> str:
     return f"{u.scheme}://{u.host}" + (f":{u.port}" if u.port else "")
 
 
-__all__ = ["NCClient", "RecipeFile", "NotFound", "BearerAuth"]
+__all__ = ["NCClient", "RecipeFile", "NotFound", "BearerAuth", "ResendOnHangup"]

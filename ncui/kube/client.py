@@ -28,7 +28,7 @@ import yaml
 from pydantic import SecretStr
 
 from .. import history
-from ..api.client import BearerAuth
+from ..api.client import BearerAuth, ResendOnHangup
 from ..textsafe import clean, loads_clean
 from . import session
 from .gate import SignInGate
@@ -227,10 +227,15 @@ class KubeClient:
         self._timeout = timeout
         self._verify = verify
         self._http = httpx.AsyncClient(
-            verify=verify,
             timeout=httpx.Timeout(timeout),
             trust_env=False,
-            limits=httpx.Limits(max_connections=50, max_keepalive_connections=10),
+            transport=ResendOnHangup(
+                httpx.AsyncHTTPTransport(
+                    verify=verify,
+                    trust_env=False,
+                    limits=httpx.Limits(max_connections=50, max_keepalive_connections=10),
+                )
+            ),
         )
 
     @classmethod

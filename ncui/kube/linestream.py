@@ -24,6 +24,8 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Protocol, TypeGuard, cast
 from urllib.parse import urlsplit
 
+from ..backoff import within
+
 __all__ = ["LineStream", "Lines", "Head", "StreamFailed"]
 
 _PLAIN = bytes(range(0x20, 0x7F)) + b"\n"  # what translate() deletes from a plain piece: everything
@@ -148,14 +150,14 @@ class LineStream:
         ]
         secrets = [(k, v) for k, v in headers.items() if _secret(v)]
         try:
-            await asyncio.wait_for(s._connect(host, port, tls), connect_timeout)
+            await within(s._connect(host, port, tls), connect_timeout)
             assert s._transport is not None
             s._transport.write(
                 (
                     "\r\n".join(lines) + "".join(f"\r\n{k}: {v.get_secret_value()}" for k, v in secrets) + "\r\n\r\n"
                 ).encode("latin-1")
             )
-            head = await asyncio.wait_for(asyncio.shield(s._head), connect_timeout)
+            head = await within(asyncio.shield(s._head), connect_timeout)
         except (OSError, asyncio.TimeoutError) as e:
             s.close()
             raise StreamFailed(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__) from None
@@ -362,7 +364,7 @@ class LineStream:
                 if read_timeout is None:
                     await self._waiter
                 else:
-                    await asyncio.wait_for(self._waiter, read_timeout)
+                    await within(self._waiter, read_timeout)
             finally:
                 self._waiter = None
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import yaml
 from pydantic import SecretStr
 
+from ..backoff import within
 from ..textsafe import clean
 
 URL = re.compile(r"https?://[^\s\"'<>]+")
@@ -73,7 +74,7 @@ async def run_plugin(spec: ExecSpec, timeout: float = 30.0) -> SigninResult:
     except OSError as e:
         return SigninResult(False, message=f"cannot run the sign-in plugin {spec.command}: {e.strerror or e}")
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        out, err = await within(proc.communicate(), timeout)
     except asyncio.TimeoutError:
         proc.kill()
         await proc.wait()
@@ -82,7 +83,7 @@ async def run_plugin(spec: ExecSpec, timeout: float = 30.0) -> SigninResult:
         if proc.returncode is None:  # collected after the loop closed ("Event loop is closed" in its __del__)
             proc.kill()
         try:
-            await asyncio.wait_for(proc.wait(), 5)
+            await within(proc.wait(), 5)
         finally:
             transport = getattr(proc, "_transport", None)
             if transport is not None:

@@ -88,6 +88,8 @@ async def agent_keys(timeout: float = 3.0) -> list[LocalKey]:
     """The ssh agent's keys (``SSH_AUTH_SOCK``), when an agent answers in time; [] when there is none."""
     import asyncio
 
+    from ..backoff import within
+
     if not os.environ.get("SSH_AUTH_SOCK"):
         return []
     import asyncssh  # imported when first needed (~160 ms)
@@ -100,7 +102,7 @@ async def agent_keys(timeout: float = 3.0) -> list[LocalKey]:
             agent.close()
 
     try:
-        pairs = await asyncio.wait_for(read(), timeout)
+        pairs = await within(read(), timeout)
     except (OSError, asyncssh.Error, asyncio.TimeoutError):
         return []
     out: list[LocalKey] = []

@@ -23,6 +23,7 @@ import socket
 from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 
+from ..backoff import within
 from ..textsafe import clean
 from .runner import _READ, MAX_OUTPUT, CopyFailed, Progress, RemoteError, Result, _failed, _short, _text, drain_bounded
 
@@ -117,7 +118,7 @@ class LocalRunner:
                 except (ProcessLookupError, PermissionError):
                     break
                 try:
-                    await asyncio.wait_for(proc.wait(), 3)
+                    await within(proc.wait(), 3)
                     break
                 except (asyncio.TimeoutError, TimeoutError):
                     continue
@@ -131,7 +132,7 @@ class LocalRunner:
         proc = await self._start(cmd, asyncio.subprocess.PIPE)
         out, err = bytearray(), bytearray()
         try:
-            cut = await asyncio.wait_for(drain_bounded(((proc.stdout, out), (proc.stderr, err)), max_output), timeout)
+            cut = await within(drain_bounded(((proc.stdout, out), (proc.stderr, err)), max_output), timeout)
             await proc.wait()
         except (asyncio.TimeoutError, TimeoutError):
             raise RemoteError(f"{_short(cmd)} did not finish on {self.where} within {timeout:g} s.") from None

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 import asyncssh
 
 from .. import history
+from ..backoff import within
 from ..textsafe import clean
 
 __all__ = [
@@ -354,9 +355,7 @@ class SshRunner:
     async def _presented_key(self) -> asyncssh.SSHKey:
         """The host key the node presents (a connection that ends after the key exchange)."""
         try:
-            key = await asyncio.wait_for(
-                asyncssh.get_server_host_key(self.host, **self._options()), self.connect_timeout
-            )
+            key = await within(asyncssh.get_server_host_key(self.host, **self._options()), self.connect_timeout)
         except BaseException as e:
             raise self._connect_error(e) from None
         if key is None:
@@ -388,7 +387,7 @@ class SshRunner:
         if self.agent_path != ():
             kw["agent_path"] = self.agent_path
         try:
-            conn = await asyncio.wait_for(
+            conn = await within(
                 asyncssh.connect(self.host, **self._options(connect_timeout=self.connect_timeout, **kw)),
                 self.connect_timeout + 1,
             )
@@ -514,7 +513,7 @@ class SshRunner:
         proc = await self._process(cmd)
         out, err = bytearray(), bytearray()
         try:
-            cut = await asyncio.wait_for(drain_bounded(((proc.stdout, out), (proc.stderr, err)), max_output), timeout)
+            cut = await within(drain_bounded(((proc.stdout, out), (proc.stderr, err)), max_output), timeout)
             await proc.wait_closed()
         except (asyncio.TimeoutError, TimeoutError):
             proc.close()

@@ -32,6 +32,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..backoff import within
 from ..textsafe import clean
 from .node import BadInput, FileFollower, _path, _q, curl_sh_command
 from .runner import CommandFailed, RemoteError, Result, Runner, run_noted
@@ -517,7 +518,7 @@ async def _output(*argv: str, env: Mapping[str, str] | None = None) -> str | Non
     except OSError:
         return None
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), 15)
+        out, _ = await within(proc.communicate(), 15)
     except (asyncio.TimeoutError, TimeoutError):
         await _reap(proc)
         return None
@@ -531,7 +532,7 @@ async def _reap(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
         proc.kill()
     try:
-        await asyncio.wait_for(asyncio.shield(proc.wait()), 5)
+        await within(asyncio.shield(proc.wait()), 5)
     except (asyncio.TimeoutError, TimeoutError, asyncio.CancelledError):
         pass
     finally:
