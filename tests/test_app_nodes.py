@@ -27,7 +27,7 @@ from ncui.screens.nodes import CopyOffModal, CopyProgressModal, NodesPane, RunIm
 from ncui.sim.ssh.node import STOCK
 from ncui.sim.world import JOIN_MAX
 
-from .apphelp import app_for, loaded, screen_text, type_text, until
+from .apphelp import app_for, footer_keys, loaded, screen_text, type_text, until
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
 LOSS = re.compile(r"iter \d+: loss \d+\.\d{4}, time \d+\.\d{2}ms")
@@ -270,6 +270,46 @@ async def test_keys_registered_after_the_grant_are_refused_with_what_to_do(sim_f
             assert "PRIVATE" not in text and n.key.with_suffix(".pub").read_text().split()[1] not in text
     finally:
         n.close()
+
+
+async def test_at_80_columns_a_new_user_reads_recipes_the_footer_and_a_run_that_ends_by_itself(node, monkeypatch):
+    """A VM cluster at 80×24: Recipes says no catalog recipe applies and where runs start (never "Loading…" for
+    ever); the node view's footer is read whole with q Quit and offers no chat; the starter run to its end by
+    the box's clock is noticed: every line in, the log ended, "Runs nanogpt" gone, the node still billed."""
+    monkeypatch.setattr(NodesPane, "RUN_CHECK", 0.2)
+    sim = node.sim
+    app = app_for(sim)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "vm_capacity", "catalog"), what="the catalog read")
+        await pilot.press("3")
+        await until(pilot, lambda: "tern-vm is a VM cluster: the catalog's recipes are Kubernetes" in screen_text(app))
+        assert "Workloads (4) runs the starter (n:" in screen_text(app) and "Loading" not in screen_text(app)
+        nodes = await open_nodes(pilot, app, node)
+        assert footer_keys(app) == ["o Connect", "n Starter", "u Image", "x Stop", "? Help", "r Refresh", "q Quit"]
+        await pilot.press("m")  # the chat is a served model's, on Kubernetes: nothing here
+        await pilot.pause()
+        assert not any("serve endpoint" in n.message for n in app._notifications)
+        await pilot.press("enter")
+        await answer_host_key(pilot, app, node)
+        await until(pilot, lambda: app.vm_sessions().connected(node.id), what="connected")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
+        await pilot.press("y")
+        await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following")
+        seen = statuses(nodes.pane)
+        sim.world.advance(3700)  # past the end of the box's nanoGPT run
+        await until(pilot, lambda: node.id not in app.vm_sessions().runs, 30, what="the run's end noticed")
+        want = node.file("first-job/nanogpt.out").read_text().splitlines()
+        assert list(nodes.pane.lines_log.lines)[-len(want) :] == want and nodes.follower is None
+        assert any("log ended: the run ended (nanogpt exited)" in x for x in seen)
+        text = " ".join(screen_text(app).split())
+        assert "Runs nanogpt" not in text and f"{node.id} active 8" in text and "connected" in text
+        await until(
+            pilot,
+            lambda: any("ran to its end" in n.message and "Lease (5, then R)" in n.message for n in app._notifications),
+            what="the node still billed, said",
+        )
+        assert not isinstance(app.screen, ConfirmModal)  # a VM node's release offers the copy-off, not this
 
 
 def test_the_node_log_line_says_what_the_follower_does():
