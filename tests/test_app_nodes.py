@@ -311,6 +311,19 @@ async def test_at_80_columns_a_new_user_reads_recipes_the_footer_and_a_run_that_
         )
         assert not isinstance(app.screen, ConfirmModal)  # a VM node's release offers the copy-off, not this
 
+        await pilot.press("u")  # your own image: its docker logs -f ends with it, and the end is noticed too
+        await until(pilot, lambda: isinstance(app.screen, RunImageModal), what="the form")
+        await type_text(pilot, "python train.py")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the question")
+        await pilot.press("y")
+        await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following")
+        sim.world.advance(3700)
+        await until(pilot, lambda: node.id not in app.vm_sessions().runs, 30, what="my-job's end noticed")
+        runner = app.vm_sessions().runners[node.id][1]
+        want = (await runner.run("docker logs my-job", check=True)).stdout.splitlines()
+        assert list(nodes.pane.lines_log.lines)[-len(want) :] == want and "Runs my-job" not in screen_text(app)
+
 
 def test_the_node_log_line_says_what_the_follower_does():
     from ncui.remote.node import FileFollower

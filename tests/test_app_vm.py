@@ -84,10 +84,12 @@ async def test_declare_states_what_is_sent_and_release_keeps_the_price(sim_facto
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
         await _open(pilot, app)
+        await until(pilot, lambda: loaded(app, "ssh_keys"), what="the organization's keys (none)")
         version = _vm(sim).version
         await _declare_until_confirm(pilot, app, "8", "4.20")
         text = screen_text(app)
         assert f"Sent: max_gpus 8, max_price_per_gpu_hour $4.20/GPU-h, expected_version {version}." in text
+        assert "No ssh key is registered: a node granted now lets nobody in" in " ".join(text.split())
         assert "At most $33.60 per hour" in text
         await pilot.press("y")
         await until(pilot, lambda: _vm(sim).max_gpus == 8, what="declared")
