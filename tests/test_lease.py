@@ -194,7 +194,7 @@ async def test_the_spending_limit_warns_at_80_and_withdraws_the_limit_price_at_1
     limit = -(-charge * 115 // 100 // 10_000) * 10_000  # one interval's charge is ~87% of it; two are over
     dollars = f"{limit // 1_000_000}.{limit % 1_000_000 // 10_000:02d}"
     app = app_for(k.sim)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster"))
         await _set_spending_limit(pilot, app, dollars)
         assert f"cap ${dollars} 0%" in _header(app)
@@ -205,6 +205,9 @@ async def test_the_spending_limit_warns_at_80_and_withdraws_the_limit_price_at_1
             what="the 80% warning",
         )
         assert f" cap ${dollars} 8" in _header(app)  # highlighted, with its share
+        header = app.query_one("StatusHeader")  # read whole at 80 columns, beside the standing limit price
+        await until(pilot, lambda: len(_header(app).splitlines()[1]) <= header.content_size.width, what="it fits")
+        assert "limit $5.00/GPU-h" in _header(app) and _header(app).rstrip().endswith("%")
         assert "— over 80%" in screen_text(app)
         assert k.world.main_org.k8s["halcyon"].bid == 5_000_000
         _assess(app, k.world)
