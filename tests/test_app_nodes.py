@@ -24,10 +24,12 @@ from ncui.remote.node import NODE_LOG
 from ncui.remote.runner import known_hosts_line
 from ncui.screens.modals import ConfirmModal, ResultsModal
 from ncui.screens.nodes import CopyOffModal, CopyProgressModal, NodesPane, RunImageModal
+from ncui.screens.vmflows import KeyPickModal
 from ncui.sim.ssh.node import STOCK
 from ncui.sim.world import JOIN_MAX
 
 from .apphelp import app_for, footer_keys, loaded, screen_text, type_text, until
+from .conftest import wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
 LOSS = re.compile(r"iter \d+: loss \d+\.\d{4}, time \d+\.\d{2}ms")
@@ -398,3 +400,47 @@ async def test_a_container_started_by_hand_is_found_on_connect_and_its_log_made_
         assert any("printf 'red alert" in x for x in lines) and not any("pwned" in x for x in lines)  # OSC gone whole
         assert any("alpine:3: the simulator does not run images" in x for x in lines)
         assert not any(c in x for x in lines for c in "\x1b\x07")
+
+
+@pytest.mark.skipif(shutil.which("ssh-agent") is None, reason="needs OpenSSH's ssh-agent")
+async def test_a_key_held_only_by_the_ssh_agent_is_listed_registered_and_logs_in(
+    sim_factory, human, tmp_path, monkeypatch
+):
+    """The human's key is in a real ssh-agent and nowhere in ~/.ssh: Lease's k lists it (from the agent, with
+    its fingerprint), registers it, and the node granted after lets ncui in with the agent alone."""
+    sock, key = tmp_path / "agent.sock", tmp_path / "agent-only"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ada@agent", "-f", str(key)], check=True)
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+    try:
+        wait_for(lambda: sock.exists(), 10, what="the agent's socket")
+        subprocess.run(["ssh-add", "-q", str(key)], check=True, capture_output=True, timeout=10)
+        key.unlink()  # only the agent holds it now
+        fp = asyncssh.import_public_key(key.with_suffix(".pub").read_text()).get_fingerprint("sha256")
+        sim = sim_factory("vm", volatility=0.0)
+        app = app_for(sim)
+        async with app.run_test(size=(100, 32)) as pilot:
+            await until(pilot, lambda: loaded(app, "whoami", "vm_capacity", "ssh_keys"), what="the VM cluster read")
+            await pilot.press("5", "k")
+            await until(pilot, lambda: isinstance(app.screen, KeyPickModal), what="the keys")
+            assert [(k.source, k.fingerprint) for k in app.screen.keys] == [("agent", fp)]
+            assert "ada@agent" in app.screen.keys[0].label()
+            await pilot.press("enter")
+            await until(pilot, lambda: [k.fingerprint for k in sim.world.main_org.ssh_keys] == [fp], what="registered")
+            with httpx.Client(base_url=sim.api_url, headers={"Authorization": f"Bearer {sim.token}"}) as h:
+                price = sim.world.markets["H100-SXM-80GB"].ladder(1)[0][1] / 1e6
+                v = h.get("/api/vm/capacity").json()["version"]
+                body = {"max_gpus": 8, "max_price_per_gpu_hour": price, "expected_version": v}
+                assert h.put("/api/vm/capacity", json=body).status_code == 200
+            sim.world.advance(120 + JOIN_MAX)
+            sim.ssh.settle()
+            app.pollers.refresh("vm_capacity")
+            await pilot.press("4")
+            await until(pilot, lambda: "ssh -p " in screen_text(app), what="the node up")
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the host key question")
+            await pilot.press("y")
+            await until(pilot, lambda: app.vm_sessions().connected(nodes_of(app).node or ""), what="in, by the agent")
+    finally:
+        agent.terminate()
+        agent.wait(10)
