@@ -7,6 +7,7 @@ import subprocess
 
 import httpx
 
+from ncui.screens.exitguard import ExitGuardModal
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal
 from ncui.screens.vmflows import GpusModal, KeyPickModal
 
@@ -96,6 +97,14 @@ async def test_declare_states_what_is_sent_and_release_keeps_the_price(sim_facto
         assert _vm(sim).price == 4_200_000
         await until(pilot, lambda: app.store.value("vm_capacity").max_gpus == 8)
         await until(pilot, lambda: "Declared  8 GPUs at up to $4.20/GPU-h" in screen_text(app), what="Lease says so")
+        sim.world.advance(120)  # an allocation: quitting asks, and says what a release there destroys
+        app.pollers.refresh("vm_capacity")
+        await until(pilot, lambda: app.store.value("vm_capacity").allocations, what="the allocation")
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the quit question")
+        assert "Released, every node is destroyed with its local disk" in " ".join(screen_text(app).split())
+        await pilot.press("escape")  # stay
+        await until(pilot, lambda: not isinstance(app.screen, ExitGuardModal))
         await pilot.press("R")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the release question")
         text = screen_text(app)

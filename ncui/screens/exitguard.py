@@ -82,7 +82,13 @@ def standing_spend(store: Store) -> list[Standing]:
                     f"VM capacity of {cap.max_gpus} GPUs at up to "
                     f"{fmt_price(cap.max_price_per_gpu_hour)} is declared on {ref.name} "
                     f"({len(held)} allocation{'s' if len(held) != 1 else ''}). Kept, nodes go on "
-                    "being granted and billed until it is released.",
+                    "being granted and billed until it is released."
+                    + (
+                        " Released, every node is destroyed with its local disk (to copy files off first: Stay, "
+                        "then R on Lease)."
+                        if held
+                        else ""
+                    ),
                     cap.max_price_per_gpu_hour,
                 )
             )
