@@ -22,6 +22,7 @@ import pytest
 from ncui.config import known_hosts_path
 from ncui.remote.node import NODE_LOG
 from ncui.remote.runner import known_hosts_line
+from ncui.screens.exitguard import ExitGuardModal
 from ncui.screens.modals import ConfirmModal, ResultsModal
 from ncui.screens.nodes import CopyOffModal, CopyProgressModal, NodesPane, RunImageModal
 from ncui.screens.vmflows import KeyPickModal
@@ -325,6 +326,23 @@ async def test_at_80_columns_a_new_user_reads_recipes_the_footer_and_a_run_that_
         runner = app.vm_sessions().runners[node.id][1]
         want = (await runner.run("docker logs my-job", check=True)).stdout.splitlines()
         assert list(nodes.pane.lines_log.lines)[-len(want) :] == want and "Runs my-job" not in screen_text(app)
+
+
+async def test_release_and_quit_while_connected_closes_the_node_session_cleanly(node):
+    """Quitting with the capacity standing and a node connected, "Release, quit" (w): released with the same
+    price, and nothing left behind (pytest fails a test that leaves a coroutine never awaited)."""
+    app = app_for(node.sim)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_nodes(pilot, app, node)
+        await pilot.press("enter")
+        await answer_host_key(pilot, app, node)
+        await until(pilot, lambda: app.vm_sessions().connected(node.id), what="connected")
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the quit question")
+        await pilot.press("w")
+        await until(pilot, lambda: app._exit, what="quit")
+    vm = node.sim.world.main_org.vm["tern-vm"]
+    assert vm.max_gpus == 0 and vm.price > 0
 
 
 def test_the_node_log_line_says_what_the_follower_does():
