@@ -746,8 +746,8 @@ class NodesPane(Vertical):
             self.follower = self.following = None
             self.pane.set_status(f"log: {node_id} is gone (released or reclaimed); its log so far stays above")
         if node_id in self.sessions.runners:
-            # (the function, not its coroutine: a worker the closing app never starts leaves none unawaited)
-            self.app.run_worker(partial(self.sessions.forget, node_id), exit_on_error=False)
+            # (start_worker: the function, not its coroutine, which a closing app that never starts it leaves unawaited)
+            cast("NCApp", self.app).start_worker(partial(self.sessions.forget, node_id), name="node-forget")
 
     # ---- connect -----------------------------------------------------------------------------------
 
@@ -1047,8 +1047,9 @@ class NodesPane(Vertical):
         """Look every ``RUN_CHECK`` seconds whether what ncui runs on ``r`` still runs (the starter is time-boxed;
         any run may end by itself): the screen never says it runs once it ended. One watch per node."""
         if r.id in self.sessions.runs:
-            watch = partial(self._watch_run, r)
-            self.run_worker(watch, group=f"node-watch:{r.id}", exclusive=True, exit_on_error=False)
+            cast("NCApp", self.app).start_worker(
+                partial(self._watch_run, r), name="node-watch", group=f"node-watch:{r.id}", exclusive=True
+            )
 
     async def _watch_run(self, r: NodeRow) -> None:
         """The run ended by itself (time-boxed, or it finished): the last lines in, the log stopped, then on a
