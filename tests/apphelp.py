@@ -47,6 +47,20 @@ def _top(app) -> str:
     return f"{screen!r} saying: {said[:600]!r}"
 
 
+def footer_keys(app) -> list[str]:
+    """The footer's keys a person reads whole, left to right, as "q Quit" (a key cut at the edge, or hidden
+    under the command palette's key, is not read)."""
+    from textual.widgets._footer import FooterKey
+
+    keys = list(app.screen.query(FooterKey))
+    edge = min([k.region.x for k in keys if k.has_class("-command-palette")] or [app.size.width])
+    return [
+        f"{k.key_display} {k.description}"
+        for k in keys
+        if not k.has_class("-command-palette") and k.region.width and k.region.right <= edge
+    ]
+
+
 def screen_text(app) -> str:
     """Everything on screen as plain text (what a person reads)."""
     from textual.widgets import DataTable, Static

@@ -22,12 +22,15 @@ import pytest
 from ncui.config import known_hosts_path
 from ncui.remote.node import NODE_LOG
 from ncui.remote.runner import known_hosts_line
+from ncui.screens.exitguard import ExitGuardModal
 from ncui.screens.modals import ConfirmModal, ResultsModal
 from ncui.screens.nodes import CopyOffModal, CopyProgressModal, NodesPane, RunImageModal
+from ncui.screens.vmflows import KeyPickModal
 from ncui.sim.ssh.node import STOCK
 from ncui.sim.world import JOIN_MAX
 
-from .apphelp import app_for, loaded, screen_text, type_text, until
+from .apphelp import app_for, footer_keys, loaded, screen_text, type_text, until
+from .conftest import wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
 LOSS = re.compile(r"iter \d+: loss \d+\.\d{4}, time \d+\.\d{2}ms")
@@ -272,6 +275,76 @@ async def test_keys_registered_after_the_grant_are_refused_with_what_to_do(sim_f
         n.close()
 
 
+async def test_at_80_columns_a_new_user_reads_recipes_the_footer_and_a_run_that_ends_by_itself(node, monkeypatch):
+    """A VM cluster at 80×24: Recipes says no catalog recipe applies and where runs start (never "Loading…" for
+    ever); the node view's footer is read whole with q Quit and offers no chat; the starter run to its end by
+    the box's clock is noticed: every line in, the log ended, "Runs nanogpt" gone, the node still billed."""
+    monkeypatch.setattr(NodesPane, "RUN_CHECK", 0.2)
+    sim = node.sim
+    app = app_for(sim)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "vm_capacity", "catalog"), what="the catalog read")
+        await pilot.press("3")
+        await until(pilot, lambda: "tern-vm is a VM cluster: the catalog's recipes are Kubernetes" in screen_text(app))
+        assert "Workloads (4) runs the starter (n:" in screen_text(app) and "Loading" not in screen_text(app)
+        nodes = await open_nodes(pilot, app, node)
+        assert footer_keys(app) == ["o Connect", "n Starter", "u Image", "x Stop", "? Help", "r Refresh", "q Quit"]
+        await pilot.press("m")  # the chat is a served model's, on Kubernetes: nothing here
+        await pilot.pause()
+        assert not any("serve endpoint" in n.message for n in app._notifications)
+        await pilot.press("enter")
+        await answer_host_key(pilot, app, node)
+        await until(pilot, lambda: app.vm_sessions().connected(node.id), what="connected")
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
+        await pilot.press("y")
+        await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following")
+        seen = statuses(nodes.pane)
+        sim.world.advance(3700)  # past the end of the box's nanoGPT run
+        await until(pilot, lambda: node.id not in app.vm_sessions().runs, 30, what="the run's end noticed")
+        want = node.file("first-job/nanogpt.out").read_text().splitlines()
+        assert list(nodes.pane.lines_log.lines)[-len(want) :] == want and nodes.follower is None
+        assert any("log ended: the run ended (nanogpt exited)" in x for x in seen)
+        text = " ".join(screen_text(app).split())
+        assert "Runs nanogpt" not in text and f"{node.id} active 8" in text and "connected" in text
+        await until(
+            pilot,
+            lambda: any("ran to its end" in n.message and "Lease (5, then R)" in n.message for n in app._notifications),
+            what="the node still billed, said",
+        )
+        assert not isinstance(app.screen, ConfirmModal)  # a VM node's release offers the copy-off, not this
+
+        await pilot.press("u")  # your own image: its docker logs -f ends with it, and the end is noticed too
+        await until(pilot, lambda: isinstance(app.screen, RunImageModal), what="the form")
+        await type_text(pilot, "python train.py")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the question")
+        await pilot.press("y")
+        await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following")
+        sim.world.advance(3700)
+        await until(pilot, lambda: node.id not in app.vm_sessions().runs, 30, what="my-job's end noticed")
+        runner = app.vm_sessions().runners[node.id][1]
+        want = (await runner.run("docker logs my-job", check=True)).stdout.splitlines()
+        assert list(nodes.pane.lines_log.lines)[-len(want) :] == want and "Runs my-job" not in screen_text(app)
+
+
+async def test_release_and_quit_while_connected_closes_the_node_session_cleanly(node):
+    """Quitting with the capacity standing and a node connected, "Release, quit" (w): released with the same
+    price, and nothing left behind (pytest fails a test that leaves a coroutine never awaited)."""
+    app = app_for(node.sim)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_nodes(pilot, app, node)
+        await pilot.press("enter")
+        await answer_host_key(pilot, app, node)
+        await until(pilot, lambda: app.vm_sessions().connected(node.id), what="connected")
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the quit question")
+        await pilot.press("w")
+        await until(pilot, lambda: app._exit, what="quit")
+    vm = node.sim.world.main_org.vm["tern-vm"]
+    assert vm.max_gpus == 0 and vm.price > 0
+
+
 def test_the_node_log_line_says_what_the_follower_does():
     from ncui.remote.node import FileFollower
     from ncui.screens.nodes import node_log_state
@@ -345,3 +418,47 @@ async def test_a_container_started_by_hand_is_found_on_connect_and_its_log_made_
         assert any("printf 'red alert" in x for x in lines) and not any("pwned" in x for x in lines)  # OSC gone whole
         assert any("alpine:3: the simulator does not run images" in x for x in lines)
         assert not any(c in x for x in lines for c in "\x1b\x07")
+
+
+@pytest.mark.skipif(shutil.which("ssh-agent") is None, reason="needs OpenSSH's ssh-agent")
+async def test_a_key_held_only_by_the_ssh_agent_is_listed_registered_and_logs_in(
+    sim_factory, human, tmp_path, monkeypatch
+):
+    """The human's key is in a real ssh-agent and nowhere in ~/.ssh: Lease's k lists it (from the agent, with
+    its fingerprint), registers it, and the node granted after lets ncui in with the agent alone."""
+    sock, key = tmp_path / "agent.sock", tmp_path / "agent-only"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ada@agent", "-f", str(key)], check=True)
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+    try:
+        wait_for(lambda: sock.exists(), 10, what="the agent's socket")
+        subprocess.run(["ssh-add", "-q", str(key)], check=True, capture_output=True, timeout=10)
+        key.unlink()  # only the agent holds it now
+        fp = asyncssh.import_public_key(key.with_suffix(".pub").read_text()).get_fingerprint("sha256")
+        sim = sim_factory("vm", volatility=0.0)
+        app = app_for(sim)
+        async with app.run_test(size=(100, 32)) as pilot:
+            await until(pilot, lambda: loaded(app, "whoami", "vm_capacity", "ssh_keys"), what="the VM cluster read")
+            await pilot.press("5", "k")
+            await until(pilot, lambda: isinstance(app.screen, KeyPickModal), what="the keys")
+            assert [(k.source, k.fingerprint) for k in app.screen.keys] == [("agent", fp)]
+            assert "ada@agent" in app.screen.keys[0].label()
+            await pilot.press("enter")
+            await until(pilot, lambda: [k.fingerprint for k in sim.world.main_org.ssh_keys] == [fp], what="registered")
+            with httpx.Client(base_url=sim.api_url, headers={"Authorization": f"Bearer {sim.token}"}) as h:
+                price = sim.world.markets["H100-SXM-80GB"].ladder(1)[0][1] / 1e6
+                v = h.get("/api/vm/capacity").json()["version"]
+                body = {"max_gpus": 8, "max_price_per_gpu_hour": price, "expected_version": v}
+                assert h.put("/api/vm/capacity", json=body).status_code == 200
+            sim.world.advance(120 + JOIN_MAX)
+            sim.ssh.settle()
+            app.pollers.refresh("vm_capacity")
+            await pilot.press("4")
+            await until(pilot, lambda: "ssh -p " in screen_text(app), what="the node up")
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the host key question")
+            await pilot.press("y")
+            await until(pilot, lambda: app.vm_sessions().connected(nodes_of(app).node or ""), what="in, by the agent")
+    finally:
+        agent.terminate()
+        agent.wait(10)

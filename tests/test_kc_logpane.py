@@ -163,3 +163,21 @@ async def test_a_throttled_chart_draws_the_newest_data_when_its_time_comes():
         while chart.pending and asyncio.get_running_loop().time() < deadline:
             await pilot.pause(0.05)
         assert not chart.pending and "s7" in chart.content.plain
+
+
+async def test_the_status_line_showing_keeps_the_newest_line_in_view_and_following():
+    """A status line under the log ("log ended: …", "resuming …") takes a row from it: a following pane
+    still shows its newest line, and goes on following the lines written after."""
+    pane = LogPane()
+    app = PaneApp(pane)
+    async with app.run_test(size=(60, 12)) as pilot:
+        pane.write_batch([f"line {i}" for i in range(100)])
+        await _painted(pilot, pane)
+        assert _screen_numbers(app)[-1] == 99
+        pane.set_status("log ended: the run ended (my-job exited)")
+        await pilot.pause()
+        await _painted(pilot, pane)
+        assert _screen_numbers(app)[-1] == 99
+        pane.write_batch(["line 100"])
+        await _painted(pilot, pane)
+        assert _screen_numbers(app)[-1] == 100

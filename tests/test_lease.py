@@ -15,7 +15,7 @@ from ncui.screens.limitguard import CountdownModal, SpendingLimitModal
 from ncui.screens.modals import CeilingModal
 from ncui.store import Store
 
-from .apphelp import app_for, loaded, screen_text, type_text, until
+from .apphelp import app_for, footer_keys, loaded, screen_text, type_text, until
 from .conftest import START
 from .test_app_money import confirm_and_check_sent, record_bids
 
@@ -92,10 +92,17 @@ SENTENCES = {
 async def test_lease_says_what_stands_on_every_scenario(sim_factory, scenario):
     sim = sim_factory(scenario)
     app = app_for(sim)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "balance"))
         await pilot.press("5")
         await until(pilot, lambda: SENTENCES[scenario] in screen_text(app), what=SENTENCES[scenario])
+        keys = {"k8s-market": ["l Limit price", "w Withdraw"], "k8s-packing": ["l Limit price", "w Withdraw"]}
+        keys["vm"] = ["d Declare", "R Release"]
+        # every key of the footer read whole at 80 columns, this cluster's first, q Quit last
+        await until(pilot, lambda: footer_keys(app)[-1:] == ["q Quit"], what=f"q Quit in {footer_keys(app)}")
+        assert sorted(footer_keys(app)) == sorted(
+            [*keys.get(scenario, []), "b Spend cap", "? Help", "r Refresh", "q Quit"]
+        )
         await until(pilot, lambda: "Since start     $0.00 charged since 09:00" in screen_text(app))
         text = screen_text(app)
         assert "Loading" not in text
@@ -187,7 +194,7 @@ async def test_the_spending_limit_warns_at_80_and_withdraws_the_limit_price_at_1
     limit = -(-charge * 115 // 100 // 10_000) * 10_000  # one interval's charge is ~87% of it; two are over
     dollars = f"{limit // 1_000_000}.{limit % 1_000_000 // 10_000:02d}"
     app = app_for(k.sim)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster"))
         await _set_spending_limit(pilot, app, dollars)
         assert f"cap ${dollars} 0%" in _header(app)
@@ -198,6 +205,9 @@ async def test_the_spending_limit_warns_at_80_and_withdraws_the_limit_price_at_1
             what="the 80% warning",
         )
         assert f" cap ${dollars} 8" in _header(app)  # highlighted, with its share
+        header = app.query_one("StatusHeader")  # read whole at 80 columns, beside the standing limit price
+        await until(pilot, lambda: len(_header(app).splitlines()[1]) <= header.content_size.width, what="it fits")
+        assert "limit $5.00/GPU-h" in _header(app) and _header(app).rstrip().endswith("%")
         assert "— over 80%" in screen_text(app)
         assert k.world.main_org.k8s["halcyon"].bid == 5_000_000
         _assess(app, k.world)
@@ -258,3 +268,48 @@ async def test_the_spending_limit_survives_a_restart_and_a_session_one_ends_with
         await pilot.press("q")
         await until(pilot, lambda: app._exit)
     assert json.loads(L.limits_path().read_text())["limits"] == {}
+
+
+async def test_the_spending_limit_releases_vm_capacity_at_100_and_says_so_first(sim_factory, monkeypatch):
+    """On a VM cluster what stands is the declared capacity: the limit's question, the 80% warning and the last
+    warning say it is released (its nodes and their disks with it), and at 100% it is, with the same price."""
+    from ncui.sim.world import JOIN_MAX
+
+    monkeypatch.setattr(L, "COUNTDOWN_S", 2.0)
+    sim = sim_factory("vm", volatility=0.0)
+    vm = sim.world.main_org.vm["tern-vm"]
+    price = sim.world.markets["H100-SXM-80GB"].ladder(1)[0][1] / 1e6
+    with httpx.Client(base_url=sim.api_url, headers={"Authorization": f"Bearer {sim.token}"}) as h:
+        body = {"max_gpus": 8, "max_price_per_gpu_hour": price, "expected_version": vm.version}
+        assert h.put("/api/vm/capacity", json=body).status_code == 200
+    sim.world.advance(120 + JOIN_MAX + 20 * 60)  # the node up, then two assessments: one interval's charge
+    charge = -[t for t in sim.world.main_org.transactions if t.kind == "charge"][-1].amount
+    limit = -(-charge * 115 // 100 // 10_000) * 10_000
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "vm_capacity"))
+        await pilot.press("5", "b")
+        await until(pilot, lambda: isinstance(app.screen, SpendingLimitModal))
+        assert "on a VM cluster: releases your capacity" in " ".join(screen_text(app).split())
+        await pilot.press("escape")
+        await _set_spending_limit(pilot, app, f"{limit // 1_000_000}.{limit % 1_000_000 // 10_000:02d}")
+        _assess(app, sim.world)
+        await until(
+            pilot,
+            lambda: any(
+                "At 100% ncui will release the VM capacity on tern-vm" in n.message for n in app._notifications
+            ),
+            what="the 80% warning, naming what goes",
+        )
+        _assess(app, sim.world)
+        await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
+        text = " ".join(screen_text(app).split())
+        assert "release the VM capacity on tern-vm in 2 s" in text and "destroyed with its disk" in text
+        assert str(app.screen.query_one("#yes").label) == "Release now (y, Enter)" and "no new nodes" not in text
+        await until(pilot, lambda: vm.max_gpus == 0, timeout=20, what="the release")
+        assert vm.price == int(round(price * 1e6))  # the same price, as the PUT needs both fields
+        await until(
+            pilot,
+            lambda: any("the VM capacity on tern-vm is released" in n.message for n in app._notifications),
+            what="said",
+        )

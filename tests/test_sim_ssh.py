@@ -142,6 +142,9 @@ def test_a_key_registered_before_the_grant_gets_in_one_registered_after_is_refus
     assert len(gpus) == 8 and all(
         re.fullmatch(r"GPU \d: NVIDIA H100 80GB HBM3 \(UUID: GPU-[0-9a-f-]+\)", g) for g in gpus
     )
+    table = [x for x in box.ssh(alloc["id"], "nvidia-smi", a).stdout.splitlines() if x[:1] in "|+"]
+    bars = {tuple(i for i, c in enumerate(x) if c in "|+") for x in table if "NVIDIA-SMI" not in x and "---" not in x}
+    assert len(table) == 6 + 8 * 3 and bars == {(0, 42, 67, 90)}, table  # every row's columns line up
 
     # As the seed says it, plus -p: ssh <ssh_user>@<public_ip>, the host key checked against the box's file.
     known = str(box.sim.ssh.known_hosts_path)

@@ -59,11 +59,13 @@ class LeaseView(View):
   Shown: whether the balance covers one full lease, where the node comes from, and that the meter runs until
   the release.
 """
+    # Short labels: the footer keeps ? Help, r Refresh and q Quit at 80 columns (the header calls the limit "cap");
+    # k is named twice on a VM cluster's Lease itself ("k registers one of yours", "k keys · d declare · R release")
     BINDINGS = [
         Binding("l", "limit", "Limit price"),
-        Binding("w", "withdraw", "Withdraw limit"),
-        Binding("b", "spending_limit", "Spending limit"),
-        Binding("k", "vm('keys')", "Keys"),
+        Binding("w", "withdraw", "Withdraw"),
+        Binding("b", "spending_limit", "Spend cap"),
+        Binding("k", "vm('keys')", "Keys", show=False),
         Binding("d", "vm('declare')", "Declare"),
         Binding("R", "vm('release')", "Release"),
     ]

@@ -43,6 +43,17 @@ else:
     _AppBase = object
 
 
+def _stops(standing: list[Standing]) -> str:
+    """What ncui does at 100% to what stands: "withdraw the limit price of $5.00/GPU-h on halcyon", "release
+    the VM capacity on tern-vm"."""
+    return " and ".join(
+        f"withdraw the limit price of {fmt_price(s.price)} on {s.cluster}"
+        if s.kind == "bid"
+        else f"release the VM capacity on {s.cluster}"
+        for s in standing
+    )
+
+
 class CountdownModal(ModalScreen[bool]):
     """The last warning: ncui withdraws what stands when the countdown ends (True), or now on y/Enter; Esc or n
     keeps it (False), and the limit then reads "reached, kept by you"."""
@@ -58,9 +69,9 @@ class CountdownModal(ModalScreen[bool]):
     CountdownModal Button { margin-left: 2; }
     """
 
-    def __init__(self, body: str, what: str, seconds: float) -> None:
+    def __init__(self, body: str, what: str, seconds: float, yes: str = "Withdraw now") -> None:
         super().__init__()
-        self.body, self.what, self.left = body, what, int(round(seconds))
+        self.body, self.what, self.left, self.yes = body, what, int(round(seconds)), yes
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -69,7 +80,7 @@ class CountdownModal(ModalScreen[bool]):
             yield Static(self._count(), id="count", markup=False)
             with Horizontal():
                 yield Button("Keep it (n, Esc)", id="no")
-                yield Button("Withdraw now (y, Enter)", id="yes", variant="error")
+                yield Button(f"{self.yes} (y, Enter)", id="yes", variant="error")
 
     def _count(self) -> str:
         return f"ncui will {self.what} in {self.left} s. Esc keeps it."
@@ -120,8 +131,8 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None] | str | None"]
         with Vertical():
             yield Static("[b]Spending limit[/b]", markup=True)
             yield Static(
-                f"{self.counts} At 80% ncui warns; at 100% it withdraws your limit price after a "
-                f"{int(L.COUNTDOWN_S)}-second countdown you can cancel.",
+                f"{self.counts} At 80% ncui warns; at 100% it withdraws your limit price (on a VM cluster: "
+                f"releases your capacity) after a {int(L.COUNTDOWN_S)}-second countdown you can cancel.",
                 markup=False,
             )
             yield Label("Most the meter may charge, in dollars")
@@ -294,18 +305,19 @@ class LimitGuardMixin(_AppBase):
         if state is None or self._limit_counting:
             return
         ident = (state.limit.amount, state.limit.set_at)
+        standing = [s for s in standing_spend(self.store) if not s.unknown]
         if state.level == "warn" and ident not in self._limit_warned:
             self._limit_warned |= {ident}
+            then = f"ncui will {_stops(standing)}" if standing else "ncui withdraws what then stands"
             self.notify(
                 f"{state.percent}% of your spending limit: {fmt_usd(state.spent)} of {fmt_usd(state.limit.amount)} "
-                f"charged since {state.limit.set_at:%H:%M}. At 100% ncui withdraws your limit price (Lease, 5).",
+                f"charged since {state.limit.set_at:%H:%M}. At 100% {then} (Lease, 5).",
                 title="Spending limit",
                 severity="warning",
                 timeout=20,
             )
         if state.level != "reached":
             return
-        standing = [s for s in standing_spend(self.store) if not s.unknown]
         if not standing:
             if ident not in self._limit_nothing_told:
                 self._limit_nothing_told |= {ident}
@@ -317,20 +329,22 @@ class LimitGuardMixin(_AppBase):
                     timeout=30,
                 )
             return
-        what = " and ".join(
-            f"withdraw the limit price of {fmt_price(s.price)} on {s.cluster}"
-            if s.kind == "bid"
-            else f"release the VM capacity on {s.cluster}"
-            for s in standing
-        )
+        after = {
+            "bid": "Withdrawn, no new nodes are pulled; a node still running a job stays, billed, until the job ends "
+            "(stop it on Workloads, x).",
+            "vm": "Released (max_gpus 0, the same price), billing stops and every node is destroyed with its disk: "
+            "Esc keeps it, to copy files off first (Lease, R offers to).",
+        }
         body = (
             f"The meter charged {fmt_usd(state.spent)} since {state.limit.set_at:%H:%M}: your limit is "
             f"{fmt_usd(state.limit.amount)} {state.limit.scope()}.\n\n"
-            "Withdrawn, no new nodes are pulled; a node still running a job stays, billed, until the job ends "
-            "(stop it on Workloads, x)."
+            + " ".join(dict.fromkeys(after[s.kind] for s in standing))
         )
         self._limit_counting = True
-        self.push_screen(CountdownModal(body, what, L.COUNTDOWN_S), partial(self._limit_answer, standing))
+        yes = "Withdraw now" if any(s.kind == "bid" for s in standing) else "Release now"
+        self.push_screen(
+            CountdownModal(body, _stops(standing), L.COUNTDOWN_S, yes), partial(self._limit_answer, standing)
+        )
 
     def _limit_answer(self, standing: list[Standing], withdraw: bool | None) -> None:
         self._limit_counting = False

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timezone
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -541,16 +542,20 @@ class NodesPane(Vertical):
     """The node view (see the module's docstring). ``rows()`` lists the nodes; the app's ``vm_sessions()``
     holds the connections."""
 
+    # The footer fits 80 columns with ? Help, r Refresh and q Quit: the keys the line above the table names
+    # (a, c on a research node) and the log's f, / (Workloads' keys, in its help) answer without a footer entry.
     BINDINGS = [
         Binding("o", "connect", "Connect"),
         Binding("n", "starter", "Starter"),
-        Binding("u", "own", "Your image"),
+        Binding("u", "own", "Image"),  # your own image and command
         Binding("x", "stop", "Stop"),
         Binding("l", "copy_login", "Copy login", show=False),
-        Binding("a", "add_node", "Add node"),  # a research node typed in as user@ip
-        Binding("c", "copy_off", "Copy off"),  # a research node's checkpoint and log
+        Binding("a", "add_node", "Add node", show=False),  # a research node typed in as user@ip
+        Binding("c", "copy_off", "Copy off", show=False),  # a research node's checkpoint and log
+        Binding("f", "pane('toggle_follow')", "Follow", show=False),
+        Binding("slash", "pane('filter')", "Filter", show=False),
     ]
-    RUN_CHECK = 5.0  # seconds between looks at whether a research node's run still runs (docker ps)
+    RUN_CHECK = 5.0  # seconds between looks at whether a node's run still runs (docker ps)
     DEFAULT_CSS = """
     NodesPane { height: 1fr; }
     NodesPane #nodes-state, NodesPane #node-explain { height: auto; }
@@ -742,7 +747,8 @@ class NodesPane(Vertical):
             self.follower = self.following = None
             self.pane.set_status(f"log: {node_id} is gone (released or reclaimed); its log so far stays above")
         if node_id in self.sessions.runners:
-            self.app.run_worker(self.sessions.forget(node_id), exit_on_error=False)
+            # (start_worker: the function, not its coroutine, which a closing app that never starts it leaves unawaited)
+            cast("NCApp", self.app).start_worker(partial(self.sessions.forget, node_id), name="node-forget")
 
     # ---- connect -----------------------------------------------------------------------------------
 
@@ -754,6 +760,12 @@ class NodesPane(Vertical):
             self.notify(f"{r.id} is {r.state}: its ssh comes up once it is active.", timeout=5)
             return None
         return r
+
+    def action_pane(self, name: str) -> None:
+        pane = self.pane
+        getattr(pane, f"action_{name}")()
+        if name == "toggle_follow":
+            self.notify(f"Follow {'on' if pane.follow else 'off'}", timeout=1.5)
 
     def action_copy_login(self) -> None:
         """The selected node's ``ssh`` command, to the clipboard where the terminal allows (OSC 52)."""
@@ -921,6 +933,7 @@ class NodesPane(Vertical):
         self.notify(f"Started {name} on {r.id}; following its log.", timeout=5)
         self._redraw_rows()
         self.follow(r, fresh=True)
+        self._watch(r)
 
     # ---- follow --------------------------------------------------------------------------------------
 
@@ -1032,14 +1045,17 @@ class NodesPane(Vertical):
         self.notify(f"Added {login}. Enter connects (its host key is checked first).", timeout=5)
 
     def _watch(self, r: NodeRow) -> None:
-        """On a research node, look every ``RUN_CHECK`` seconds whether the starter still runs."""
-        if r.research and (run := self.sessions.runs.get(r.id)) is not None and run.starter:
-            self._watch_run(r)
+        """Look every ``RUN_CHECK`` seconds whether what ncui runs on ``r`` still runs (the starter is time-boxed;
+        any run may end by itself): the screen never says it runs once it ended. One watch per node."""
+        if r.id in self.sessions.runs:
+            cast("NCApp", self.app).start_worker(
+                partial(self._watch_run, r), name="node-watch", group=f"node-watch:{r.id}", exclusive=True
+            )
 
-    @work(group="node-watch", exclusive=True, exit_on_error=False)
     async def _watch_run(self, r: NodeRow) -> None:
-        """The run ended by itself (time-boxed, or it finished): the last lines in, the log stopped, then the
-        copy-off offered. Ends quietly when the run is stopped (x) or the node goes."""
+        """The run ended by itself (time-boxed, or it finished): the last lines in, the log stopped, then on a
+        research node the starter's copy-off offered (a VM node's release offers it). Ends quietly when the run
+        is stopped (x) or the node goes."""
         import asyncio
         import time
 
@@ -1049,31 +1065,44 @@ class NodesPane(Vertical):
         while True:
             await asyncio.sleep(self.RUN_CHECK)
             run, held = self.sessions.runs.get(r.id), self.sessions.runners.get(r.id)
-            if run is None or not run.starter or held is None or run.stopping:
+            if run is None or held is None or run.stopping:
                 return
             try:
                 res = await held[1].run("docker ps", timeout=30)
             except RemoteError:
                 continue  # dropped: the follower reconnects; look again next time
-            if not res.ok or STARTER_NAME in docker_ps(res.stdout):
+            if not res.ok or run.name in docker_ps(res.stdout):
                 continue
             if run.stopping or self.sessions.runs.get(r.id) is not run:
                 return  # stopped with x meanwhile (stop_run says so), or another run started
             break
-        try:  # every line the run wrote, into the pane before its follower stops
-            lines = int((await held[1].run(f"cat {NODE_LOG} | wc -l", timeout=30)).stdout)
-        except (RemoteError, ValueError):
-            lines = 0
-        deadline = time.monotonic() + 10
         follower = self.follower if self.following == r.id else None
-        while follower is not None and follower.total < lines and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
+        deadline = time.monotonic() + 10
+        if run.starter:  # every line the run wrote, into the pane before its follower (tail -F) stops
+            try:
+                lines = int((await held[1].run(f"cat {NODE_LOG} | wc -l", timeout=30)).stdout)
+            except (RemoteError, ValueError):
+                lines = 0
+            while follower is not None and follower.total < lines and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+        else:  # docker logs -f ends by itself with its container, every line read
+            while follower is not None and not follower.ended and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
         self.sessions.runs.pop(r.id, None)
         if follower is not None and self.follower is follower:
             self.follower = None
-            follower.stop()
-            self.pane.set_status(f"log ended: the run ended ({STARTER_NAME} exited)")
+            if not follower.ended:
+                follower.stop()
+            self.pane.set_status(f"log ended: the run ended ({run.name} exited)")
         self._redraw_rows()
+        if not (r.research and run.starter):
+            self.notify(
+                f"{run.name} on {r.id} ran to its end. The node stays {'assigned' if r.research else 'granted'} and "
+                f"billed until it is released {r.release_hint}"
+                + ("." if r.research else ", which offers to copy files off first."),
+                timeout=15,
+            )
+            return
         if await self.app.push_screen_wait(
             ConfirmModal(
                 f"The run on {r.id} ended",

@@ -99,6 +99,16 @@ after you confirm. Then the objects are created in order and you land on Workloa
                     "(nanogpt-node.sh), requested from Marshall.",
                     style="italic",
                 )
+            elif active is not None and self.store.value("catalog") is not None:  # read, and nothing for this kind
+                msg = Text(f"The catalog has no recipe for a {active.kind} cluster.", style="italic")
+                if active.kind == "vm":
+                    msg = Text(
+                        f"{active.name} is a VM cluster: the catalog's recipes are Kubernetes manifests and Slurm "
+                        "scripts, and none applies here. Nodes arrive as ssh hosts: declare capacity on Lease (5, "
+                        "then d); on a granted node Workloads (4) runs the starter (n: nanoGPT in the stock PyTorch "
+                        "container, the catalog's nanogpt-node.sh) or your own image and command (u).",
+                        style="italic",
+                    )
             self.query_one("#recipe-info", Static).update(msg)
             return
         self._detail()

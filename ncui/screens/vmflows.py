@@ -171,8 +171,9 @@ class GpusModal(ModalScreen["int | None"]):
         self.dismiss(None)
 
 
-def declare_question(cluster: str, gpus: int, gpn: int | None, price: int, version: int) -> str:
-    """The declaration's question: exactly what is sent, and what it will do."""
+def declare_question(cluster: str, gpus: int, gpn: int | None, price: int, version: int, no_key: bool = False) -> str:
+    """The declaration's question: exactly what is sent, and what it will do (``no_key``: none of the
+    organization's keys is registered, so a node granted now lets nobody in)."""
     nodes = gpus // (gpn or 1)
     return (
         f"Declare {gpus} GPUs ({nodes} node{'s' if nodes != 1 else ''}) at up to {fmt_price(price)} on {cluster}?\n\n"
@@ -180,6 +181,12 @@ def declare_question(cluster: str, gpus: int, gpn: int | None, price: int, versi
         f"At most {fmt_usd(cost_ucredits(price, gpus, 1))} per hour while the nodes are held; you pay what winners "
         "are assessed, never more than your limit. Nodes are granted as the market clears and billed until "
         "you release the capacity (Lease)."
+        + (
+            "\n\n! No ssh key is registered: a node granted now lets nobody in, billed all the same (keys install "
+            "on nodes granted after they are registered). Cancel, then k registers yours first."
+            if no_key
+            else ""
+        )
     )
 
 
@@ -396,7 +403,7 @@ class VmFlowsMixin(_Base):
             if not await self.push_screen_wait(
                 ConfirmModal(
                     "Declare VM capacity?",
-                    declare_question(ref.name, gpus, gpn, price, cap.version),
+                    declare_question(ref.name, gpus, gpn, price, cap.version, self.store.value("ssh_keys") == ()),
                     yes="Declare",
                     no="Cancel",
                 )

@@ -280,6 +280,17 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
             return self.query_one(NodesPane).table()
         return self.query_one("#pods", DataTable)
 
+    KUBE_ONLY = frozenset({"prompt", "previous", "container", "load_test", "tune_again", "restart_serve"})
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The chat, a pod's previous log or other container, and a recipe's lifecycle keys are Kubernetes
+        things: off on a VM cluster, a research node or Slurm (not in the footer, where the node view's keys
+        need the room at 80 columns)."""
+        if action in self.KUBE_ONLY:
+            active = self.store.meta.get("cluster")
+            return active is not None and active.kind == "kubernetes"
+        return True
+
     def _on_nodes(self) -> bool:
         """The active cluster's workloads are nodes over ssh (a VM cluster, a public-research node), not pods."""
         from .research import research_org

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.widgets import Static
 
@@ -9,6 +11,9 @@ from ..formatting import fmt_age, fmt_rate, fmt_runway
 from ..limits import LIMIT_SLICE, limit_state
 from ..money import fmt_price, fmt_usd
 from ..store import Store
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 WATCH = ("whoami", "summary", "balance", "bid", "cluster", "spend", "transactions", LIMIT_SLICE)
 STALE_AFTER = 45.0  # seconds without a fresh balance before the header says stale
@@ -66,8 +71,7 @@ class StatusHeader(Static):
 
     def compose_text(self) -> Text:
         st = self.store
-        who, cluster_ref = st.value("whoami"), st.meta.get("cluster")
-        info, summary, bal, bid = st.value("cluster"), st.value("summary"), st.value("balance"), st.value("bid")
+        who, cluster_ref, info = st.value("whoami"), st.meta.get("cluster"), st.value("cluster")
         top = Text(no_wrap=True, overflow="ellipsis")
         top.append("ncui ", style="bold")
         if self.mode:
@@ -94,23 +98,41 @@ class StatusHeader(Static):
         top.append("  ")
         top.append_text(light)
 
+        line = self._second_line("  ", True)
+        if line.cell_len > width:  # at 80 columns a standing limit price and the spending limit's share both fit
+            line = self._second_line(" ", False)
+        out = Text(no_wrap=True)
+        out.append_text(top)
+        out.append("\n")
+        out.append_text(line)
+        return out
+
+    def _second_line(self, sep: str, padded: bool) -> Text:
+        """Balance, burn, runway, the standing limit price and the spending limit: ``sep`` between them, and
+        the highlighted ones ``padded`` with a space each side (tight at 80 columns: one space, no padding)."""
+        st = self.store
+        info, summary, bal, bid = st.value("cluster"), st.value("summary"), st.value("balance"), st.value("bid")
+
+        def pad(text: str) -> str:
+            return f" {text} " if padded else text
+
         line = Text(no_wrap=True, overflow="ellipsis")
         balance = bal.balance_ucredits if bal else (summary.balance_ucredits if summary else None)
         burn = bal.burn_ucredits_hr if bal else None
         line.append("balance ", style="dim")
         line.append(fmt_usd(balance), style="bold")
-        line.append("  burn ", style="dim")
+        line.append(f"{sep}burn ", style="dim")
         line.append(fmt_rate(burn))
-        line.append("  runway ", style="dim")
+        line.append(f"{sep}runway ", style="dim")
         line.append(fmt_runway(balance, burn))
         bid_failing = st.get("bid").failing
         if bid is not None and bid.max_price_per_gpu_hour:
-            line.append("  ")
-            line.append(f" limit {fmt_price(bid.max_price_per_gpu_hour)} ", style="bold black on yellow")
+            line.append(sep)
+            line.append(pad(f"limit {fmt_price(bid.max_price_per_gpu_hour)}"), style="bold black on yellow")
             if bid_failing:  # the last limit read; the latest read failed
                 line.append(" stale", style="bold red")
         elif info is not None and info.market:
-            line.append("  limit ", style="dim")
+            line.append(f"{sep}limit ", style="dim")
             if bid is not None:
                 line.append("none")
                 if bid_failing:
@@ -119,14 +141,10 @@ class StatusHeader(Static):
                 line.append("unknown", style="bold red")  # never read: Lease says why
             else:
                 line.append("…", style="dim")
-        self._spending_limit(line)
-        out = Text(no_wrap=True)
-        out.append_text(top)
-        out.append("\n")
-        out.append_text(line)
-        return out
+        self._spending_limit(line, sep, pad)
+        return line
 
-    def _spending_limit(self, line: Text) -> None:
+    def _spending_limit(self, line: Text, sep: str, pad: Callable[[str], str]) -> None:
         """The spending limit, short: "cap $50 24%"; highlighted from 80%, red once reached; "?" when the
         charges could not be read (Lease says why)."""
         state = limit_state(self.store)
@@ -134,17 +152,17 @@ class StatusHeader(Static):
             return
         amount = state.limit.amount
         cap = fmt_usd(amount, cents=amount % 1_000_000 != 0)
-        line.append("  ")
+        line.append(sep)
         if state.level == "expired":
             line.append(f"cap {cap} expired", style="dim")
         elif state.percent is None:
             line.append(f"cap {cap} ?", style="bold red")
         elif state.level == "reached":
-            line.append(f" cap {cap} reached ", style="bold white on red")
+            line.append(pad(f"cap {cap} reached"), style="bold white on red")
         elif state.level == "kept":
-            line.append(f" cap {cap} kept ", style="bold white on red")
+            line.append(pad(f"cap {cap} kept"), style="bold white on red")
         elif state.level == "warn":
-            line.append(f" cap {cap} {state.percent}% ", style="bold black on yellow")
+            line.append(pad(f"cap {cap} {state.percent}%"), style="bold black on yellow")
         else:
             line.append("cap ", style="dim")
             line.append(f"{cap} {state.percent}%")

@@ -216,7 +216,11 @@ class LogPane(Widget, can_focus=False):
         from textual.widgets import Static
 
         self.query_one("#logpane-status", Static).update(text)
-        self.set_class(bool(text), "-status")
+        if bool(text) != self.has_class("-status"):
+            self.set_class(bool(text), "-status")
+            if self.follow:  # the log is a row shorter or taller now: its end stays in view once laid out
+                log = self.lines_log
+                log.call_after_refresh(log.scroll_end, animate=False, immediate=True, x_axis=False)
 
     @property
     def lines_log(self) -> Log:

@@ -438,8 +438,8 @@ class Shell:
         for i in range(spec.gpus):
             mem, util, pwr = ("31245MiB", "97%", "612W") if busy else ("1MiB", "0%", "71W")
             rows += [
-                f"| {i:>3}  {name[:34]:<34} | 00000000:{0x18 + i * 0x10:02X}:00.0 Off |                    0 |",
-                f"| N/A   {'61C' if busy else '32C'}    P0  {pwr:>13} /  700W | {mem:>9} /  81559MiB | "
+                f"| {i:>3}  {name[:34]:<34} |   00000000:{0x18 + i * 0x10:02X}:00.0 Off |                    0 |",
+                f"| N/A   {'61C' if busy else '32C'}    P0  {pwr:>14} /  700W | {mem:>10} /  81559MiB | "
                 f"{util:>7}      Default |",
                 "+-----------------------------------------+------------------------+----------------------+",
             ]
