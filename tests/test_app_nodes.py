@@ -287,6 +287,7 @@ async def test_at_80_columns_a_new_user_reads_recipes_the_footer_and_a_run_that_
         await pilot.press("3")
         await until(pilot, lambda: "tern-vm is a VM cluster: the catalog's recipes are Kubernetes" in screen_text(app))
         assert "Workloads (4) runs the starter (n:" in screen_text(app) and "Loading" not in screen_text(app)
+        assert footer_keys(app)[0] == "? Help"  # no recipe, so no a Apply (it would do nothing)
         nodes = await open_nodes(pilot, app, node)
         assert footer_keys(app) == ["o Connect", "n Starter", "u Image", "x Stop", "? Help", "r Refresh", "q Quit"]
         await pilot.press("m")  # the chat is a served model's, on Kubernetes: nothing here

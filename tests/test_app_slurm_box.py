@@ -42,9 +42,12 @@ async def test_the_first_job_on_the_boxs_login_node(sim_factory, tmp_path, monke
         await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
         await pilot.press("4")
         await until(pilot, lambda: "No job of yours in the queue" in screen_text(app), 30, "the empty queue")
-        await pilot.press("n")
+        await pilot.press("3")  # the recipe's Apply is the first job too (n on Workloads is the same question)
+        await until(pilot, lambda: "Train nanoGPT with Slurm" in screen_text(app), 30, "the Slurm recipe")
+        await pilot.press("a")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, "the first job's question")
         assert "sbatch --nodes=1 ~/first-job/nanogpt.sbatch" in app.screen.body
+        assert app.current_view().id == "workloads"  # where the job will be followed
         await pilot.press("y")
         await until(pilot, lambda: "Submitted batch job" in _notes(app), 30, "sbatch's job id")
         await until(pilot, lambda: bool(app.store.value("slurm_jobs")), 30, "the job in squeue --me")

@@ -78,6 +78,7 @@ after you confirm. Then the objects are created in order and you land on Workloa
         key = tuple((r.name, info.name if info else "") for r in rs)
         if key != self._shown:
             self._shown = key
+            self.refresh_bindings()  # (a: offered beside a recipe only)
             ol.clear_options()
             for r in rs:
                 label = Text()
@@ -132,6 +133,12 @@ after you confirm. Then the objects are created in order and you land on Workloa
             ol.highlighted = ol.get_option_index(name)
         self.refresh_view()
         self._detail()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``a`` is offered only beside a recipe (a VM cluster has none: nodes run the starter from Workloads)."""
+        if action == "apply":
+            return self.recipe() is not None
+        return True
 
     def recipe(self) -> m.Recipe | None:
         return next((r for r in self.recipes() if r.name == self.selected), None)
@@ -230,8 +237,15 @@ after you confirm. Then the objects are created in order and you land on Workloa
         if r.name == "something-else":
             self.ncapp.open_custom_job()
             return
-        if r.cluster_kind != "kubernetes":
-            self.notify("This build applies Kubernetes recipes only; the steps are listed here.", timeout=6)
+        active = self.store.meta.get("cluster")
+        if r.cluster_kind == "slurm" and active is not None and active.kind == "slurm":
+            # Slurm's first job: asked, prepared and submitted from Workloads, where it is then followed
+            self.ncapp.run_worker(self.ncapp.run_action("show('workloads')"), group="recipes-go")
+            self.ncapp.action_slurm_first_job()
+            return
+        if r.cluster_kind != "kubernetes" or active is None or active.kind != "kubernetes":
+            where = f"{active.name} is a {active.kind} cluster" if active is not None else "no cluster is active"
+            self.notify(f"{r.title} is for a {r.cluster_kind} cluster, and {where}: its steps are listed here.")
             return
         if r.name in self.errors:
             self.notify(self.errors[r.name], severity="error", timeout=8)
