@@ -189,6 +189,14 @@ def run_sim(args: argparse.Namespace) -> int:
             f'# Slurm: curl -X POST -H "Authorization: Bearer $NC_TOKEN" $NC_API/_sim/slurm/login  (slurm-login: a '
             f'24 h certificate); then ssh -F "$NC_SSH_CONFIG" {slurm[0]}'
         )
+    vm = [c.name for c in server.world.main_org.spec.clusters if c.kind == "vm"]
+    if vm:  # the seed's VM path by hand: a key, capacity, then ssh to the granted node
+        org = server.world.main_org.spec.org_id
+        print(
+            f"# VM ({vm[0]}): POST $NC_API/api/vm/orgs/{org}/ssh-keys registers a key (for later grants), PUT "
+            '$NC_API/api/vm/capacity declares; once an allocation is active: ssh -F "$NC_SSH_CONFIG" <allocation id>, '
+            "or ssh -p <ssh_port> <ssh_user>@<public_ip>"
+        )
     if server.world.main_org.research is not None:
         print(
             '# Research node: curl -H "Authorization: Bearer $NC_TOKEN" $NC_API/_sim/research/status; '
