@@ -358,6 +358,20 @@ async def _read_node(runner: Runner, container: str | None) -> dict[str, Any]:
     return {"container": name, "status": status, "lines": _loss_lines(res.stdout)}
 
 
+def _container_job(container: str, mine: dict[str, Any] | None, node_id: str, state: str | None) -> dict[str, Any]:
+    """The report's ``job`` for a container on a VM or research node (``mine``: what ncui remembers of it)."""
+    return {
+        "kind": "container",
+        "name": clean(container),
+        "recipe": (mine or {}).get("recipe") or ("nanogpt-node" if container == STARTER else None),
+        "title": None,
+        "state": state,
+        "applied_at": (mine or {}).get("applied_at"),
+        "applied_by": "ncui" if mine and mine.get("applied_by") == "ncui" else "elsewhere",
+        "node": clean(node_id),
+    }
+
+
 async def _node_job(
     r: dict[str, Any],
     node: NodeFor | None,
@@ -392,16 +406,7 @@ async def _node_job(
         return {}
     status = seen.get("status")
     state = status if status else ("removed from the node (docker rm)" if seen else None)
-    r["job"] = {
-        "kind": "container",
-        "name": clean(container),
-        "recipe": (mine or {}).get("recipe") or ("nanogpt-node" if container == STARTER else None),
-        "title": None,
-        "state": state,
-        "applied_at": (mine or {}).get("applied_at"),
-        "applied_by": "ncui" if mine and mine.get("applied_by") == "ncui" else "elsewhere",
-        "node": clean(node_id),
-    }
+    r["job"] = _container_job(container, mine, node_id, state)
     login = _login(user, host, port)
     if seen and not status:
         r["stop"] = [f"nothing to stop: {clean(container)} is no longer on {clean(node_id)}"]
@@ -445,6 +450,17 @@ async def _vm(
             }
         )
     await _ticks_rate(r, nc, r["gpu_class"], alloc.gpus if alloc else None, un)
+    if alloc is None and mem is not None and mem.get("container") and mem.get("node"):
+        # ncui's run was on a node since released (or reclaimed): the node and its disk are gone, and what ncui saw
+        # of the run (its node's arrival, its first loss lines) is what is left of it
+        node_id = str(mem["node"])
+        was = next((a.state for a in cap.allocations if a.id == node_id), "released")
+        r["job"] = _container_job(str(mem["container"]), mem, node_id, f"ended: its node was {clean(was)}")
+        if mem.get("node_arrived_at"):
+            r["node"] = {"name": clean(node_id), "arrived_at": mem["node_arrived_at"], "source": mem.get("node_source")}
+        r["first_loss_lines"] = list(mem.get("first_loss_lines") or ())
+        r["stop"] = [f"nothing to stop: {clean(node_id)} was {clean(was)}, its disk with it"]
+        return {}
     if alloc is None:
         un.setdefault("node", "no node granted")
         un.setdefault("job", "no node granted: declare capacity on Lease (5, d), then run the job on the node")

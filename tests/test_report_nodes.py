@@ -132,6 +132,11 @@ async def test_vm_the_starter_on_a_granted_node_reported_in_the_app_the_cli_and_
     (tok / "token").write_text(sim.token)
     subprocess.run(["sh", "-c", st["withdraw"]], check=True, capture_output=True, timeout=30, env={**os.environ})
     assert node.http.get("/api/vm/capacity").json()["max_gpus"] == 0
+    # released: the node and its disk are gone, and the report still tells the run ncui saw there
+    c = cli(sim)
+    assert c["job"]["name"] == "nanogpt" and c["job"]["state"] == "ended: its node was released", c["job"]
+    assert c["first_loss_lines"] == want and c["node"]["name"] == node.id and c["standing"] == []
+    assert c["stop"] == [f"nothing to stop: {node.id} was released, its disk with it"]
     node.close()
 
 
