@@ -233,6 +233,18 @@ async def test_the_countdown_can_be_cancelled_and_the_limit_is_kept_by_you(kube_
         await until(pilot, lambda: "reached, kept by you" in screen_text(app), what="Lease saying so")
         assert " cap $1 kept " in _header(app)
         assert k.world.main_org.k8s["halcyon"].bid == 5_000_000
+        await pilot.resize_terminal(80, 24)  # at 80 columns the long sentence wraps under its value, not its label
+        lease = app.query_one("LeaseView Static#lease")
+
+        def drawn() -> list[str]:
+            return [line.text.rstrip() for line in lease.render_lines(lease.region.reset_offset)]
+
+        await until(pilot, lambda: lease.region.width <= 80 and any(r.startswith("Spending limit") for r in drawn()))
+        rows = drawn()
+        at = next(i for i, r in enumerate(rows) if r.startswith("Spending limit"))
+        below = [r for r in rows[at + 1 :] if r.strip()]
+        assert "kept by you" in " ".join(rows[at:]) and len(below) >= 2, rows[at:]
+        assert all(r.startswith(" " * 16) for r in below), rows[at:]
         spent = limit_state(app.store).spent
         _assess(app, k.world)  # more charges: it stays kept, no second countdown
         await until(pilot, lambda: limit_state(app.store).spent > spent, what="the next charge counted")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.console import Console
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,6 +23,35 @@ if TYPE_CHECKING:
     from ..api import models as m
 
 LABEL = 16  # the width of a row's label
+
+
+def hang(t: Text, width: int, indent: int = LABEL) -> Text:
+    """``t`` with each row's long value wrapped under the value, not under the label (at 80 columns a sentence
+    runs past the edge). A row is a line that starts with its dim label, or with ``indent`` spaces (a row's
+    second line); other lines (the screen's opening sentences) wrap as usual. ``width`` 0: not laid out yet."""
+    if width <= indent + 16:
+        return t
+    out = Text()
+    for i, line in enumerate(t.split("\n")):
+        if i:
+            out.append("\n")
+        plain = line.plain
+        row = plain[:indent].isspace() or any(s.start == 0 and s.end == indent and s.style == "dim" for s in line.spans)
+        if len(plain) <= width or not row:
+            out.append_text(line)
+            continue
+        head, value = line[:indent], line[indent:]
+        for j, part in enumerate(value.wrap(_CONSOLE, width - indent)):
+            if j:
+                out.append("\n" + " " * indent)
+            else:
+                out.append_text(head)
+            part.rstrip()
+            out.append_text(part)
+    return out
+
+
+_CONSOLE = Console(width=200, color_system=None)  # (Text.wrap measures with a console; nothing is printed)
 
 
 class LeaseView(View):
@@ -135,7 +165,11 @@ class LeaseView(View):
         if who is not None:
             self._meter(t)
             self._limit(t)
-        self.query_one("#lease", Static).update(t)
+        box = self.query_one("#lease", Static)
+        box.update(hang(t, box.content_size.width))
+
+    def on_resize(self) -> None:
+        self.refresh_view()  # the rows' wrapping follows the width
 
     def _vm(self, t: Text, name: str) -> None:
         from .vmflows import vm_lease_text
