@@ -28,6 +28,8 @@ from .modals import ConfirmModal
 from .nodes import NodesPane
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from ..kube.client import KubeClient
     from ..store import Slice, Store
     from ..widgets.logpane import LogPane
@@ -111,6 +113,10 @@ WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices
 # A watch delivers each change as it comes (a big cluster: a hundred a second); the table redraws for what
 # came in the last 100 ms at once, never per change (bench/pods.py: 1,000 pods, 100 changes/s).
 WATCH_REDRAW = 0.1
+# A pod the human moves onto has its log followed once the selection rests this long: a held ↓ walks the table at
+# once and starts one follow (a GET of the pod and a new TLS stream, ~25 ms of CPU each), of the pod it stops
+# on, not one for every pod it passes (bench/pods.py: key latency).
+FOLLOW_SETTLE = 0.15
 
 
 PodRow = tuple[str, str, str, str, str]  # a pod as the table shows it: NAME, READY, STATUS, RESTARTS, NODE
@@ -211,6 +217,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         self._applied_seen = 0  # the last apply (meta["applied_seq"]) whose new workload was selected
         self._want: list[tuple[str, str]] = []  # its Jobs and Deployments in order, until one has its pod
         self._auto: str | None = None  # the pod selected for it (a highlight of another is the human's)
+        self._settle: Timer | None = None  # the follow to start once the human's selection rests (FOLLOW_SETTLE)
 
     def compose(self) -> ComposeResult:
         from ..widgets.logpane import LogPane
@@ -567,17 +574,33 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         if pod != self._auto:
             self._want = []  # the human chose: an apply's new pods no longer take the selection
         if pod != self.pod:
-            self.select(pod)
+            self.select(pod, settle=True)
 
     # ---- the log ------------------------------------------------------------------------------
 
-    def select(self, pod: str, container: str | None = None, previous: bool = False) -> None:
+    def select(self, pod: str, container: str | None = None, previous: bool = False, *, settle: bool = False) -> None:
+        """Select ``pod``: its explanation at once, its log followed at once or, with ``settle`` (the human moving
+        the selection), once the selection has rested FOLLOW_SETTLE seconds."""
         self.pod, self.container, self.previous = pod, container, previous
         if self.follower is not None:  # now: the old pod's lines must not reach the new pod's chart
             self.follower.stop()
             self.follower = None
         self._losses.clear()
         self._explain()
+        if self._settle is not None:
+            self._settle.stop()
+            self._settle = None
+        if settle:  # the old pod's lines go at once (one cheap repaint), the new pod's come when it rests
+            from ..widgets.logpane import LogPane
+
+            if (pane := self.query_one("#log", LogPane)).written:
+                pane.clear()
+            self._settle = self.set_timer(FOLLOW_SETTLE, self._settled)
+        else:
+            self.follow_log()
+
+    def _settled(self) -> None:
+        self._settle = None
         self.follow_log()
 
     def _pod(self) -> dict[str, Any] | None:
