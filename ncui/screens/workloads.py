@@ -3,7 +3,7 @@ selected pod; its log followed live (batched) with a loss chart; a prompt for a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from itertools import compress, count
 from operator import is_not
@@ -209,8 +209,10 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         self._rows: list[PodRow] = []  # the rows shown, by name
         self._names: list[str] = []  # the pods' names in order, and as a set (the same pods: not sorted again)
         self._name_set: frozenset[str] = frozenset()
-        self._pod_objs: list[Any] = []  # by _names: the objects the rows were made from, and the rows
-        self._pod_list: list[PodRow | None] = []
+        self._keys: list[str] = []  # the last snapshot's names and objects in its own order (the rows were made from)
+        self._pod_objs: list[Any] = []
+        self._row_of: list[int] = []  # by a pod's index in the snapshot: its row in the table
+        self._pod_list: list[PodRow | None] = []  # the rows, by _names
         self._name_width = 0  # the NAME column's width the names were shortened for
         self._refresh_due = False  # a watched slice changed: one redraw soon for the burst (_changed)
         self._losses = LossCurve()
@@ -461,43 +463,46 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
     def _pod_rows(self, pods: Mapping[str, dict[str, Any]]) -> tuple[list[PodRow], list[int] | None]:
         """The table's rows for ``pods`` by name, and the indexes of those that changed since the last call (None
         when the pods are not the same ones, or nothing is shown). A thousand pods and a hundred changes a second:
-        the names are sorted again only when the set of pods changed, the objects are compared by identity in C
-        (the watch keeps an unchanged pod's object), and a row is worked out again only for a pod whose object is
-        new and whose uid or version changed (bench/pods.py)."""
+        while the snapshot holds the same names in the same order (the watch's map keeps a changed pod's place),
+        nothing is sorted or looked up by name: its objects, in its own order, are compared by identity in C with
+        the last call's (the watch keeps an unchanged pod's object), and a row is worked out again only for a pod
+        whose object is new and whose uid or version changed (bench/pods.py)."""
         from ..kube import status as S
 
-        objs, rows = self._pod_objs, self._pod_list
+        keys, objs, rows = list(pods), list(pods.values()), self._pod_list
         changed: list[int] | None
-        if len(self._names) != len(pods) or pods.keys() != self._name_set:
-            before = dict(zip(self._names, zip(objs, rows, strict=True), strict=True))
-            names = self._names = sorted(pods)  # (the watch keys each pod by its metadata.name)
+        todo: list[tuple[int, Any, dict[str, Any]]]  # (index in the table, the object its row was made from, new)
+        if keys != self._keys:  # other pods, or the same ones in another order (a re-list): sorted again
+            was = dict(zip(self._keys, self._pod_objs, strict=True))
+            at = {n: i for i, n in enumerate(self._names)}
+            names = self._names = sorted(keys)  # (the watch keys each pod by its metadata.name)
             self._name_set = frozenset(names)
-            new = list(map(pods.__getitem__, names))
-            kept = [before.get(n, (None, None)) for n in names]
-            objs, rows = [o for o, _ in kept], [r for _, r in kept]
-            todo: Iterable[int] = [i for i, (o, p) in enumerate(zip(objs, new, strict=True)) if o is not p]
+            rows = [rows[at[n]] if n in at else None for n in names]
+            todo = [(i, was.get(n), pods[n]) for i, n in enumerate(names) if was.get(n) is not pods[n]]
+            at = {n: i for i, n in enumerate(names)}
+            self._row_of = [at[n] for n in keys]
             changed = None
         else:
-            new = list(map(pods.__getitem__, self._names))
-            todo = list(compress(count(), map(is_not, new, objs)))
+            row_of, old = self._row_of, self._pod_objs
+            todo = [(row_of[j], old[j], objs[j]) for j in compress(count(), map(is_not, objs, old))]
             rows = list(rows)
             changed = [] if self._rows else None
-        for i in todo:
-            p, o = new[i], objs[i]
+        for i, o, p in todo:
             if o is not None and rows[i] is not None and _same_version(o, p):
                 continue  # (a re-list: a new object of the same version)
+            reason, ready, total, restarts = S.pod_reason(p)
             row = (
                 p["metadata"]["name"],
-                S.pod_ready(p),
-                S.pod_status(p),
-                str(S.pod_restarts(p)),
+                f"{ready}/{total}",
+                reason,
+                str(restarts),
                 (p.get("spec") or {}).get("nodeName") or "<none>",
             )
             if row != rows[i]:
                 rows[i] = row
                 if changed is not None:
                     changed.append(i)
-        self._pod_objs, self._pod_list = new, rows
+        self._keys, self._pod_objs, self._pod_list = keys, objs, rows
         return cast("list[PodRow]", rows), changed
 
     def _resumed(self, pods: dict[str, Any]) -> str | None:
