@@ -1,11 +1,12 @@
 """Workloads with many pods and a busy watch (bench/pods.py's fixes): a burst of watch events is one redraw, a
 changed pod changes only its cells, and a row changed out of sight shows its new values when it scrolls in; the
 watch writes the store once or a few times for the burst (WATCH_COALESCE), not once an event; AGE does not tick
-beneath a question."""
+beneath a question; a held arrow follows one pod's log (FOLLOW_SETTLE)."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 
 from textual.widgets import DataTable
 
@@ -34,6 +35,7 @@ async def test_many_pods_burst_and_offscreen_rows(kube_factory, monkeypatch):
         table = app.query_one("#pods", DataTable)
         view = app.query_one("#workloads", WorkloadsView)
         await until(pilot, lambda: table.row_count == 40 and "Running" in str(table.get_row_at(39)), what="40 rows")
+        assert gc.get_freeze_count() > 0  # what the first pods' table found is out of the full collections' walk
         await until(
             pilot,
             lambda: (
