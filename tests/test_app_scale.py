@@ -1,11 +1,12 @@
 """Workloads with many pods and a busy watch (bench/pods.py's fixes): a burst of watch events is one redraw, a
 changed pod changes only its cells, and a row changed out of sight shows its new values when it scrolls in; the
 watch writes the store once or a few times for the burst (WATCH_COALESCE), not once an event; AGE does not tick
-beneath a question."""
+beneath a question; a held arrow follows one pod's log (FOLLOW_SETTLE)."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 
 from textual.widgets import DataTable
 
@@ -34,6 +35,7 @@ async def test_many_pods_burst_and_offscreen_rows(kube_factory, monkeypatch):
         table = app.query_one("#pods", DataTable)
         view = app.query_one("#workloads", WorkloadsView)
         await until(pilot, lambda: table.row_count == 40 and "Running" in str(table.get_row_at(39)), what="40 rows")
+        assert gc.get_freeze_count() > 0  # what the first pods' table found is out of the full collections' walk
         await until(
             pilot,
             lambda: (
@@ -89,4 +91,46 @@ async def test_many_pods_burst_and_offscreen_rows(kube_factory, monkeypatch):
         await until(pilot, lambda: app.screen is view.screen, what="the question gone")
         view._tick_ages()
         assert str(table.get_cell(name, "AGE")) != age
+        await pilot.press("q")
+
+
+async def test_held_arrow_follows_only_the_pod_it_rests_on(kube_factory, monkeypatch):
+    """↓ pressed three times quickly: the selection moves at once each time (the explanation follows it), and one
+    log follow starts, of the pod the selection rests on, whose lines the pane then shows (FOLLOW_SETTLE)."""
+    import ncui.screens.workloads as W
+
+    k = kube_factory("k8s-market")
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(k.auth_cache))
+    monkeypatch.setattr(W, "FOLLOW_SETTLE", 1.0)  # roomy: three presses land within it on a loaded machine
+    followed: list[str] = []
+    real = W.log_follower
+    monkeypatch.setattr(
+        W, "log_follower", lambda kube, pod, *a, **kw: (followed.append(pod), real(kube, pod, *a, **kw))[1]
+    )
+    app = app_for(k.sim)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "cluster"))
+        await pilot.press("4")
+        await until(pilot, lambda: app._kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching")
+        jobs = [busybox_job(f"pick-{w}", f"echo {w}-marker") for w in ("alpha", "bravo", "charlie", "delta")]
+        assert [r.error for r in await app._kube.apply(jobs)] == [None] * 4
+        await advance_until(k, lambda: sum(s.startswith("Running") for s in k.pod_statuses().values()) == 4, step=30)
+        await asyncio.to_thread(k.world.advance, 5)  # each pod has printed its command line
+        table = app.query_one("#pods", DataTable)
+        view = app.query_one("#workloads", WorkloadsView)
+        await until(pilot, lambda: table.row_count == 4 and view.follower is not None, what="4 rows, one followed")
+        table.focus()
+        table.move_cursor(row=0, animate=False)
+        await until(pilot, lambda: view.pod == view._rows[0][0] and view.follower is not None, what="the top pod")
+        log = lambda: "\n".join(app.query_one("#log").lines_log.lines)  # noqa: E731  (the pane's lines)
+        await until(pilot, lambda: "alpha-marker" in log(), what="the first pod's log")
+        followed.clear()
+        await pilot.press("down", "down", "down")
+        last = view._rows[3][0]
+        assert table.cursor_row == 3 and view.pod == last  # the table moved at once, three rows
+        assert last.startswith("pick-delta") and "alpha-marker" not in log()  # the old pod's lines went at once
+        await until(pilot, lambda: followed == [last], what="one follow, of the pod the selection rests on")
+        await until(pilot, lambda: "delta-marker" in log(), what="that pod's lines in the pane")
+        assert followed == [last]
+        assert not any(f"{w}-marker" in log() for w in ("alpha", "bravo", "charlie"))
         await pilot.press("q")

@@ -3,7 +3,8 @@ selected pod; its log followed live (batched) with a loss chart; a prompt for a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import gc
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from itertools import compress, count
 from operator import is_not
@@ -28,6 +29,8 @@ from .modals import ConfirmModal
 from .nodes import NodesPane
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from ..kube.client import KubeClient
     from ..store import Slice, Store
     from ..widgets.logpane import LogPane
@@ -111,7 +114,26 @@ WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices
 # A watch delivers each change as it comes (a big cluster: a hundred a second); the table redraws for what
 # came in the last 100 ms at once, never per change (bench/pods.py: 1,000 pods, 100 changes/s).
 WATCH_REDRAW = 0.1
+# A pod the human moves onto has its log followed once the selection rests this long: a held ↓ walks the table at
+# once and starts one follow (a GET of the pod and a new TLS stream, ~25 ms of CPU each), of the pod it stops
+# on, not one for every pod it passes (bench/pods.py: key latency).
+FOLLOW_SETTLE = 0.15
 
+
+def freeze_long_lived() -> None:
+    """Once a process, when the pods' table is first drawn: move what start-up and the first list made (modules,
+    widgets, the pods and their rows, the box in the demo: ~180,000 objects with 1,000 pods) out of the cyclic
+    collector's sight (``gc.freeze``). Its full collections then walk only what came after: on Workloads with
+    1,000 busy pods one took ~120 ms of CPU every ~30 s, and a key press that met it waited that long
+    (bench/pods.py: key p99); ~45 ms after. Frozen at start-up instead (before the pods): ~100 ms. What was
+    cyclic garbage at that moment stays (once); a pod replaced later is freed as before (no cycles in it)."""
+    global _FROZEN
+    if not _FROZEN:
+        _FROZEN = True
+        gc.freeze()
+
+
+_FROZEN = False
 
 PodRow = tuple[str, str, str, str, str]  # a pod as the table shows it: NAME, READY, STATUS, RESTARTS, NODE
 CELLS = ("READY", "STATUS", "RESTARTS", "NODE")  # the columns after NAME that a watch event changes
@@ -203,14 +225,17 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         self._rows: list[PodRow] = []  # the rows shown, by name
         self._names: list[str] = []  # the pods' names in order, and as a set (the same pods: not sorted again)
         self._name_set: frozenset[str] = frozenset()
-        self._pod_objs: list[Any] = []  # by _names: the objects the rows were made from, and the rows
-        self._pod_list: list[PodRow | None] = []
+        self._keys: list[str] = []  # the last snapshot's names and objects in its own order (the rows were made from)
+        self._pod_objs: list[Any] = []
+        self._row_of: list[int] = []  # by a pod's index in the snapshot: its row in the table
+        self._pod_list: list[PodRow | None] = []  # the rows, by _names
         self._name_width = 0  # the NAME column's width the names were shortened for
         self._refresh_due = False  # a watched slice changed: one redraw soon for the burst (_changed)
         self._losses = LossCurve()
         self._applied_seen = 0  # the last apply (meta["applied_seq"]) whose new workload was selected
         self._want: list[tuple[str, str]] = []  # its Jobs and Deployments in order, until one has its pod
         self._auto: str | None = None  # the pod selected for it (a highlight of another is the human's)
+        self._settle: Timer | None = None  # the follow to start once the human's selection rests (FOLLOW_SETTLE)
 
     def compose(self) -> ComposeResult:
         from ..widgets.logpane import LogPane
@@ -444,6 +469,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
                         key=name,
                     )
                 if rows:
+                    freeze_long_lived()
                     names = [r[0] for r in rows]
                     table.move_cursor(row=names.index(self.pod) if self.pod in names else min(cursor, len(rows) - 1))
         elif self.pod is not None and self.pod in self._name_set:
@@ -465,43 +491,46 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
     def _pod_rows(self, pods: Mapping[str, dict[str, Any]]) -> tuple[list[PodRow], list[int] | None]:
         """The table's rows for ``pods`` by name, and the indexes of those that changed since the last call (None
         when the pods are not the same ones, or nothing is shown). A thousand pods and a hundred changes a second:
-        the names are sorted again only when the set of pods changed, the objects are compared by identity in C
-        (the watch keeps an unchanged pod's object), and a row is worked out again only for a pod whose object is
-        new and whose uid or version changed (bench/pods.py)."""
+        while the snapshot holds the same names in the same order (the watch's map keeps a changed pod's place),
+        nothing is sorted or looked up by name: its objects, in its own order, are compared by identity in C with
+        the last call's (the watch keeps an unchanged pod's object), and a row is worked out again only for a pod
+        whose object is new and whose uid or version changed (bench/pods.py)."""
         from ..kube import status as S
 
-        objs, rows = self._pod_objs, self._pod_list
+        keys, objs, rows = list(pods), list(pods.values()), self._pod_list
         changed: list[int] | None
-        if len(self._names) != len(pods) or pods.keys() != self._name_set:
-            before = dict(zip(self._names, zip(objs, rows, strict=True), strict=True))
-            names = self._names = sorted(pods)  # (the watch keys each pod by its metadata.name)
+        todo: list[tuple[int, Any, dict[str, Any]]]  # (index in the table, the object its row was made from, new)
+        if keys != self._keys:  # other pods, or the same ones in another order (a re-list): sorted again
+            was = dict(zip(self._keys, self._pod_objs, strict=True))
+            at = {n: i for i, n in enumerate(self._names)}
+            names = self._names = sorted(keys)  # (the watch keys each pod by its metadata.name)
             self._name_set = frozenset(names)
-            new = list(map(pods.__getitem__, names))
-            kept = [before.get(n, (None, None)) for n in names]
-            objs, rows = [o for o, _ in kept], [r for _, r in kept]
-            todo: Iterable[int] = [i for i, (o, p) in enumerate(zip(objs, new, strict=True)) if o is not p]
+            rows = [rows[at[n]] if n in at else None for n in names]
+            todo = [(i, was.get(n), pods[n]) for i, n in enumerate(names) if was.get(n) is not pods[n]]
+            at = {n: i for i, n in enumerate(names)}
+            self._row_of = [at[n] for n in keys]
             changed = None
         else:
-            new = list(map(pods.__getitem__, self._names))
-            todo = list(compress(count(), map(is_not, new, objs)))
+            row_of, old = self._row_of, self._pod_objs
+            todo = [(row_of[j], old[j], objs[j]) for j in compress(count(), map(is_not, objs, old))]
             rows = list(rows)
             changed = [] if self._rows else None
-        for i in todo:
-            p, o = new[i], objs[i]
+        for i, o, p in todo:
             if o is not None and rows[i] is not None and _same_version(o, p):
                 continue  # (a re-list: a new object of the same version)
+            reason, ready, total, restarts = S.pod_reason(p)
             row = (
                 p["metadata"]["name"],
-                S.pod_ready(p),
-                S.pod_status(p),
-                str(S.pod_restarts(p)),
+                f"{ready}/{total}",
+                reason,
+                str(restarts),
                 (p.get("spec") or {}).get("nodeName") or "<none>",
             )
             if row != rows[i]:
                 rows[i] = row
                 if changed is not None:
                     changed.append(i)
-        self._pod_objs, self._pod_list = new, rows
+        self._keys, self._pod_objs, self._pod_list = keys, objs, rows
         return cast("list[PodRow]", rows), changed
 
     def _resumed(self, pods: dict[str, Any]) -> str | None:
@@ -578,17 +607,33 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         if pod != self._auto:
             self._want = []  # the human chose: an apply's new pods no longer take the selection
         if pod != self.pod:
-            self.select(pod)
+            self.select(pod, settle=True)
 
     # ---- the log ------------------------------------------------------------------------------
 
-    def select(self, pod: str, container: str | None = None, previous: bool = False) -> None:
+    def select(self, pod: str, container: str | None = None, previous: bool = False, *, settle: bool = False) -> None:
+        """Select ``pod``: its explanation at once, its log followed at once or, with ``settle`` (the human moving
+        the selection), once the selection has rested FOLLOW_SETTLE seconds."""
         self.pod, self.container, self.previous = pod, container, previous
         if self.follower is not None:  # now: the old pod's lines must not reach the new pod's chart
             self.follower.stop()
             self.follower = None
         self._losses.clear()
         self._explain()
+        if self._settle is not None:
+            self._settle.stop()
+            self._settle = None
+        if settle:  # the old pod's lines go at once (one cheap repaint), the new pod's come when it rests
+            from ..widgets.logpane import LogPane
+
+            if (pane := self.query_one("#log", LogPane)).written:
+                pane.clear()
+            self._settle = self.set_timer(FOLLOW_SETTLE, self._settled)
+        else:
+            self.follow_log()
+
+    def _settled(self) -> None:
+        self._settle = None
         self.follow_log()
 
     def _pod(self) -> dict[str, Any] | None:

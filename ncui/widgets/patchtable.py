@@ -27,8 +27,11 @@ class PatchTable(DataTable[Any]):
         self._unseen: dict[RowKey, set[ColumnKey]] = {}  # cells changed out of sight: their cached renders are stale
 
     def _in_sight(self, index: int) -> bool:
+        """``index`` is among the rows in sight, or next to them: the widget's outer height (``_size``, kept by
+        layout) is at least its content's, and costs no lookup of its region (``size`` does, in the compositor's
+        map: a hundred changes a second each asked it)."""
         top = int(self.scroll_y)
-        return top <= index < top + self.size.height
+        return top <= index < top + self._size.height
 
     def set_cells(self, row: str, cells: dict[str, Any]) -> None:
         """Put ``cells`` (column key → value) into ``row`` (a key the table holds); repaint that row if it is
