@@ -103,8 +103,13 @@ async def test_a_401_pauses_the_watch_and_the_log_until_approved_then_every_line
         assert "answered 401" in screen_text(app) and app.store.value("kube_signin") == "expired"
         await until(pilot, lambda: view.follower.state == "not signed in", timeout=20, what="the log paused")
         assert "log: paused until the sign-in is approved" in str(pane.query_one("#logpane-status").content)
-        header = app.query_one("StatusHeader").render().plain  # the service answers; the cluster's watch does not
-        assert "● live" not in header and "● stale" in header and ": workloads" in header
+
+        # the service answers; the cluster's watch does not (its slices fail once the watcher meets the 401)
+        def header() -> str:
+            return app.query_one("StatusHeader").render().plain
+
+        await until(pilot, lambda: "● stale" in header() and ": workloads" in header(), what="the header's light")
+        assert "● live" not in header()
         create_elsewhere(k, busybox_job("zz-during", "echo hi"))  # (sorted after the router: it stays selected)
         link = app.screen.link
         world.advance(600 * 3)  # three more lines while ncui waits; the link's 15 minutes pass
