@@ -97,6 +97,7 @@ class NCApp(
     KeyHoldMixin, ConnectMixin, LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]
 ):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
+    SUSPENDED_SCREEN_CLASS = "-suspended"  # a screen beneath another (its toasts hidden: app.tcss)
     TITLE = "ncui"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [

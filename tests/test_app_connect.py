@@ -121,6 +121,12 @@ async def test_no_leaves_the_config_alone_and_is_remembered(sim, tmp_path):
         assert "Signed in" in str(question.query_one(Toast).render())
         for toast in question.query(Toast):
             assert not toast.region.overlaps(dialog), (toast.region, dialog)
+        beneath = app.screen_stack[-2]  # its own copy of the toast: not drawn under the question (it showed clipped)
+        await until(
+            pilot,
+            lambda: (toasts := list(beneath.query(Toast))) and not any(t.region.area for t in toasts),
+            what="the toast beneath, there but not drawn",
+        )
         await pilot.press("n")
         await until(pilot, lambda: getattr(app.store.value("kube_files"), "context", "") == "declined")
         # Account: how to use the file instead (the seed's manual path)
