@@ -91,6 +91,7 @@ async def test_after_an_apply_workloads_selects_the_new_workload_with_its_names_
             await pilot.press("down" if table.cursor_row < launcher else "up")
         await until(pilot, lambda: "launcher" in (view.pod or ""), what="the launcher selected")
         await until(pilot, lambda: not chart.display, what="no chart beside the launcher's log")
+        assert str(table.get_row_at(launcher)[-1]) == "…cpu-worker-0"  # its node, whole but for the cluster's name
         assert view._want == []  # the human chose: no apply takes the selection back
         # the tune's memos, long lines, wrap at the pane's width
         tune = next(i for i in range(table.row_count) if "tune" in str(table.get_row_at(i)[0]))

@@ -139,6 +139,15 @@ PodRow = tuple[str, str, str, str, str]  # a pod as the table shows it: NAME, RE
 CELLS = ("READY", "STATUS", "RESTARTS", "NODE")  # the columns after NAME that a watch event changes
 
 
+def fit_node(node: str, width: int, cluster: str) -> str:
+    """NODE as it fits its column: the cluster's name, which its nodes' names start with, gives way first
+    (``halcyon-cpu-worker-0`` reads ``…cpu-worker-0`` at 80 columns, not ``halcyon-cpu-worke``)."""
+    prefix = f"{cluster}-"
+    if len(node) > width and cluster and node.startswith(prefix):
+        return "…" + node[len(prefix) :]
+    return node
+
+
 def _same_version(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """The same object at the same version (its uid: a pod of the same name made anew is another)."""
     ma, mb = a.get("metadata") or {}, b.get("metadata") or {}
@@ -438,7 +447,10 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
         rows, changed = self._pod_rows(pods)
         self._follow_apply(pods)
         # NAME as it fits the column, each told apart from the others (a recipe's pods share a prefix)
-        width = dict(getattr(table, "_ncui_columns", ())).get("NAME", 20)
+        columns = dict(getattr(table, "_ncui_columns", ()))
+        width = columns.get("NAME", 20)
+        active = self.store.meta.get("cluster")
+        node_width, cluster = columns.get("NODE", 17), active.name if active is not None else ""
         if rows != self._rows or width != self._name_width:
             old, self._rows = self._rows, rows
             same = bool(old) and changed is not None and width == self._name_width
@@ -447,7 +459,11 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
                 for i in changed or ():
                     was, r = old[i], rows[i]
                     cells = {
-                        c: _status_text(b) if c == "STATUS" else Text(b)
+                        c: (
+                            _status_text(b)
+                            if c == "STATUS"
+                            else Text(fit_node(b, node_width, cluster) if c == "NODE" else b)
+                        )
                         for c, a, b in zip(CELLS, was[1:], r[1:], strict=True)
                         if a != b
                     }
@@ -465,7 +481,7 @@ dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -
                         _status_text(status),
                         Text(restarts),
                         Text(age),
-                        Text(node),
+                        Text(fit_node(node, node_width, cluster)),
                         key=name,
                     )
                 if rows:
