@@ -61,6 +61,11 @@ def footer_keys(app) -> list[str]:
     ]
 
 
+def notes(app) -> str:
+    """The notifications (toasts) up now, one per line."""
+    return "\n".join(n.message for n in list(app._notifications))
+
+
 def screen_text(app) -> str:
     """Everything on screen as plain text (what a person reads)."""
     from textual.widgets import DataTable, Static

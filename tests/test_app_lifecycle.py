@@ -14,13 +14,9 @@ from ncui.lifecycle import load_test_running
 from ncui.screens.chat import ChatScreen, Composer
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal, SignInModal
 
-from .apphelp import app_for, loaded, open_recipes, put_bid, screen_text, type_text, until
+from .apphelp import app_for, loaded, notes, open_recipes, put_bid, screen_text, type_text, until
 
 FILES = Path(__file__).resolve().parent.parent / "ncui" / "sim" / "catalog" / "files"
-
-
-def notes(app) -> str:
-    return "\n".join(n.message for n in list(app._notifications))
 
 
 async def signed_in(pilot, app, sim) -> None:

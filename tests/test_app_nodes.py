@@ -116,6 +116,17 @@ async def answer_host_key(pilot, app, node: Node) -> str:
     return fp
 
 
+async def connect(pilot, app, node: Node, *, starter: bool = False) -> None:
+    """Enter on the node's row: its host key accepted on first use, connected; ``starter``: then n, yes."""
+    await pilot.press("enter")
+    await answer_host_key(pilot, app, node)
+    await until(pilot, lambda: app.vm_sessions().connected(node.id), what="connected")
+    if starter:
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
+        await pilot.press("y")
+
+
 def statuses(pane) -> list[str]:
     """Every line the pane showed under the log (a spy on set_status)."""
     seen: list[str] = []
@@ -293,12 +304,7 @@ async def test_at_80_columns_a_new_user_reads_recipes_the_footer_and_a_run_that_
         await pilot.press("m")  # the chat is a served model's, on Kubernetes: nothing here
         await pilot.pause()
         assert not any("serve endpoint" in n.message for n in app._notifications)
-        await pilot.press("enter")
-        await answer_host_key(pilot, app, node)
-        await until(pilot, lambda: app.vm_sessions().connected(node.id), what="connected")
-        await pilot.press("n")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
-        await pilot.press("y")
+        await connect(pilot, app, node, starter=True)
         await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following")
         seen = statuses(nodes.pane)
         sim.world.advance(3700)  # past the end of the box's nanoGPT run
@@ -335,9 +341,7 @@ async def test_release_and_quit_while_connected_closes_the_node_session_cleanly(
     app = app_for(node.sim)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_nodes(pilot, app, node)
-        await pilot.press("enter")
-        await answer_host_key(pilot, app, node)
-        await until(pilot, lambda: app.vm_sessions().connected(node.id), what="connected")
+        await connect(pilot, app, node)
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the quit question")
         await pilot.press("w")
@@ -366,12 +370,7 @@ def test_snapshot_workloads_on_a_vm_node(snap_compare, node):
 
     async def ready(pilot):
         nodes = await open_nodes(pilot, app, node)
-        await pilot.press("enter")
-        await answer_host_key(pilot, app, node)
-        await until(pilot, lambda: app.vm_sessions().connected(node.id), what="connected")
-        await pilot.press("n")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
-        await pilot.press("y")
+        await connect(pilot, app, node, starter=True)
         await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following")
         sim.world.advance(600)
         runner = app.vm_sessions().runners[node.id][1]

@@ -22,7 +22,7 @@ from ncui.screens.slurm import SlurmPanel
 from tests.slurm_support import start_slurm
 from tests.sshd_support import SSHD, Sshd, free_port
 
-from .apphelp import app_for, loaded, screen_text, until
+from .apphelp import app_for, loaded, notes, screen_text, until
 
 # seconds between the stand-in's loss lines (30 lines: about 30 s): the test cancels the job after a few lines and a
 # cut connection, so the run must outlast them however loaded the machine is (an 8 s run could end first)
@@ -46,10 +46,6 @@ def make_cert(dir_: Path, name: str, after: str, before: str, principal: str = "
         key, name, principals=[principal], valid_after=after, valid_before=before
     ).write_certificate(str(dir_ / f"{name}-cert.pub"))
     return dir_ / name
-
-
-def notes(app) -> str:
-    return "\n".join(n.message for n in list(app._notifications))
 
 
 def job_env(s, sim, home: Path, delay: str = DELAY) -> dict[str, str]:

@@ -12,7 +12,7 @@ import pytest
 from ncui.screens.modals import ConfirmModal
 from ncui.screens.slurm import SlurmPanel
 
-from .apphelp import app_for, loaded, screen_text, until
+from .apphelp import app_for, loaded, notes, screen_text, until
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenSSH's ssh (ssh -G reads the config)")
 
@@ -20,10 +20,6 @@ pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenS
 def seconds(elapsed: str) -> int:
     """squeue's ``M:SS`` / ``H:MM:SS`` in seconds."""
     return sum(int(x) * 60**i for i, x in enumerate(reversed(elapsed.split(":"))))
-
-
-def _notes(app) -> str:
-    return "\n".join(n.message for n in list(app._notifications))
 
 
 async def test_the_first_job_on_the_boxs_login_node(sim_factory, tmp_path, monkeypatch):
@@ -49,7 +45,7 @@ async def test_the_first_job_on_the_boxs_login_node(sim_factory, tmp_path, monke
         assert "sbatch --nodes=1 ~/first-job/nanogpt.sbatch" in app.screen.body
         assert app.current_view().id == "workloads"  # where the job will be followed
         await pilot.press("y")
-        await until(pilot, lambda: "Submitted batch job" in _notes(app), 30, "sbatch's job id")
+        await until(pilot, lambda: "Submitted batch job" in notes(app), 30, "sbatch's job id")
         await until(pilot, lambda: bool(app.store.value("slurm_jobs")), 30, "the job in squeue --me")
         job = app.store.value("slurm_jobs")[0]
         assert job.state == "PENDING" and job.name == "nanogpt"
@@ -72,7 +68,7 @@ async def test_the_first_job_on_the_boxs_login_node(sim_factory, tmp_path, monke
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the cancel question")
         assert f"scancel {job.id}" in app.screen.body
         await pilot.press("y")
-        await until(pilot, lambda: f"Cancelled job {job.id}" in _notes(app), 30)
+        await until(pilot, lambda: f"Cancelled job {job.id}" in notes(app), 30)
         await until(
             pilot,
             lambda: (

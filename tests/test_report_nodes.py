@@ -14,11 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ncui.screens.modals import ConfirmModal
-
 from . import test_app_nodes
 from .apphelp import app_for, loaded, screen_text, until
-from .test_app_nodes import LOSS, Node, answer_host_key, open_nodes
+from .test_app_nodes import LOSS, Node, connect, open_nodes
 from .test_report import run_report
 
 human = test_app_nodes.human  # (the fixture: a temporary HOME with ~/.ssh)
@@ -65,12 +63,7 @@ async def test_vm_the_starter_on_a_granted_node_reported_in_the_app_the_cli_and_
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_nodes(pilot, app, node)
-        await pilot.press("enter")
-        await answer_host_key(pilot, app, node)
-        await until(pilot, lambda: app.vm_sessions().connected(node.id), what="connected")
-        await pilot.press("n")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
-        await pilot.press("y")
+        await connect(pilot, app, node, starter=True)
         await until(pilot, lambda: node.id in app.vm_sessions().runs, what="the starter started")
         sim.world.advance(300)
         await until(pilot, lambda: len(kept(app)) == 3, what="the first loss lines, followed and remembered")

@@ -11,7 +11,7 @@ from ncui.screens.flows import idle_gpu_nodes
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal
 from ncui.store import Store
 
-from .apphelp import app_for, loaded, open_recipes, put_bid, screen_text, through_sign_in, type_text, until
+from .apphelp import app_for, loaded, notes, open_recipes, put_bid, screen_text, through_sign_in, type_text, until
 
 # ---- the two-hour check runs on every apply that uses GPUs ---------------------------------------------
 
@@ -206,11 +206,7 @@ async def test_a_standing_limit_is_pointed_out_at_start_and_quitting_asks(sim):
     await put_bid(sim, 4.5)  # set before this session (a session that lost its terminal, kubectl, a teammate)
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
-        await until(
-            pilot,
-            lambda: any("stands on halcyon" in n.message for n in list(app._notifications)),
-            what="the start-up notice",
-        )
+        await until(pilot, lambda: "stands on halcyon" in notes(app), what="the start-up notice")
         for key in ("q", "ctrl+c"):
             await pilot.press(key)
             await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what=f"the guard on {key}")
@@ -278,11 +274,7 @@ async def test_declared_vm_capacity_is_asked_about_on_ctrl_q_and_released_with_t
     assert [a.state for a in vm.allocations if a.state not in ("released", "reclaimed")]
     app = app_for(sim)
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(
-            pilot,
-            lambda: any("is declared on tern-vm" in n.message for n in list(app._notifications)),
-            what="the start-up notice",
-        )
+        await until(pilot, lambda: "is declared on tern-vm" in notes(app), what="the start-up notice")
         await pilot.press("ctrl+q")
         await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the guard on Ctrl-Q")
         text = " ".join(screen_text(app).split())
