@@ -67,6 +67,11 @@ async def test_keys_switch_screens_and_help(sim):
         assert "Your limit none" in text
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpModal) and "Price to win" in app.screen.body
+        # a paragraph's source lines are joined (it wraps at the terminal's width): a blank line or a bullet breaks
+        from ncui.screens.workloads import WorkloadsView
+
+        # a bullet's source lines are joined (it wraps at the terminal's width), one that ends in bold too
+        assert "[b]w[/b] wrap · [b]t[/b] timestamps · [b]G[/b]" in HelpModal(WorkloadsView.HELP).body
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpModal)
         for key, name in [("3", "recipes"), ("4", "workloads"), ("5", "lease"), ("1", "account")]:

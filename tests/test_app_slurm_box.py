@@ -12,7 +12,7 @@ import pytest
 from ncui.screens.modals import ConfirmModal
 from ncui.screens.slurm import SlurmPanel
 
-from .apphelp import app_for, loaded, notes, screen_text, until
+from .apphelp import app_for, footer_keys, loaded, notes, screen_text, until
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenSSH's ssh (ssh -G reads the config)")
 
@@ -97,6 +97,7 @@ async def test_the_demo_at_80x24_the_steps_the_time_the_node_and_how_the_job_end
         await pilot.press("4")
         state = app.screen.query_one("#slurm-state")
         await until(pilot, lambda: "no ssh certificate" in screen_text(app), what="the steps on Workloads")
+        assert footer_keys(app)[-1] == "q Quit", footer_keys(app)  # read whole at 80 columns
         drawn = [line.text.rstrip() for line in state.render_lines(state.region.reset_offset)]
         assert f"    curl -fsSL {access}/setup.sh | sh -s -- plover" in drawn, drawn  # whole, on its own line
         assert any(x.startswith(" 2. run slurm-login") for x in drawn), drawn

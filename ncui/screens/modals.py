@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -27,13 +28,14 @@ Build = Callable[[str, str, str, str, bool, str], "tuple[Plan | None, str]"]
 
 
 def reflow(text: str) -> str:
-    """Join hard-wrapped lines into paragraphs; a line starting with • starts a new item."""
+    """Join hard-wrapped lines into paragraphs; a line starting with • starts a new item, and a title (a line
+    that is one bold run) stays a line of its own. (A line that only ends in bold, "· [b]t[/b]", goes on.)"""
     out: list[str] = []
     for line in text.strip("\n").splitlines():
         stripped = line.strip()
         if not stripped:
             out.append("")
-        elif out and out[-1] and not stripped.startswith("•") and not out[-1].endswith("[/b]"):
+        elif out and out[-1] and not stripped.startswith("•") and not re.fullmatch(r"\[b\][^\[]*\[/b\]", out[-1]):
             out[-1] += " " + stripped
         else:
             out.append(stripped)

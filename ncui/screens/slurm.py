@@ -447,9 +447,10 @@ class SlurmPanel(Vertical):
     BINDINGS = [
         Binding("n", "first_job", "First job"),
         Binding("x", "cancel", "Cancel job"),
-        Binding("f", "pane('toggle_follow')", "Follow"),
-        Binding("slash", "pane('filter')", "Filter"),
-        Binding("w", "pane('toggle_wrap')", "Wrap"),
+        # f, / and w: in the help, off the footer (it keeps ? Help, r Refresh and q Quit at 80 columns), as on a node
+        Binding("f", "pane('toggle_follow')", "Follow", show=False),
+        Binding("slash", "pane('filter')", "Filter", show=False),
+        Binding("w", "pane('toggle_wrap')", "Wrap", show=False),
         Binding("G", "pane('jump_end')", "End", show=False),
     ]
     # widths: TIME holds squeue's D-HH:MM:SS, NODE a name like plover-gpu-003, STATE CONFIGURING (80 columns: the

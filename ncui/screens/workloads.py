@@ -209,6 +209,13 @@ fingerprint is shown and asked about (remembered in ncui's known_hosts; a change
 command (shown whole before it is sent). Its log follows below with the loss chart, and resumes after a
 dropped connection with no line lost or repeated. [b]x[/b] stops it (docker rm -f, asked first).
 • Releasing (Lease, R) offers to copy a folder off the nodes first: their disks go with them.
+On a public research node the same, for the one node Marshall's workspace assigned you: ncui never releases it.
+
+[b]On a Slurm cluster[/b] your queue (squeue --me) takes the pods' place: state, the reason in plain words,
+elapsed on the login node's clock, the node.
+• [b]n[/b] (or [b]a[/b] on the recipe) submits the first job, asked first: prepare.sh when ~/first-job is
+missing, then sbatch --nodes=1 ~/first-job/nanogpt.sbatch. Its nanogpt-<id>.out follows below with the loss
+chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected job (scancel, asked first).
 """
     BINDINGS = [
         Binding("f", "follow", "Follow"),
