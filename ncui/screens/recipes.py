@@ -4,6 +4,7 @@ check, and apply. Train is the default when nobody chose."""
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
@@ -240,7 +241,7 @@ after you confirm. Then the objects are created in order and you land on Workloa
         active = self.store.meta.get("cluster")
         if r.cluster_kind == "slurm" and active is not None and active.kind == "slurm":
             # Slurm's first job: asked, prepared and submitted from Workloads, where it is then followed
-            self.ncapp.run_worker(self.ncapp.run_action("show('workloads')"), group="recipes-go")
+            self.ncapp.start_worker(partial(self.ncapp.action_show, "workloads"), name="recipes-go")
             self.ncapp.action_slurm_first_job()
             return
         if r.cluster_kind != "kubernetes" or active is None or active.kind != "kubernetes":
