@@ -72,11 +72,12 @@ async def test_a_hostile_sign_in_command_is_shown_asked_and_remembered_per_clust
         assert "\x1b" not in text and "\x07" not in text and "title" not in text
         assert "control characters or escape sequences; they are not shown" in flat
         assert "neither National Compute's nc-signin nor ncui's own sign-in" in flat
-        assert "No runs nothing" in flat
+        assert "Do not run it: nothing runs, and ncui neither saves halcyon's kubeconfig nor signs in." in flat
         # No: nothing runs, nothing is saved, no context merged; the words say so.
         await pilot.press("n")
-        await until(pilot, lambda: "You said no" in _signin_error(app), what="the refusal said")
+        await until(pilot, lambda: "You said no" in _said(app), what="the refusal said")
         assert "Not signed in to halcyon: its kubeconfig was not saved and no context was added." in _said(app)
+        assert _signin_error(app) == "you said no to its sign-in command (s asks again)"  # Account's kubectl line
         await pilot.pause(0.2)
         assert not marker.exists()
         assert not (tmp_path / ".kube" / "halcyon.yaml").exists() and not (tmp_path / ".kube" / "config").exists()
@@ -87,7 +88,7 @@ async def test_a_hostile_sign_in_command_is_shown_asked_and_remembered_per_clust
         assert json.loads(state.read_text())["version"] == plugins.VERSION
         # Workloads connects on its own: the remembered no refuses it, without a question, and keeps nothing.
         await pilot.press("4")
-        await until(pilot, lambda: "You said no to halcyon's sign-in command before" in _signin_error(app))
+        await until(pilot, lambda: "You said no to halcyon's sign-in command before" in _said(app))
         assert not isinstance(app.screen, ConfirmModal)
         await pilot.pause(0.2)
         assert not marker.exists() and not (tmp_path / ".kube" / "halcyon.yaml").exists()
@@ -127,7 +128,8 @@ async def test_the_humans_kuberc_deny_all_refuses_even_the_known_plugin(sim, tmp
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))
         await pilot.press("s")
-        await until(pilot, lambda: "DenyAll" in _signin_error(app), what="the kuberc's refusal said")
+        await until(pilot, lambda: "DenyAll" in _said(app), what="the kuberc's refusal said")
+        assert _signin_error(app) == "your kuberc denies every sign-in plugin (DenyAll)"
         said = _said(app)
         assert f"Your kuberc ({os.environ['KUBERC']}) sets credentialPluginPolicy: DenyAll" in said
         assert "ncui runs no sign-in plugin" in said and "-m ncui.kube.signin" in said
@@ -157,9 +159,11 @@ async def test_a_kuberc_allowlist_allows_exactly_the_names_listed(sim, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))
         await pilot.press("s")
-        await until(pilot, lambda: "Allowlist" in _signin_error(app), what="the allowlist's refusal")
+        await until(pilot, lambda: "Allowlist" in _said(app), what="the allowlist's refusal")
         said = _said(app)
-        assert "sets credentialPluginPolicy: Allowlist and its credentialPluginAllowlist (nc-signin) does not name" in said
+        assert (
+            "sets credentialPluginPolicy: Allowlist and its credentialPluginAllowlist (nc-signin) does not name" in said
+        )
         assert not isinstance(app.screen, (ConfirmModal, SignInModal))
 
 

@@ -134,14 +134,19 @@ def read_kuberc(path: Path | None = None) -> Kuberc | None:
         policy = ""
     if not isinstance(policy, str) or policy not in POLICIES:
         return Kuberc(
-            path, error=f"sets credentialPluginPolicy to {clean(str(policy))[:40]!r}, not AllowAll, DenyAll or Allowlist"
+            path,
+            error=f"sets credentialPluginPolicy to {clean(str(policy))[:40]!r}, not AllowAll, DenyAll or Allowlist",
         )
     if allow is not None and policy != "Allowlist":
-        return Kuberc(path, policy, error="has a credentialPluginAllowlist but its credentialPluginPolicy is not Allowlist")
+        return Kuberc(
+            path, policy, error="has a credentialPluginAllowlist but its credentialPluginPolicy is not Allowlist"
+        )
     names: list[str] = []
     if policy == "Allowlist":
         if not isinstance(allow, list):
-            return Kuberc(path, policy, error="sets credentialPluginPolicy: Allowlist without a credentialPluginAllowlist list")
+            return Kuberc(
+                path, policy, error="sets credentialPluginPolicy: Allowlist without a credentialPluginAllowlist list"
+            )
         for entry in allow:
             name = entry.get("name") if isinstance(entry, dict) else None
             if not isinstance(name, str) or not name:
@@ -237,6 +242,7 @@ class Verdict:
     reason: str = ""
     known: str | None = None
     by_kuberc: bool = False
+    short: str = ""  # the refusal in a few words (Account's kubectl line)
 
 
 def judge(
@@ -258,6 +264,7 @@ def judge(
             f"Your kuberc ({rc.where}) {rc.error}: ncui runs no sign-in plugin until it is fixed, so it did not "
             f"run {cluster}'s: {line}",
             by_kuberc=True,
+            short="your kuberc is misconfigured: no plugin runs",
         )
     if rc is not None and rc.policy == "DenyAll":
         return Verdict(
@@ -265,6 +272,7 @@ def judge(
             f"Your kuberc ({rc.where}) sets credentialPluginPolicy: DenyAll, so ncui runs no sign-in plugin; it did "
             f"not run {cluster}'s: {line}",
             by_kuberc=True,
+            short="your kuberc denies every sign-in plugin (DenyAll)",
         )
     if rc is not None and rc.policy == "Allowlist" and not allowlisted(rc, spec.command):
         names = ", ".join(clean(n) for n in rc.names) or "none"
@@ -273,6 +281,7 @@ def judge(
             f"Your kuberc ({rc.where}) sets credentialPluginPolicy: Allowlist and its credentialPluginAllowlist "
             f"({names}) does not name {clean(spec.command)}, so ncui did not run {cluster}'s sign-in plugin: {line}",
             by_kuberc=True,
+            short="your kuberc's Allowlist does not name its plugin",
         )
     which = known(spec, api, cluster)
     if which is not None:
@@ -285,5 +294,6 @@ def judge(
             "refuse",
             f"You said no to {cluster}'s sign-in command before, so ncui did not run it (s signs in and asks "
             f"again): {line}",
+            short="you said no to its sign-in command (s asks again)",
         )
     return Verdict("ask")

@@ -141,12 +141,12 @@ class ConnectMixin(_AppBase):
                 if yes:
                     return True
                 verdict = plugins.Verdict(
-                    "refuse", f"You said no, so ncui did not run {cluster}'s sign-in command: {plugins.shown(spec)}"
+                    "refuse",
+                    f"You said no, so ncui did not run {cluster}'s sign-in command: {plugins.shown(spec)}",
+                    short="you said no to its sign-in command (s asks again)",
                 )
-        said = (
-            f"Not signed in to {cluster}: its kubeconfig was not saved and no context was added. {verdict.reason}"
-        )
-        self.store.fail("kube_signin", said)
+        said = f"Not signed in to {cluster}: its kubeconfig was not saved and no context was added. {verdict.reason}"
+        self.store.fail("kube_signin", verdict.short or "its sign-in command was refused")
         self._kube_files(cluster, file="", error="kubeconfig not saved: its sign-in command was refused")
         self.notify(said, severity="error", timeout=20)
         return False
@@ -167,12 +167,17 @@ class ConnectMixin(_AppBase):
             )
             + "It is neither National Compute's nc-signin nor ncui's own sign-in, the two ncui runs without "
             "asking. Run it only if you know what it is and expected it.\n\n"
-            f"No runs nothing: ncui does not save {cluster}'s kubeconfig or sign in.\n"
+            f"Do not run it: nothing runs, and ncui neither saves {cluster}'s kubeconfig nor signs in.\n"
             f"Asked once for {cluster} and this command (kept in {shown(plugins.answers_path())})."
         )
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def answered(ok: bool | None) -> None:
+            if not done.done():
+                done.set_result(bool(ok))
+
         modal = ConfirmModal(f"Run {cluster}'s sign-in command?", body, yes="Run it", no="Do not run it")
-        await self.push_screen(modal, callback=lambda ok: done.done() or done.set_result(bool(ok)))
+        await self.push_screen(modal, callback=answered)
         return await done
 
     # ---- ~/.kube/<cluster>.yaml and the <cluster> context --------------------------------------------

@@ -246,7 +246,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     app = FastAPI(title="National Compute in a box", version="0.1.0", openapi_url=None, docs_url=None, redoc_url=None)
     app.state.world = world
     app.state.faults = Faults()
-    app.state.kubeconfig_exec = {}  # cluster name → the exec plugin its kubeconfig names instead (/_sim/kubeconfig/exec)
+    app.state.kubeconfig_exec = {}  # cluster name → the sign-in plugin its kubeconfig names (/_sim/kubeconfig/exec)
     app.state.config = config
     app.add_middleware(FaultMiddleware, faults=app.state.faults)
     app.state.received = deque(maxlen=200)  # the newest writes, as received (JournalMiddleware)
