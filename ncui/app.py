@@ -631,10 +631,13 @@ class NCApp(
             attempt = kube.check_sign_in
         else:
             try:
-                spec = exec_spec(await nc.kubeconfig(ref.name))
+                text = await nc.kubeconfig(ref.name)
+                spec = exec_spec(text)
             except (NCError, ValueError) as e:
                 self.store.fail("kube_signin", f"Cannot sign in: {e}")
                 self.notify(f"Cannot sign in: {e}", severity="error", timeout=8)
+                return False
+            if not await self.plugin_cleared(ref.name, text, ask_again=announce):  # (s: a remembered no asked again)
                 return False
             attempt = lambda: run_plugin(spec)  # noqa: E731
         result = await attempt()

@@ -321,6 +321,25 @@ def run_report(args: argparse.Namespace) -> int:
     return 1 if report["organization"] is None else 0
 
 
+def plugin_refused(kubeconfig: str, api: str, cluster: str) -> str:
+    """Why ``ncui report`` does not run the sign-in command the kubeconfig names ("" when it may): the same rule as
+    the app's, but never a question (a command never answered is refused, with how to answer it)."""
+    from .kube import plugins
+    from .kube.session import exec_spec
+
+    try:
+        spec = exec_spec(kubeconfig)
+    except ValueError:
+        return ""  # no plugin: nothing runs (the client says the kubeconfig has none)
+    verdict = plugins.judge(spec, api, cluster)
+    if verdict.action == "ask":
+        return (
+            f"ncui report did not run {cluster}'s sign-in command: it is neither National Compute's nc-signin nor "
+            f"ncui's own, and you have not said yes to it (start ncui and sign in, s, to answer): {plugins.shown(spec)}"
+        )
+    return verdict.reason if verdict.action == "refuse" else ""
+
+
 async def _report(endpoints: object, token: object, cluster: str | None) -> dict:
     """Read the service and the cluster for ``ncui report`` (kubectl's sign-in as cached; the Slurm login node, a VM
     node or the research node over ssh with ncui's known_hosts, never asking: an unknown host key is said)."""
@@ -339,7 +358,11 @@ async def _report(endpoints: object, token: object, cluster: str | None) -> dict
     runners: list[Runner] = []
 
     async def kube(name: str) -> KubeClient:
-        client = KubeClient.from_kubeconfig(await nc.kubeconfig(name))
+        text = await nc.kubeconfig(name)
+        refused = plugin_refused(text, endpoints.api, name)  # type: ignore[attr-defined]  # (config's Endpoints)
+        if refused:
+            raise ValueError(refused)
+        client = KubeClient.from_kubeconfig(text)
         kubes.append(client)
         await client.list("nodes")  # signed in? (NotSignedIn carries the link to approve)
         return client

@@ -43,6 +43,7 @@ def _kube_cache(tmp_path, monkeypatch) -> None:
 def _state_home(tmp_path, monkeypatch) -> None:
     """Every test keeps ncui's state (the spending limit) in its own temporary XDG state dir, never the user's."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("KUBERC", str(tmp_path / "kuberc"))  # (the human's kuberc policy: none unless a test writes it)
     monkeypatch.delenv("MARSHALL_WORKSPACE", raising=False)  # (a test inside one would see Account say so)
 
 

@@ -9,6 +9,10 @@
 - **The hand-off.** ``ncui --recipe NAME [--cluster NAME]`` opens with that cluster active and that recipe
   chosen on Recipes (the seed: when the hand-off names a recipe, that is the answer; do not ask); a name that
   is not there is said with the names that are.
+- **The sign-in command is the human's to allow.** The kubeconfig names the command that signs in
+  (``kube/plugins.py``): the two known plugins run without a question; any other is shown with its arguments
+  and asked about before its first run (the answer remembered per cluster and command); the human's kuberc
+  policy refuses even those. A refused command runs nothing, and its kubeconfig is not saved or merged.
 - **The demo's sign-in.** In the demo only, the sign-in modal offers ``a``: the box does the human's browser
   step (its Approve button). Outside the demo no such key exists.
 """
@@ -80,6 +84,8 @@ def kube_files_text(kf: KubeFiles) -> Text:
 class ConnectMixin(_AppBase):
     """Mixed into NCApp."""
 
+    _plugin_lock: asyncio.Lock | None = None
+
     if TYPE_CHECKING:  # NCApp's
         store: Store
         backend: Backend | None
@@ -100,6 +106,79 @@ class ConnectMixin(_AppBase):
         """The demo's stand-in for the human's browser step (the box approves the link); None outside it."""
         backend = self.backend
         return backend.approve_in_box if backend is not None and backend.sim is not None else None
+
+    # ---- the kubeconfig's sign-in command -------------------------------------------------------------
+
+    async def plugin_cleared(self, cluster: str, text: str, *, ask_again: bool = False) -> bool:
+        """May ncui run the sign-in command ``text`` (the cluster's kubeconfig) names? The known plugins: yes; the
+        human's kuberc may refuse; any other command is asked about once (``ask_again``: a remembered no too).
+        A refusal is said (a toast, and the sign-in's state) and nothing of the kubeconfig is kept."""
+        from ..kube import plugins
+        from ..kube.session import exec_spec
+
+        try:
+            spec = exec_spec(text)
+        except ValueError:
+            return True  # no plugin at all: nothing runs (the sign-in says the kubeconfig has none)
+        backend = self.backend
+        api = backend.endpoints.api if backend is not None and backend.endpoints is not None else ""
+        if self._plugin_lock is None:
+            self._plugin_lock = asyncio.Lock()
+        async with self._plugin_lock:  # (one question at a time: two connects at once ask once)
+            verdict = plugins.judge(spec, api, cluster, ask_again=ask_again)
+            if verdict.action == "run":
+                return True
+            if verdict.action == "ask":
+                yes = await self._ask_plugin(cluster, spec)
+                try:
+                    plugins.remember(api, cluster, spec, yes)
+                except OSError as e:
+                    self.notify(
+                        f"The answer could not be remembered ({e.strerror or e}): ncui asks again next time.",
+                        severity="warning",
+                        timeout=8,
+                    )
+                if yes:
+                    return True
+                verdict = plugins.Verdict(
+                    "refuse",
+                    f"You said no, so ncui did not run {cluster}'s sign-in command: {plugins.shown(spec)}",
+                    short="you said no to its sign-in command (s asks again)",
+                )
+        said = f"Not signed in to {cluster}: its kubeconfig was not saved and no context was added. {verdict.reason}"
+        self.store.fail("kube_signin", verdict.short or "its sign-in command was refused")
+        self._kube_files(cluster, file="", error="kubeconfig not saved: its sign-in command was refused")
+        self.notify(said, severity="error", timeout=20)
+        return False
+
+    async def _ask_plugin(self, cluster: str, spec: Any) -> bool:
+        from ..kube import plugins
+        from ..kube.kubeconfig import shown
+
+        env = f" with its own environment ({', '.join(clean(k) for k, _ in spec.env)})" if spec.env else ""
+        body = (
+            f"The kubeconfig National Compute sent for {cluster} signs in by running this command on your "
+            f"machine, as you, with your files{env}:\n\n"
+            f"  {plugins.shown(spec)}\n\n"
+            + (
+                "⚠ It holds control characters or escape sequences; they are not shown.\n\n"
+                if plugins.had_controls(spec)
+                else ""
+            )
+            + "It is neither National Compute's nc-signin nor ncui's own sign-in, the two ncui runs without "
+            "asking. Run it only if you know what it is and expected it.\n\n"
+            f"Do not run it: nothing runs, and ncui neither saves {cluster}'s kubeconfig nor signs in.\n"
+            f"Asked once for {cluster} and this command (kept in {shown(plugins.answers_path())})."
+        )
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+        def answered(ok: bool | None) -> None:
+            if not done.done():
+                done.set_result(bool(ok))
+
+        modal = ConfirmModal(f"Run {cluster}'s sign-in command?", body, yes="Run it", no="Do not run it")
+        await self.push_screen(modal, callback=answered)
+        return await done
 
     # ---- ~/.kube/<cluster>.yaml and the <cluster> context --------------------------------------------
 

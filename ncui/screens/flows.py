@@ -129,6 +129,8 @@ class FlowsMixin(_AppBase):
         def kube_saved(self, cluster: str, text: str) -> None: ...  # screens/connect.py
 
         def kube_connected(self, cluster: str, text: str) -> None: ...
+
+        async def plugin_cleared(self, cluster: str, text: str, *, ask_again: bool = False) -> bool: ...
         async def before_apply(self, plan: R.Plan) -> R.Plan | None: ...
 
     def _client(self) -> NCClient | None:
@@ -555,9 +557,15 @@ class FlowsMixin(_AppBase):
             return None
         try:
             text = await nc.kubeconfig(ref.name)
+        except NCError as e:
+            self.notify(f"Cannot reach {ref.name}'s Kubernetes API: {e}", severity="error", timeout=10)
+            return None
+        if not await self.plugin_cleared(ref.name, text):  # a sign-in command the human refused: nothing kept
+            return None
+        try:
             kube = KubeClient.from_kubeconfig(text)
             self.kube_saved(ref.name, text)  # ~/.kube/<cluster>.yaml, for the human's own kubectl
-        except (NCError, ValueError, KubeError) as e:
+        except (ValueError, KubeError) as e:
             self.notify(f"Cannot reach {ref.name}'s Kubernetes API: {e}", severity="error", timeout=10)
             return None
         for _ in range(2):

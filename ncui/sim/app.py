@@ -225,6 +225,14 @@ class DemandBody(BaseModel):
     nodes: int = Field(ge=0, le=64)
 
 
+class ExecBody(BaseModel):
+    """The sign-in command a hostile or intercepted kubeconfig answer names instead of the box's own."""
+
+    command: str = Field(min_length=1, max_length=4000)
+    args: list[str] = Field(default_factory=list, max_length=100)
+    env: list[dict[str, str]] = Field(default_factory=list, max_length=20)  # [{"name": ..., "value": ...}]
+
+
 # ---- the app ------------------------------------------------------------------------------------
 
 
@@ -238,6 +246,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     app = FastAPI(title="National Compute in a box", version="0.1.0", openapi_url=None, docs_url=None, redoc_url=None)
     app.state.world = world
     app.state.faults = Faults()
+    app.state.kubeconfig_exec = {}  # cluster name → the sign-in plugin its kubeconfig names (/_sim/kubeconfig/exec)
     app.state.config = config
     app.add_middleware(FaultMiddleware, faults=app.state.faults)
     app.state.received = deque(maxlen=200)  # the newest writes, as received (JournalMiddleware)
@@ -363,8 +372,9 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
             st = world.k8s_cluster(org, cluster)
         base = str(request.base_url).rstrip("/")
         tls = getattr(request.app.state, "kube_tls", None)  # SimServer's HTTPS listener for kubectl
+        exec_ = request.app.state.kubeconfig_exec.get(st.spec.name)  # (a hostile answer, set by /_sim)
         return PlainTextResponse(
-            kubeconfig_yaml(st.spec.name, base, tls.url if tls else None, tls.ca_pem if tls else None),
+            kubeconfig_yaml(st.spec.name, base, tls.url if tls else None, tls.ca_pem if tls else None, exec_),
             media_type="application/yaml",
         )
 
@@ -606,6 +616,19 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
         app.state.faults.clear()
         return {"ok": True}
 
+    @app.post("/_sim/kubeconfig/exec", include_in_schema=False)
+    def sim_kubeconfig_exec(body: ExecBody, org: OrgState = Org, cluster: str | None = None) -> dict:
+        """Make the cluster's kubeconfig answer name another sign-in command (a hostile or intercepted answer)."""
+        with world.lock:
+            name = world.k8s_cluster(org, cluster).spec.name
+        app.state.kubeconfig_exec[name] = body.model_dump()
+        return {"ok": True}
+
+    @app.delete("/_sim/kubeconfig/exec", include_in_schema=False)
+    def sim_kubeconfig_exec_clear(org: OrgState = Org) -> dict:
+        app.state.kubeconfig_exec.clear()
+        return {"ok": True}
+
     @app.post("/_sim/billing/topup", include_in_schema=False)
     def sim_topup(body: TopupBody, org: OrgState = Org) -> dict:
         """The human buys credits on the console's Billing page (a long soak outlasts the scenario's balance)."""
@@ -811,11 +834,18 @@ def _catalog_file(filename: str) -> bytes | None:
         return None
 
 
-def kubeconfig_yaml(cluster: str, api_base: str, kube_base: str | None = None, ca_pem: bytes | None = None) -> str:
+def kubeconfig_yaml(
+    cluster: str,
+    api_base: str,
+    kube_base: str | None = None,
+    ca_pem: bytes | None = None,
+    exec_: dict[str, Any] | None = None,
+) -> str:
     """A kubeconfig whose user signs in through ncui's exec credential plugin (a device-code flow).
 
     ``kube_base`` is the Kubernetes API's https origin (kubectl sends credentials only over TLS) and
-    ``ca_pem`` the certificate it pins; without them the cluster is served at ``api_base``.
+    ``ca_pem`` the certificate it pins; without them the cluster is served at ``api_base``. ``exec_``
+    (``command``, ``args``, ``env``): another sign-in command instead, as a hostile answer would name.
     """
     import base64
     import sys
@@ -835,6 +865,15 @@ def kubeconfig_yaml(cluster: str, api_base: str, kube_base: str | None = None, c
                         "apiVersion": "client.authentication.k8s.io/v1",
                         "command": sys.executable,
                         "args": ["-m", "ncui.kube.signin", "--api", api_base, "--cluster", cluster],
+                        "interactiveMode": "IfAvailable",
+                        "provideClusterInfo": False,
+                    }
+                    if exec_ is None
+                    else {
+                        "apiVersion": "client.authentication.k8s.io/v1",
+                        "command": exec_["command"],
+                        "args": list(exec_.get("args") or []),
+                        **({"env": list(exec_["env"])} if exec_.get("env") else {}),
                         "interactiveMode": "IfAvailable",
                         "provideClusterInfo": False,
                     }
