@@ -63,13 +63,17 @@ def plan_sentence(
     if balance >= need:
         return f"{head}; you have {fmt_usd(balance)}: covered.", 0
     short = need - balance
+    return f"{head}; you have {fmt_usd(balance)}; {topup_words(short, purchases)}.", short
+
+
+def topup_words(short: int, purchases: bool) -> str:
+    """What to do about ``short`` µcredits missing: "top up $37.90 on the console's Billing page"."""
     topup = fmt_usd(-(-short // 10_000) * 10_000)  # up to the cent: a top-up of the figure shown always covers
-    where = (
+    return (
         "top up " + topup + " on the console's Billing page"
         if purchases
         else "ask your organization's admin to add " + topup + " (this account cannot buy credits)"
     )
-    return f"{head}; you have {fmt_usd(balance)}; {where}.", short
 
 
 __all__ = [
@@ -78,6 +82,7 @@ __all__ = [
     "fmt_runway",
     "fmt_clock",
     "plan_sentence",
+    "topup_words",
     "fmt_price",
     "fmt_usd",
     "runway_hours",

@@ -54,6 +54,7 @@ class Pollers:
         self.failures: dict[str, int] = {}
         self.max_backoff, self.base_backoff = max_backoff, base_backoff
         self.polls: dict[str, int] = {}  # how many fetches each made (tests, bench)
+        self.done: dict[str, int] = {}  # the number (as in ``polls``) of each one's last finished fetch
 
     def start(self) -> None:
         for name, spec in self.specs.items():
@@ -106,7 +107,13 @@ class Pollers:
             await wait_event(wake, delay)
 
     async def _once(self, spec: PollSpec) -> None:
-        self.polls[spec.name] = self.polls.get(spec.name, 0) + 1
+        n = self.polls[spec.name] = self.polls.get(spec.name, 0) + 1
+        try:
+            await self._fetch(spec)
+        finally:  # (a read made for a question is one that started after it was asked for: ncui/flows/fresh.py)
+            self.done[spec.name] = n
+
+    async def _fetch(self, spec: PollSpec) -> None:
         try:
             value = await spec.fetch()
         except asyncio.CancelledError:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from .config import ACCESS_ORIGIN
-from .formatting import COVER_HOURS, plan_sentence
+from .formatting import COVER_HOURS, plan_sentence, topup_words
 from .money import cost_ucredits, fmt_price, fmt_usd
 
 if TYPE_CHECKING:
@@ -387,6 +387,24 @@ def money_check(gpus: int, ceiling: int, balance: int, purchases: bool) -> Money
     return MoneyCheck(short == 0, sentence, short, cost_ucredits(ceiling, gpus, 1))
 
 
+_REFUSED = re.compile(
+    r"the balance \(\$([0-9,]+\.[0-9]{2})\) does not cover two hours of this job at .*?= \$([0-9,]+\.[0-9]{2})"
+)
+
+
+def admission_topup(refusal: str, purchases: bool) -> str | None:
+    """The cluster's admission refused a job the balance does not cover for two hours: the exact top-up, in
+    ``money_check``'s words ("You have $60.74; two hours need $64.00: top up $3.26 on the console's Billing
+    page."), or None for any other refusal."""
+    found = _REFUSED.search(refusal)
+    if found is None:
+        return None
+    have, need = (int(round(float(x.replace(",", "")) * 100)) * 10_000 for x in found.groups())
+    if need <= have:
+        return None
+    return f"You have {fmt_usd(have)}; two hours need {fmt_usd(need)}: {topup_words(need - have, purchases)}."
+
+
 @dataclass(frozen=True)
 class CeilingVerdict:
     ok: bool  # may be set (after the human's yes)
@@ -426,14 +444,18 @@ def judge_ceiling(ceiling: int, ladder: m.Ladder, nodes_needed: int) -> CeilingV
     )
 
 
-def bid_confirmation(cluster: str, ceiling: int, gpus: int, assessed: int | None) -> str:
+def bid_confirmation(
+    cluster: str, ceiling: int, gpus: int, assessed: int | None, verdict: CeilingVerdict | None = None
+) -> str:
     """The question before ``PUT /api/k8s/bid``: the figure in it is exactly the one sent (``fmt_price`` never
-    rounds a price)."""
+    rounds a price), with the ladder's verdict for that figure (``judge_ceiling``)."""
     per_hour = cost_ucredits(ceiling, gpus, 1)
     now = f" (winners are assessed {fmt_price(assessed)} now)" if assessed else ""
+    said = f"{'! ' if verdict.level == 'warn' else '✓ '}{verdict.message}\n\n" if verdict and verdict.ok else ""
     return (
         f"Set a limit price of {fmt_price(ceiling)} on {cluster}?\n\n"
-        f"For {gpus} GPUs that is at most {fmt_usd(per_hour, exact=True)} per hour; you pay the assessed price, "
+        + said
+        + f"For {gpus} GPUs that is at most {fmt_usd(per_hour, exact=True)} per hour; you pay the assessed price, "
         f"never more than your limit{now}.\n\n"
         f"The limit stands until you withdraw it (Lease screen, w): it keeps pulling nodes for any GPU job "
         f"you apply later."
@@ -453,6 +475,7 @@ __all__ = [
     "parse_count",
     "MAX_NODES",
     "money_check",
+    "admission_topup",
     "judge_ceiling",
     "bid_confirmation",
     "gpus_of",

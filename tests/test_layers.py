@@ -19,6 +19,7 @@ LOWER = [
     "ncui.remote.node",
     "ncui.logfollow",
     "ncui.lifecycle",
+    "ncui.flows.fresh",
 ]
 
 
@@ -36,7 +37,7 @@ def test_lower_layers_do_not_import_textual():
 
 def test_no_textual_in_lower_layer_sources():
     offenders = []
-    for sub in ["api", "kube", "remote", "sim"]:
+    for sub in ["api", "kube", "remote", "sim", "flows"]:
         for f in (ROOT / sub).rglob("*.py"):
             for line in f.read_text().splitlines():
                 s = line.strip()

@@ -16,7 +16,7 @@ from textual import work
 from .. import history
 from ..api.errors import NCError
 from ..money import fmt_price, fmt_usd
-from .modals import CeilingModal, ConfirmModal, CustomJobModal, ResultsModal
+from .modals import CeilingModal, ConfirmModal, CustomJobModal, ResultsModal, RetryModal
 
 if TYPE_CHECKING:  # recipes (and yaml) are imported when a flow first runs, not before the first frame
     from textual.app import App
@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # recipes (and yaml) are imported when a flow first runs, not
     from ..api import models as m
     from ..api.client import NCClient
     from ..backend import Backend
+    from ..flows.fresh import Snapshot
     from ..kube.client import KubeClient
     from ..pollers import Pollers
     from ..store import Store
@@ -35,6 +36,8 @@ if TYPE_CHECKING:  # recipes (and yaml) are imported when a flow first runs, not
     _AppBase = App[None]
 else:
     _AppBase = object
+
+MAX_ROUNDS = 3  # questions asked again because a figure changed meanwhile, before ncui gives up and says so
 
 
 def _gpus_asked(pod_spec: dict[str, Any]) -> int:
@@ -178,47 +181,37 @@ class FlowsMixin(_AppBase):
     @work(group="apply", exclusive=True, exit_on_error=False)
     async def apply_flow(self, plan: R.Plan) -> None:
         from .. import recipes as R
+        from ..flows import fresh
 
         st = self.store
         cluster, ref = st.value("cluster"), st.meta.get("cluster")
-        summary, bal = st.value("summary"), st.value("balance")
-        if cluster is None or ref is None or (summary is None and bal is None):
+        if cluster is None or ref is None:
             self.notify("Still loading the cluster and the balance; try again in a moment.")
             return
         ready = await self.before_apply(plan)  # (lifecycle) a failed Job run again; another serve recipe stopped
         if ready is None:
             return
         plan = ready
-        balance = bal.balance_ucredits if bal else summary.balance_ucredits
-        purchases = bool(summary and summary.purchases)
         nodes_needed = max(1, -(-plan.gpus // cluster.gpus_per_node)) if plan.gpus else 0
         preface = ""
         set_here: tuple[int, int] | None = None  # (the limit before, the limit set for this apply)
+        # The figures this question judges, read for it (ncui/flows/fresh.py): never a balance from minutes ago.
+        names = ("balance", "bid", "ladder") if cluster.market and plan.gpus else ("balance",)
+        if cluster.market and plan.gpus and await self.kube_client() is None:
+            return
+        snap = await self.fresh_figures(names, "Nothing was bid or applied.")
+        if snap is None:
+            return
+        summary = st.value("summary")
+        balance = snap.value("balance").balance_ucredits
+        purchases = bool(summary and summary.purchases)
+        cover: tuple[int | None, str] | None = None  # the price the two-hour check is made at, and what it is
+        idle: int | None = None
 
         if cluster.market and plan.gpus:
             # Idle nodes already held host the job with no new bid: look at the cluster first.
-            if await self.kube_client() is None:
-                return
             await self._settle("k8s_nodes", "k8s_pods", "k8s_jobs")
-            ladder, bid_slice = st.value("ladder"), st.get("bid")
-            if ladder is None:
-                self.notify("The price-to-win ladder is still loading.")
-                return
-            if bid_slice.value is None or (
-                bid_slice.error and (bid_slice.error_at or 0) >= (bid_slice.fetched_at or 0)
-            ):
-                why = bid_slice.error or "not read yet"
-                await self.push_screen_wait(
-                    ResultsModal(
-                        "Nothing was bid or applied",
-                        Text(
-                            f"The standing limit price on {ref.name} could not be read ({why}), and ncui does "
-                            "not bid or apply on a guess. Try again once the header shows it."
-                        ),
-                    )
-                )
-                return
-            standing = bid_slice.value.max_price_per_gpu_hour
+            standing = snap.value("bid").max_price_per_gpu_hour
             idle = idle_gpu_nodes(st)
             if idle is not None and idle >= nodes_needed:
                 price, what = (
@@ -229,53 +222,69 @@ class FlowsMixin(_AppBase):
                 check = await self._cover(plan, price, what, balance, purchases)
                 if check is None:
                     return
+                cover = (price, what)
                 preface = (
                     f"{idle} idle GPU node{'s' if idle != 1 else ''} already held will host this job: no "
-                    f"new bid is needed.\n{check}"
+                    f"new bid is needed.\n{{check}}"
                 )
             else:
+                idle = None  # (the job waits for a node the limit price wins: nothing idle is promised)
                 need = f"{plan.title} needs {plan.gpus} GPUs ({nodes_needed} node{'s' if nodes_needed > 1 else ''})."
-                ceiling = await self._ask_ceiling(need, plan.gpus, ladder, nodes_needed, balance, purchases, standing)
+                ceiling = await self._ask_ceiling(need, plan.gpus, snap, nodes_needed, purchases, standing)
                 if ceiling is None:
                     self.notify("Nothing was bid or applied.")
                     return
                 if ceiling != standing:
-                    if await self.set_limit_price(ref.name, ceiling, plan.gpus, "Nothing was bid or applied.") is None:
+                    new_bid = await self.set_limit_price(
+                        ref.name, ceiling, plan.gpus, "Nothing was bid or applied.", snap=snap, nodes=nodes_needed
+                    )
+                    if new_bid is None:
                         return
                     set_here = (standing, ceiling)
-                preface = (
-                    f"Limit price {fmt_price(ceiling)} stands on {ref.name}.\n"
-                    + R.money_check(plan.gpus, ceiling, balance, purchases).sentence
-                )
+                    snap = fresh.snapshot(st, self.pollers, names)  # what stands now is the limit just set
+                cover = (ceiling, "")
+                preface = f"Limit price {fmt_price(ceiling)} stands on {ref.name}.\n{{check}}"
         elif plan.gpus:
-            check = await self._cover(
-                plan,
-                market_price(st, cluster.gpu_model),
-                f"the market's current price for {cluster.gpu_model} (a fixed cluster has no limit price)",
-                balance,
-                purchases,
-            )
-            if check is None:
+            price = market_price(st, cluster.gpu_model)
+            what = f"the market's current price for {cluster.gpu_model} (a fixed cluster has no limit price)"
+            if await self._cover(plan, price, what, balance, purchases) is None:
                 return
-            preface = f"{ref.name} is a fixed cluster: no limit price.\n{check}"
+            cover = (price, what)
+            preface = f"{ref.name} is a fixed cluster: no limit price.\n{{check}}"
 
         docs = plan.all_docs()
         objects = ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in docs)
-        yes = await self.push_screen_wait(
-            ConfirmModal(
-                f"Apply {plan.title}?",
-                (preface + "\n\n" if preface else "")
+
+        def body(now: Snapshot) -> str:
+            check = ""
+            if cover is not None and cover[0] is not None:
+                m = R.money_check(plan.gpus, cover[0], now.value("balance").balance_ucredits, purchases)
+                check = f"At {cover[1]}: {m.sentence}" if cover[1] else m.sentence
+            return (
+                (preface.replace("{check}", check) + "\n\n" if preface else "")
                 + "".join(f"First delete {kind[:-1]}/{name} ({why}).\n" for kind, name, why in plan.replace)
                 + f"Create on {ref.name}, in order: {objects}.\n"
                 + (plan.summary + "\n" if plan.summary else "")
                 + "Stop it later with: "
-                + "; ".join(plan.stop),
-                yes="Apply",
-                no="Cancel",
+                + "; ".join(plan.stop)
             )
+
+        def still(before: Snapshot, now: Snapshot) -> tuple[list[str], str | None]:
+            said = fresh.changes(before, now, ref.name)
+            if idle is not None and (left := idle_gpu_nodes(st)) is not None and left < nodes_needed:
+                said.append(
+                    f"{left or 'no'} idle GPU node{'s' if left != 1 else ''} {'is' if left == 1 else 'are'} free "
+                    f"now ({idle} when you were asked): the job may wait for a node"
+                )
+            if cover is None or cover[0] is None:
+                return said, None
+            m = R.money_check(plan.gpus, cover[0], now.value("balance").balance_ucredits, purchases)
+            return said, None if m.ok else m.sentence
+
+        yes = await self.confirm_fresh(
+            snap, names, f"Apply {plan.title}?", body, still, yes="Apply", no="Cancel", declined="Nothing was applied."
         )
         if not yes:
-            self.notify("Nothing was applied.")
             await self._offer_back(ref.name, set_here)
             return
         kube = await self.kube_client()
@@ -293,6 +302,9 @@ class FlowsMixin(_AppBase):
             if r.error:
                 failed = True
                 lines.append(f"✗ {r.kind}/{r.name}: {r.error}\n", style="bold red")
+                topup = R.admission_topup(r.error, purchases)  # the box's two-hour check: the exact top-up
+                if topup:
+                    lines.append(topup + "\n", style="bold")
             else:
                 lines.append(f"✓ {r.kind.lower()}/{r.name} {r.action}\n", style="green")
         if len(results) < len(docs) and not failed:
@@ -415,24 +427,114 @@ class FlowsMixin(_AppBase):
             await asyncio.sleep(0.05)
         return True
 
-    async def set_limit_price(self, cluster: str, ceiling: int, gpus: int, declined: str) -> m.Bid | None:
-        """The one place a limit price is set: the question states the figure (exactly the one sent, for
-        ``gpus`` GPUs an hour), then ``PUT /api/k8s/bid`` after the human's yes. The new bid, or None when they
-        said no (``declined`` is said) or the service refused (said in a modal)."""
-        from .. import recipes as R
+    # ---- a money question is built from reads made for it (ncui/flows/fresh.py) --------------------
 
-        info = self.store.value("cluster")
-        assessed = market_price(self.store, info.gpu_model) if info is not None else None
-        yes = await self.push_screen_wait(
-            ConfirmModal(
-                "Set the limit price?",
-                R.bid_confirmation(cluster, ceiling, gpus, assessed),
-                yes="Set it",
-                no="Cancel",
+    async def fresh_figures(self, names: tuple[str, ...], declined: str) -> Snapshot | None:
+        """Read the figures a money question judges, for it. While one is not fresh, say which (as read how long
+        ago, and why not since) and offer r to read again: nothing is judged "covered" on an old figure. None
+        (``declined`` said) when the human gives up."""
+        from ..flows import fresh
+
+        ref = self.store.meta.get("cluster")
+        while True:
+            snap = await fresh.read(self.store, self.pollers, names)
+            bad = snap.not_fresh()
+            if not bad:
+                return snap
+            said = "\n".join(fresh.sentence(f, ref.name if ref is not None else "") for f in bad)
+            if not await self.push_screen_wait(RetryModal("The figures could not be confirmed", said)):
+                self.notify(declined)
+                return None
+
+    async def confirm_fresh(
+        self,
+        snap: Snapshot,
+        names: tuple[str, ...],
+        title: str,
+        body: Any,
+        still: Any,
+        *,
+        yes: str,
+        no: str,
+        declined: str,
+    ) -> Snapshot | None:
+        """Ask ``title`` with ``body(snap)``; at the yes read ``names`` again: ``still(snap, new)`` gives what
+        changed meanwhile in words and, when the change makes the answer wrong, why (then nothing is sent: said
+        in a modal). A change is said in a new question before anything is sent. The snapshot the yes was given
+        on, or None (said) when the human said no, a figure could not be read again, or it was refused."""
+        heading, lead = title, ""
+        for _ in range(MAX_ROUNDS):
+            if not await self.push_screen_wait(ConfirmModal(heading, lead + body(snap), yes=yes, no=no)):
+                self.notify(declined)
+                return None
+            new = await self.fresh_figures(names, declined)
+            if new is None:
+                return None
+            said, wrong = still(snap, new)
+            if wrong is not None:
+                moved = f"While you were asked, {'; '.join(said)}.\n\n" if said else ""
+                await self.push_screen_wait(ResultsModal(declined.rstrip("."), Text(f"{moved}{wrong}")))
+                return None
+            if not said:
+                return new
+            snap = new
+            heading = f"Something changed while you were asked: {title[0].lower()}{title[1:]}"
+            lead = f"While you were asked, {'; '.join(said)}.\n\n"
+        await self.push_screen_wait(
+            ResultsModal(
+                declined.rstrip("."),
+                Text(f"The figures changed {MAX_ROUNDS} times while you were asked; look at Lease, then try again."),
             )
         )
-        if not yes:
-            self.notify(declined)
+        return None
+
+    async def set_limit_price(
+        self,
+        cluster: str,
+        ceiling: int,
+        gpus: int,
+        declined: str,
+        *,
+        snap: Snapshot | None = None,
+        nodes: int = 1,
+    ) -> m.Bid | None:
+        """The one place a limit price is set: the question states the figure (exactly the one sent, for
+        ``gpus`` GPUs an hour) and the ladder's verdict for it (for ``nodes`` nodes), then ``PUT /api/k8s/bid``
+        after the human's yes, once the figures read again at that yes (``snap``'s: the balance, the standing
+        limit, the ladder) still say the same. The new bid, or None when they said no (``declined`` is said) or
+        it was refused (said in a modal)."""
+        from .. import recipes as R
+        from ..flows import fresh
+
+        info, summary = self.store.value("cluster"), self.store.value("summary")
+        assessed = market_price(self.store, info.gpu_model) if info is not None else None
+        purchases = bool(summary and summary.purchases)
+        names = ("balance", "bid", "ladder")
+        if snap is None:
+            snap = await self.fresh_figures(names, declined)
+            if snap is None:
+                return None
+
+        def verdict(ladder: m.Ladder) -> R.CeilingVerdict:
+            return R.judge_ceiling(ceiling, ladder, nodes)
+
+        def body(now: Snapshot) -> str:
+            return R.bid_confirmation(cluster, ceiling, gpus, assessed, verdict(now.value("ladder")))
+
+        def still(before: Snapshot, now: Snapshot) -> tuple[list[str], str | None]:
+            said = fresh.changes(before, now, cluster, verdict=lambda ladder: verdict(ladder).message)
+            v = verdict(now.value("ladder"))
+            if not v.ok:
+                return said, v.message
+            cover = R.money_check(gpus, ceiling, now.value("balance").balance_ucredits, purchases)
+            return said, None if cover.ok else f"{fmt_price(ceiling)} is no longer covered: {cover.sentence}"
+
+        if (
+            await self.confirm_fresh(
+                snap, names, "Set the limit price?", body, still, yes="Set it", no="Cancel", declined=declined
+            )
+            is None
+        ):
             return None
         nc = self._client()
         if nc is None:
@@ -457,51 +559,46 @@ class FlowsMixin(_AppBase):
         question as an apply (judged for one node against the ladder and two hours of balance), then the same
         confirmation and PUT (``set_limit_price``)."""
         st = self.store
-        info, ref, ladder, bid_slice = st.value("cluster"), st.meta.get("cluster"), st.value("ladder"), st.get("bid")
-        summary, bal = st.value("summary"), st.value("balance")
+        info, ref = st.value("cluster"), st.meta.get("cluster")
         if info is None or ref is None or not info.market or info.name != ref.name:
             self.notify("A limit price is set on a market Kubernetes cluster only.")
             return
-        if ladder is None or (summary is None and bal is None):
-            self.notify("Still loading the ladder and the balance; try again in a moment.")
+        snap = await self.fresh_figures(("balance", "bid", "ladder"), "The limit price was not changed.")
+        if snap is None:
             return
-        if bid_slice.value is None or bid_slice.failing:
-            self.notify(
-                f"The standing limit price on {ref.name} could not be read ({bid_slice.error or 'not read yet'}): "
-                "ncui does not change it on a guess.",
-                severity="warning",
-                timeout=10,
-            )
-            return
-        standing = bid_slice.value.max_price_per_gpu_hour
-        balance = bal.balance_ucredits if bal else summary.balance_ucredits
+        summary = st.value("summary")
+        standing = snap.value("bid").max_price_per_gpu_hour
         gpus = info.gpus_per_node
         need = f"A limit price on {ref.name} pulls nodes for any GPU job applied there; one node is {gpus} GPUs" + (
             f" (it stands at {fmt_price(standing)} now)." if standing else "."
         )
-        ceiling = await self._ask_ceiling(need, gpus, ladder, 1, balance, bool(summary and summary.purchases), standing)
+        ceiling = await self._ask_ceiling(need, gpus, snap, 1, bool(summary and summary.purchases), standing)
         if ceiling is None:
             self.notify("The limit price was not changed.")
             return
         if ceiling == standing:
             self.notify(f"{fmt_price(ceiling)} already stands on {ref.name}: nothing was sent.")
             return
-        if await self.set_limit_price(ref.name, ceiling, gpus, "The limit price was not changed.") is not None:
+        if (
+            await self.set_limit_price(ref.name, ceiling, gpus, "The limit price was not changed.", snap=snap)
+            is not None
+        ):
             self.notify(f"Limit price {fmt_price(ceiling)} stands on {ref.name}.")
 
     async def _ask_ceiling(
         self,
         need: str,
         gpus: int,
-        ladder: m.Ladder,
+        snap: Snapshot,
         nodes_needed: int,
-        balance: int,
         purchases: bool,
         standing: int,
     ) -> int | None:
         """The ceiling question: ``need`` says what it is for, judged live for ``nodes_needed`` nodes against
-        the ladder and for two hours of ``gpus`` against the balance."""
+        the ladder and for two hours of ``gpus`` against the balance, both as read for it (``snap``)."""
         from .. import recipes as R
+
+        ladder, balance = snap.value("ladder"), snap.value("balance").balance_ucredits
 
         rungs = " · ".join(
             f"{r.nodes} node{'s' if r.nodes > 1 else ''} {fmt_price(r.price_per_gpu_hour)}" for r in ladder.rungs[:3]
@@ -515,14 +612,16 @@ class FlowsMixin(_AppBase):
 
         def judge(value: int) -> tuple[bool, list[tuple[str, str]]]:
             v = R.judge_ceiling(value, ladder, nodes_needed)
-            m = R.money_check(gpus, value, balance, purchases)
             lines = [
                 (
                     "bold red" if v.level == "refuse" else "yellow" if v.level == "warn" else "green",
                     ("✗ " if v.level == "refuse" else "! " if v.level == "warn" else "✓ ") + v.message,
-                ),
-                ("green" if m.ok else "bold red", ("✓ " if m.ok else "✗ ") + m.sentence),
+                )
             ]
+            if value <= 0:  # (no "$0.00 … covered" beside "must be more than $0")
+                return False, lines
+            m = R.money_check(gpus, value, balance, purchases)
+            lines.append(("green" if m.ok else "bold red", ("✓ " if m.ok else "✗ ") + m.sentence))
             return v.ok and m.ok, lines
 
         return await self.push_screen_wait(CeilingModal("Your ceiling", context, judge, standing))

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..api import models as m
     from ..api.client import NCClient
     from ..backend import Backend
+    from ..flows.fresh import Snapshot
     from ..kube.client import KubeClient
     from ..store import Slice, Store
 
@@ -52,6 +53,7 @@ class LifecycleMixin(_AppBase):
 
         async def kube_client(self) -> KubeClient | None: ...
         def _client(self) -> NCClient | None: ...
+        async def fresh_figures(self, names: tuple[str, ...], declined: str) -> Snapshot | None: ...
         def start_apply(self, plan: R.Plan) -> None: ...
         def applied_select(self, docs: list[dict[str, Any]]) -> None: ...  # screens/flows.py
         async def _cover(
@@ -364,10 +366,10 @@ class LifecycleMixin(_AppBase):
             self.notify(f"R restarts deploy/{L.TUNE_SERVE} (Post-train's serve); it is not on the cluster.", timeout=6)
             return
         # The new pod is admitted like any GPU workload (two hours of its GPUs covered): checked and said first.
-        bal, summary, bid = st.value("balance"), st.value("summary"), st.value("bid")
-        if bal is None and summary is None:
-            self.notify("Still loading the balance; try again in a moment.")
+        snap = await self.fresh_figures(("balance", "bid") if info.market else ("balance",), "Nothing was restarted.")
+        if snap is None:  # (the figures this question judges, read for it: ncui/flows/fresh.py)
             return
+        bal, summary, bid = snap.value("balance"), st.value("summary"), st.value("bid")
         gpus = R.gpus_of(
             [{**deps[L.TUNE_SERVE], "spec": {**deps[L.TUNE_SERVE]["spec"], "replicas": 1}}], info.gpu_vendor
         )
@@ -381,7 +383,7 @@ class LifecycleMixin(_AppBase):
             R.Plan(L.TUNE_SERVE, f"deploy/{L.TUNE_SERVE}", (), gpus=gpus),
             price,
             what,
-            bal.balance_ucredits if bal else summary.balance_ucredits,
+            bal.balance_ucredits,
             bool(summary and summary.purchases),
         )
         if cover is None:

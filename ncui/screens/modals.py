@@ -91,6 +91,8 @@ class ConfirmModal(ModalScreen[bool]):
     ConfirmModal #enter { color: $text-muted; text-align: right; }
     """
 
+    yes_key = "y"
+
     def __init__(self, title: str, body: str, yes: str = "Yes", no: str = "No", *, default: str = "no") -> None:
         super().__init__()
         self.title_text, self.body, self.yes, self.no = title, body, yes, no
@@ -103,7 +105,7 @@ class ConfirmModal(ModalScreen[bool]):
                 yield Static(self.body, markup=False)
             with Horizontal():
                 yield Button(f"{self.no} (n, Esc)", id="no", variant="default")
-                yield Button(f"{self.yes} (y)", id="yes", variant="warning")
+                yield Button(f"{self.yes} ({self.yes_key})", id="yes", variant="warning")
             yield Static("", id="enter", markup=False)
 
     def on_mount(self) -> None:
@@ -141,6 +143,17 @@ class ConfirmModal(ModalScreen[bool]):
 
     def action_answer(self, value: bool) -> None:
         self.dismiss(value)
+
+
+class RetryModal(ConfirmModal):
+    """A question that could not be built from fresh reads (ncui/flows/fresh.py): what could not be read, said
+    with its age and reason; r reads again (True), Esc or n gives up (False). Enter retries."""
+
+    BINDINGS = [Binding("r", "answer(True)", "Retry")]
+    yes_key = "r"
+
+    def __init__(self, title: str, body: str) -> None:
+        super().__init__(title, body, yes="Retry", no="Cancel", default="yes")
 
 
 class SignInModal(ModalScreen[bool]):
@@ -321,6 +334,13 @@ class CeilingModal(ModalScreen["int | None"]):
             self.dismiss(None)
 
     def _submit(self) -> None:
+        from textual.widgets import Input
+
+        # Judged now, on what the field holds (an Enter typed before the last change was judged sees the verdict
+        # of the value it submits, never the one before).
+        field = next(self.query("#ceiling").results(Input), None)
+        if field is not None:
+            self._judge(field.value)
         if self.value is not None:
             self.dismiss(self.value)
         else:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from textual.app import App
 
     from ..api import models as m
+    from ..flows.fresh import Snapshot
     from ..remote.keys import LocalKey
     from ..store import Store
     from .nodes import NodeSessions
@@ -261,6 +262,19 @@ class VmFlowsMixin(_Base):
         store: Store
 
         def _client(self) -> Any: ...
+        async def fresh_figures(self, names: tuple[str, ...], declined: str) -> Snapshot | None: ...
+        async def confirm_fresh(
+            self,
+            snap: Snapshot,
+            names: tuple[str, ...],
+            title: str,
+            body: Any,
+            still: Any,
+            *,
+            yes: str,
+            no: str,
+            declined: str,
+        ) -> Snapshot | None: ...
 
     # ---- the nodes' ssh connections -----------------------------------------------------------------
 
@@ -345,6 +359,7 @@ class VmFlowsMixin(_Base):
 
     async def vm_declare_flow(self) -> None:
         from .. import recipes as R
+        from ..flows import fresh
 
         opened = await self._vm_read()
         if opened is None:
@@ -363,8 +378,11 @@ class VmFlowsMixin(_Base):
         if gpus is None:
             self.notify("Nothing was declared.")
             return
-        bal, summary = self.store.value("balance"), self.store.value("summary")
-        balance = bal.balance_ucredits if bal else (summary.balance_ucredits if summary else 0)
+        snap = await self.fresh_figures(("balance",), "Nothing was declared.")  # read for this question
+        if snap is None:
+            return
+        summary = self.store.value("summary")
+        balance = snap.value("balance").balance_ucredits
         purchases = bool(summary and summary.purchases)
         ticks = [t for t in (self.store.value("ticks") or ()) if t.gpu_model == cap.gpu_model]
         assessed = ticks[-1].price_per_gpu_hour if ticks else None
@@ -399,24 +417,34 @@ class VmFlowsMixin(_Base):
         if price is None:
             self.notify("Nothing was declared.")
             return
+
+        def still(before: Snapshot, now: Snapshot) -> tuple[list[str], str | None]:
+            check = R.money_check(gpus, price, now.value("balance").balance_ucredits, purchases)
+            return fresh.changes(before, now, ref.name), None if check.ok else check.sentence
+
         for _ in range(MAX_CONFLICTS):
-            if not await self.push_screen_wait(
-                ConfirmModal(
-                    "Declare VM capacity?",
-                    declare_question(ref.name, gpus, gpn, price, cap.version, self.store.value("ssh_keys") == ()),
-                    yes="Declare",
-                    no="Cancel",
-                )
-            ):
-                self.notify("Nothing was declared.")
+            asked = await self.confirm_fresh(
+                snap,
+                ("balance",),
+                "Declare VM capacity?",
+                lambda _now, version=cap.version: declare_question(
+                    ref.name, gpus, gpn, price, version, self.store.value("ssh_keys") == ()
+                ),
+                still,
+                yes="Declare",
+                no="Cancel",
+                declined="Nothing was declared.",
+            )
+            if asked is None:
                 return
+            snap = asked
             try:
                 new = await nc.set_vm_capacity(gpus, price, cap.version)
             except VersionConflict:
-                fresh = await self._after_race(nc, cap, "Nothing was declared")
-                if fresh is None:
+                again = await self._after_race(nc, cap, "Nothing was declared")
+                if again is None:
                     return
-                cap = fresh
+                cap = again
                 continue
             except BidTooLow as e:
                 await self.push_screen_wait(ResultsModal("The price is under the market's floor", str(e)))

@@ -1,0 +1,204 @@
+"""A money question is built from reads made for it (issue 21, 1): the one rule, with no UI.
+
+A question that spends (a limit price, an apply, a VM declare, a restart on a GPU node) reads the figures it
+judges when it opens: ``read`` asks the pollers for a fetch of each slice now and waits (bounded) for a fetch
+that started after it asked. A figure is fresh when its last read succeeded within its slice's poll interval
+(``Slice.failing`` is the store's rule for a failed read); otherwise it is stale (its age and the reason) or
+unknown (never read). ``sentence`` says a figure that is not fresh, and what that means for the question;
+a question says "covered" only on fresh figures. At the yes, the flow reads again and ``changes`` says, in
+words, what moved meanwhile, before anything is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..formatting import fmt_age
+from ..money import fmt_price, fmt_usd
+
+if TYPE_CHECKING:
+    from ..pollers import Pollers
+    from ..store import Store
+
+FRESH, STALE, UNKNOWN = "fresh", "stale", "unknown"
+READ_TIMEOUT = 8.0  # seconds a question waits for its reads (a failing GET retries with backoff first)
+
+# What each figure is, as a person reads it, and what a question cannot do without it.
+_LABEL = {
+    "balance": "the balance",
+    "summary": "the billing summary",
+    "bid": "the standing limit price",
+    "ladder": "the price-to-win ladder",
+    "ticks": "the market's prices",
+    "vm_capacity": "the declared VM capacity",
+    "k8s_nodes": "the cluster's nodes",
+    "k8s_pods": "the cluster's pods",
+    "k8s_jobs": "the cluster's jobs",
+}
+_MEANS = {
+    "balance": "the cover cannot be confirmed",
+    "summary": "the cover cannot be confirmed",
+    "bid": "ncui does not bid or change it on a guess",
+    "ladder": "whether a price wins cannot be judged",
+    "ticks": "the price winners pay cannot be judged",
+    "vm_capacity": "ncui does not declare on a guess",
+}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure a question judges, as it was when read: its value and its freshness."""
+
+    name: str
+    value: Any
+    state: str  # FRESH | STALE | UNKNOWN
+    age: float | None = None  # seconds since its last successful read
+    reason: str | None = None  # why it is not fresh (the read's error), None when fresh
+
+    @property
+    def fresh(self) -> bool:
+        return self.state == FRESH
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The figures a question was built from."""
+
+    figures: tuple[Figure, ...]
+
+    def __getitem__(self, name: str) -> Figure:
+        for f in self.figures:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def value(self, name: str) -> Any:
+        return self[name].value
+
+    @property
+    def fresh(self) -> bool:
+        return all(f.fresh for f in self.figures)
+
+    def not_fresh(self) -> list[Figure]:
+        return [f for f in self.figures if not f.fresh]
+
+
+def figure(store: Store, name: str, interval: float | None) -> Figure:
+    """The figure ``name`` now: fresh when its last read succeeded within ``interval`` seconds (any age when it
+    has no poll interval: a watch keeps it current)."""
+    s = store.get(name)
+    age = s.age(store.now())
+    if not s.loaded:
+        return Figure(name, None, UNKNOWN, None, s.error or "not read yet")
+    if s.failing:
+        return Figure(name, s.value, STALE, age, s.error)
+    if interval is not None and age is not None and age > interval:
+        return Figure(name, s.value, STALE, age, "not read again since")
+    return Figure(name, s.value, FRESH, age)
+
+
+def _interval(pollers: Pollers | None, name: str) -> float | None:
+    spec = pollers.specs.get(name) if pollers is not None else None
+    return spec.interval if spec is not None else None
+
+
+def snapshot(store: Store, pollers: Pollers | None, names: Iterable[str]) -> Snapshot:
+    """The figures as the store holds them now (no new read)."""
+    return Snapshot(tuple(figure(store, n, _interval(pollers, n)) for n in names))
+
+
+async def read(
+    store: Store, pollers: Pollers | None, names: Iterable[str], *, timeout: float = READ_TIMEOUT
+) -> Snapshot:
+    """Read ``names`` now for a question: a fetch of each polled slice that starts after this call, waited for
+    (bounded by ``timeout``), then the snapshot. A slice no poller fetches (a watch) is taken as it stands."""
+    names = tuple(names)
+    polled: dict[str, int] = {}
+    if pollers is not None:
+        polled = {n: pollers.polls.get(n, 0) for n in names if n in pollers.specs and pollers.specs[n].enabled()}
+        if polled:
+            pollers.refresh(*polled)
+    deadline = time.monotonic() + timeout
+    assert pollers is not None or not polled
+    while polled and any(pollers.done.get(n, 0) <= before for n, before in polled.items()):  # type: ignore[union-attr]
+        if time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.02)
+    return snapshot(store, pollers, names)
+
+
+def _what(f: Figure, cluster: str) -> str:
+    """The figure as it was last read, in words: "you have $187.03"."""
+    v, on = f.value, f" on {cluster}" if cluster else ""
+    if f.name == "balance" and v is not None:
+        return f"you have {fmt_usd(v.balance_ucredits)}"
+    if f.name == "bid" and v is not None:
+        p = v.max_price_per_gpu_hour
+        return f"the standing limit price{on} is {fmt_price(p)}" if p else f"no limit price stands{on}"
+    if f.name == "vm_capacity" and v is not None:
+        return f"{v.max_gpus} GPUs are declared{on} at up to {fmt_price(v.max_price_per_gpu_hour)}"
+    return _LABEL.get(f.name, f.name)
+
+
+def sentence(f: Figure, cluster: str = "") -> str:
+    """A figure that is not fresh, said: "you have $187.03 as read 5m ago — could not read it since (HTTP 503):
+    the cover cannot be confirmed; r to retry". Empty for a fresh figure."""
+    if f.fresh:
+        return ""
+    means = _MEANS.get(f.name, "the question cannot be judged")
+    if f.state == UNKNOWN:
+        label = _LABEL.get(f.name, f.name)
+        return f"{label[0].upper()}{label[1:]} could not be read ({f.reason}): {means}; r to retry."
+    what = _what(f, cluster)
+    since = "not read again since" if f.reason == "not read again since" else f"could not read it since ({f.reason})"
+    return f"{what[0].upper()}{what[1:]} as read {fmt_age(f.age)} ago — {since}: {means}; r to retry."
+
+
+def changes(
+    before: Snapshot,
+    after: Snapshot,
+    cluster: str = "",
+    *,
+    verdict: Callable[[Any], str] | None = None,
+) -> list[str]:
+    """What moved between the question's reads and the reads at its yes, in words. ``verdict`` (the ladder's
+    verdict for the exact value sent) says the ladder only when that verdict changed."""
+    out: list[str] = []
+    on = f" on {cluster}" if cluster else ""
+    for b in before.figures:
+        try:
+            a = after[b.name]
+        except KeyError:
+            continue
+        old, new = b.value, a.value
+        if old is None or new is None:
+            continue
+        if b.name == "balance" and old.balance_ucredits != new.balance_ucredits:
+            out.append(f"the balance is now {fmt_usd(new.balance_ucredits)} (was {fmt_usd(old.balance_ucredits)})")
+        elif b.name == "bid" and old.max_price_per_gpu_hour != new.max_price_per_gpu_hour:
+            was = fmt_price(old.max_price_per_gpu_hour) if old.max_price_per_gpu_hour else "none"
+            now = (
+                f"the standing limit{on} is now {fmt_price(new.max_price_per_gpu_hour)}"
+                if new.max_price_per_gpu_hour
+                else f"no limit price stands{on} now"
+            )
+            out.append(f"{now} (it was {was} when you were asked)")
+        elif b.name == "vm_capacity" and (old.max_gpus, old.max_price_per_gpu_hour) != (
+            new.max_gpus,
+            new.max_price_per_gpu_hour,
+        ):
+            out.append(
+                f"the declared capacity{on} is now {new.max_gpus} GPUs at up to "
+                f"{fmt_price(new.max_price_per_gpu_hour)} (it was {old.max_gpus} GPUs at up to "
+                f"{fmt_price(old.max_price_per_gpu_hour)} when you were asked)"
+            )
+        elif b.name == "ladder" and verdict is not None and verdict(old) != verdict(new):
+            out.append(f"the market moved: {verdict(new)} (when you were asked: {verdict(old)})")
+    return out
+
+
+__all__ = ["Figure", "Snapshot", "figure", "snapshot", "read", "sentence", "changes", "FRESH", "STALE", "UNKNOWN"]
