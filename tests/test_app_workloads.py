@@ -246,3 +246,47 @@ async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
         line = next(x for x in pane.lines_log.lines if x.startswith("[red"))
         assert line == "[red: red title:  end]"
         assert not any(c in "".join(pane.lines_log.lines) for c in "\x1b\x07\r\x9b")
+
+
+async def test_the_loss_chart_is_drawn_again_after_lease_and_report(sim):
+    """The job runs, the human looks at Lease (5) and Report (6) while it completes (its last loss line comes in
+    then), and back on Workloads (4) the loss curve is drawn, never "no data yet"; r redraws it too."""
+    from ncui.kube.status import job_status
+    from ncui.widgets.chart import Chart
+
+    from .apphelp import apply_train
+
+    world = sim.world
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await apply_train(pilot, app, sim)
+        view = app.query_one("#workloads")
+        chart = app.query_one("#loss-chart", Chart)
+
+        def drawn() -> bool:
+            shown = str(chart.render())
+            return chart.display and "no data yet" not in shown and any("\u2801" <= c <= "\u28ff" for c in shown)
+
+        def done() -> bool:
+            job = (app.store.value("k8s_jobs") or {}).get("nanogpt")
+            return job is not None and job_status(job) == "Complete"
+
+        for _ in range(240):
+            if len(view._losses.points) >= 2:
+                break
+            world.advance(60)
+            await pilot.pause(0.05)
+        await until(pilot, drawn, 30, "the loss curve drawn while the job runs")
+        for key, name in (("5", "lease"), ("6", "report")):
+            await pilot.press(key)
+            await until(pilot, lambda name=name: app.query_one("#views").current == name, what=name)
+        seen = len(view._losses.points)
+        for _ in range(240):
+            if done() and len(view._losses.points) > seen:
+                break
+            world.advance(60)
+            await pilot.pause(0.05)
+        await until(pilot, lambda: done() and len(view._losses.points) > seen, 30, "completed while on Report")
+        await pilot.press("4")
+        await until(pilot, lambda: app.query_one("#views").current == "workloads", what="Workloads again")
+        await until(pilot, drawn, 10, "the loss curve drawn again")
