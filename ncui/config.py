@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from pydantic import SecretStr as PydanticSecret
+
 
 class SecretStr:
     """A secret that never shows itself: ``repr``/``str`` are masked, ``get_secret_value()`` reveals it.
@@ -91,7 +93,7 @@ class TokenSource:
     warning: str = ""
 
 
-def token_problem(token: SecretStr) -> str:
+def token_problem(token: SecretStr | PydanticSecret) -> str:
     """Why ``token`` cannot be a bearer token ("" when it can): a token is printable ASCII with no whitespace
     inside. Says what is wrong, never the token or a piece of it."""
     value = token.get_secret_value()

@@ -10,7 +10,6 @@ before the capacity is declared, as a person would on Lease."""
 from __future__ import annotations
 
 import asyncio
-
 import re
 import shlex
 import shutil
