@@ -270,7 +270,8 @@ def run_app(args: argparse.Namespace) -> int:
             print(
                 WORKSPACE_NO_CREDENTIAL
                 if workspace
-                else "ncui needs your National Compute token: save it to ~/.config/nationalcompute/token "
+                else (f"ncui: {src.warning}\n" if src.warning else "")
+                + "ncui needs your National Compute token: save it to ~/.config/nationalcompute/token "
                 "(chmod 600) or set NC_TOKEN. To try ncui without one: ncui --demo",
                 file=sys.stderr,
             )

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from pydantic import SecretStr as PydanticSecret
+
 
 class SecretStr:
     """A secret that never shows itself: ``repr``/``str`` are masked, ``get_secret_value()`` reveals it.
@@ -91,14 +93,35 @@ class TokenSource:
     warning: str = ""
 
 
+def token_problem(token: SecretStr | PydanticSecret) -> str:
+    """Why ``token`` cannot be a bearer token ("" when it can): a token is printable ASCII with no whitespace
+    inside. Says what is wrong, never the token or a piece of it."""
+    value = token.get_secret_value()
+    if not value:
+        return "it is empty"
+    if any(c.isspace() for c in value):
+        return "it has whitespace inside (a token is one word)"
+    if not all(" " < c <= "~" for c in value):
+        return "it holds bytes that are not printable text (a binary file, or a non-ASCII character)"
+    return ""
+
+
+def _not_a_token(source: str, problem: str, fix: str) -> str:
+    return f"{source} is not a token: {problem}. {fix}"
+
+
 def load_token(env: Mapping[str, str] | None = None, path: Path | None = None) -> TokenSource:
     """The token from ``NC_TOKEN``, else ``~/.config/nationalcompute/token``.
 
-    Like ssh with a private key, warn when the file can be read by group or others.
+    Like ssh with a private key, warn when the file can be read by group or others. A value that cannot be a
+    token (``token_problem``) is no token: ``warning`` says which source holds what, never the value.
     """
     env = os.environ if env is None else env
     value = SecretStr((env.get("NC_TOKEN") or "").strip())  # never a plain local (a traceback shows locals)
     if value.get_secret_value():
+        if problem := token_problem(value):
+            fix = f"Set NC_TOKEN to the token itself, or unset it to use {path or token_path()}."
+            return TokenSource(None, "NC_TOKEN", warning=_not_a_token("NC_TOKEN", problem, fix))
         return TokenSource(value, "NC_TOKEN")
     if in_workspace(env):  # the daemon holds the credential: what it gives ncui (NC_TOKEN), never the file
         return TokenSource(None, "workspace")
@@ -115,6 +138,9 @@ def load_token(env: Mapping[str, str] | None = None, path: Path | None = None) -
         warning = f"{path} is readable by others (mode {stat.S_IMODE(st.st_mode):04o}); run: chmod 600 {path}"
     if not text.get_secret_value():
         return TokenSource(None, str(path), warning=warning or f"{path} is empty")
+    if problem := token_problem(text):
+        fix = "Save the token from the console there (one line of text), or set NC_TOKEN."
+        return TokenSource(None, str(path), warning=_not_a_token(str(path), problem, fix))
     return TokenSource(text, str(path), warning=warning)
 
 

@@ -9,6 +9,7 @@ before the capacity is declared, as a person would on Lease."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shlex
 import shutil
@@ -266,6 +267,28 @@ async def test_a_changed_host_key_is_refused_with_its_explanation(node):
         assert f"Refused: the host key of {node.id} changed" in text and other.get_fingerprint("sha256") in text
         assert "ssh-keygen -R" in text and "Nothing was sent to the node." in text
         assert not app.vm_sessions().connected(node.id) and known.read_text() == before
+
+
+async def test_after_a_host_key_refusal_runs_no_longer_says_connected(node):
+    """Connected once; then the node answers with another host key (here: ncui remembers another one) after
+    the connection dropped: the reconnection is refused, and the row's RUNS column says so at once, not
+    "connected"."""
+    app = app_for(node.sim)
+    async with app.run_test(size=(100, 32)) as pilot:
+        nodes = await open_nodes(pilot, app, node)
+        await connect(pilot, app, node)
+        runs = lambda: str(nodes.table().get_row(node.id)[4])  # noqa: E731
+        await until(pilot, lambda: runs() == "connected", what="RUNS: connected")
+        other = asyncssh.generate_private_key("ssh-ed25519")
+        known_hosts_path().write_text(known_hosts_line(node.alloc["public_ip"], node.alloc["ssh_port"], other))
+        assert await asyncio.to_thread(node.sim.ssh.drop_sessions) >= 1
+        await until(pilot, lambda: not app.vm_sessions().connected(node.id), what="the connection dropped")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ResultsModal), what="the refusal")
+        assert f"Refused: the host key of {node.id} changed" in screen_text(app)
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, ResultsModal), what="the refusal dismissed")
+        assert runs() == "—" and "connected" not in screen_text(app).replace("Not connected", ""), screen_text(app)
 
 
 async def test_keys_registered_after_the_grant_are_refused_with_what_to_do(sim_factory, human):

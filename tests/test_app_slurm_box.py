@@ -146,3 +146,37 @@ async def test_the_demo_at_80x24_the_steps_the_time_the_node_and_how_the_job_end
         await until(pilot, lambda: app.store.value("slurm_jobs") == (), 30, "the job gone from squeue --me")
         await until(pilot, lambda: f"job {jid} has left the queue: finished." in screen_text(app), 30, "how it ended")
     assert not demo_known.exists()
+
+
+def _left(text: str) -> int:
+    """The minutes of the sign-in's "(H h MM min left)" on screen."""
+    import re
+
+    found = re.search(r"\((?:(\d+) h )?(\d+) min left\)", " ".join(text.split()))
+    assert found, text
+    return int(found.group(1) or 0) * 60 + int(found.group(2))
+
+
+async def test_the_certificates_time_left_counts_down_by_the_boxs_clock(sim_factory, tmp_path, monkeypatch):
+    """The box's certificate (24 h of its clock): the "… left" on Account and on Workloads ticks down as the
+    box's clock runs, with no new check, not the figure of the last check for ever."""
+    sim = sim_factory("slurm")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NC_SSH_CONFIG", str(sim.ssh.config_path))
+    sim.ssh.sign("plover")
+    app = app_for(sim)  # the box's clock moves only when advanced
+    app.slurm_signin_interval = 3600.0  # (no new check while the test looks: the screen counts by itself)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, "the login node's host key, first use")
+        await pilot.press("y")
+        await until(pilot, lambda: "min left)" in screen_text(app), 30, "signed in, on Account")
+        checked = app.store.get("slurm_signin").version
+        first = _left(screen_text(app))
+        sim.world.advance(40 * 60)
+        await until(pilot, lambda: _left(screen_text(app)) <= first - 40, 10, "Account's time left, 40 min less")
+        await pilot.press("4")
+        await until(pilot, lambda: "min left)" in screen_text(app), 30, "the sign-in line on Workloads")
+        now = _left(screen_text(app))
+        sim.world.advance(2 * 3600)
+        await until(pilot, lambda: _left(screen_text(app)) <= now - 120, 10, "Workloads' time left, 2 h less")
+        assert app.store.get("slurm_signin").version == checked  # counted on screen, not read again

@@ -88,3 +88,24 @@ async def test_on_a_login_node_terminal_it_reads_with_16_colours(sim, tmux_facto
     for deep in (b"[38;5;", b"[48;5;", b"[38;2;", b"[48;2;", b";38;5;", b";48;5;", b";38;2;", b";48;2;"):
         assert deep not in raw, f"{deep!r} sent to a 16-colour terminal"
     term.keys("q")
+
+
+@pytest.mark.parametrize("where", ["file", "NC_TOKEN"])
+async def test_a_token_that_is_not_a_token_is_said_so_not_offline(sim, tmux_factory, tmp_path, where):
+    """A binary token file (or an NC_TOKEN with a space inside) is no token: ncui says which source holds what
+    (never the value), not "offline … Cannot reach National Compute"."""
+    if where == "file":
+        path = tmp_path / ".config" / "nationalcompute" / "token"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"\xff\xfe\x00bin")
+        os.chmod(path, 0o600)
+        env = _env(tmp_path)
+        said = f"{path} is not a token"
+    else:
+        env = _env(tmp_path, NC_TOKEN="secret half")
+        said = "NC_TOKEN is not a token"
+    term = tmux_factory(env, width=200)
+    term.run(*_ncui(sim))
+    screen = await term.until(lambda s: "Press q to quit" in s or "● offline" in s, what="the app's first screen")
+    assert said in screen and "Cannot reach" not in screen and "● offline" not in screen, screen
+    assert "secret" not in screen and "bin" not in screen.replace("binary", ""), screen

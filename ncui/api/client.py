@@ -24,11 +24,19 @@ import httpx
 from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
 
 from .. import history
-from ..config import Endpoints
+from ..config import Endpoints, token_problem
 from ..money import fmt_price, usd
 from ..textsafe import clean_json
 from . import models as m
-from .errors import MalformedResponse, NCError, NetworkError, NotFound, ServerError, error_from_response
+from .errors import (
+    MalformedResponse,
+    NCError,
+    NetworkError,
+    NotFound,
+    ServerError,
+    Unauthorized,
+    error_from_response,
+)
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -164,6 +172,9 @@ class NCClient:
         self._backoff = backoff
         self._rng = rng or random.Random()
         self.clock = ServiceClock()  # the service's now, off its answers' Date (Backend.now outside the demo)
+        # A value that cannot be a bearer token is never sent (httpx would refuse it as a LocalProtocolError,
+        # read as "cannot reach"): every request says what is wrong with it instead (never the value).
+        self._token_problem = token_problem(token) if token is not None else ""
         self._http = httpx.AsyncClient(
             auth=BearerAuth(token) if token is not None else None,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
@@ -206,6 +217,8 @@ class NCClient:
     ) -> httpx.Response:
         """Send once (PUT/POST) or with retries (GET); raise a typed error for anything but 2xx. A write is
         recorded in the history (``shown`` says what it does) as the curl of the request sent, ok or not."""
+        if self._token_problem:
+            raise Unauthorized(f"The token ncui was given is not a token: {self._token_problem}.")
         attempts = 1 + (self._retries if method == "GET" else 0)
         last: NCError | None = None
         request: httpx.Request | None = None

@@ -27,7 +27,7 @@ import shutil
 import time
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -462,6 +462,37 @@ class CertCheck:
     message: str
     path: Path | None = None
     valid_before: datetime | None = None
+    cluster: str = ""  # (a valid one: its sentence is said again at ``at(now)``)
+    steps: str = ""
+    ends: datetime | None = None  # when it ends by the clock ``at`` is given (None: ``valid_before``)
+
+    def on_clock(self, judged: datetime, now: datetime) -> CertCheck:
+        """This check (judged at ``judged``, the clock the certificate's dates are in) with its end on another
+        clock whose time then was ``now``: the service's, which a box may run 60x from another start."""
+        if self.valid_before is None:
+            return self
+        return replace(self, ends=now + (self.valid_before - judged))
+
+    def at(self, now: datetime) -> CertCheck:
+        """This check as of ``now`` (the service's clock, ticking): a valid certificate's time left counted down,
+        and one whose end has passed by that clock said expired (until the next check reads it again)."""
+        end = self.ends or self.valid_before
+        if self.state != "valid" or end is None:
+            return self
+        if now >= end:
+            return _expired(self.cluster, end, self.steps, self.path)
+        return replace(self, message=_valid(self.cluster, end, now))
+
+
+def _valid(cluster: str, before: datetime | None, now: datetime) -> str:
+    left = "no end" if before is None else _left(before - now)
+    until = "" if before is None else f" until {before.strftime('%H:%M UTC')}"
+    return f"Signed in to {clean(cluster)}: certificate valid{until} ({left} left)."
+
+
+def _expired(cluster: str, before: datetime, steps: str, path: Path | None) -> CertCheck:
+    when = before.strftime("%Y-%m-%d %H:%M UTC")
+    return CertCheck(False, "expired", f"Your certificate for {clean(cluster)} expired {when}. {steps}", path, before)
 
 
 def signin_steps(cluster: str, access_url: str = "https://access.nationalcompute.com") -> str:
@@ -588,16 +619,9 @@ async def check_certificate(
         if after is not None and now < after:
             check = CertCheck(False, "not-yet-valid", f"Your certificate is not valid yet. {steps}", path, before)
         elif before is not None and now >= before:
-            when = before.strftime("%Y-%m-%d %H:%M UTC")
-            check = CertCheck(
-                False, "expired", f"Your certificate for {clean(cluster)} expired {when}. {steps}", path, before
-            )
+            check = _expired(cluster, before, steps, path)
         else:
-            left = "no end" if before is None else _left(before - now)
-            until = "" if before is None else f" until {before.strftime('%H:%M UTC')}"
-            check = CertCheck(
-                True, "valid", f"Signed in to {clean(cluster)}: certificate valid{until} ({left} left).", path, before
-            )
+            check = CertCheck(True, "valid", _valid(cluster, before, now), path, before, cluster, steps)
         if best is None or _rank(check) > _rank(best):
             best = check
     if best is None:

@@ -84,6 +84,13 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         t.add_column("cluster", width=16)
         t.add_column("kind", width=10)
         self._tx_columns()
+        self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        """A Slurm certificate's "… left" counts down by its clock (the card is redrawn only when it changed)."""
+        active = self.store.meta.get("cluster")
+        if active is not None and active.kind == "slurm" and self.store.value("slurm_signin") is not None:
+            self._money()
 
     def refresh_view(self) -> None:
         st = self.store
@@ -253,7 +260,8 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         if active.kind == "slurm":
             from .slurm import slurm_card
 
-            return slurm_card(st, active, demo=self.ncapp.backend is not None and self.ncapp.backend.demo is not None)
+            demo = self.ncapp.backend is not None and self.ncapp.backend.demo is not None
+            return slurm_card(st, active, demo=demo, now=self.ncapp.cert_now())
         return None
 
     _tx_sig: list[tuple[str, str, str]] | None = None  # the transactions shown, as text

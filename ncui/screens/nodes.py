@@ -575,6 +575,7 @@ class NodesPane(Vertical):
         self.follower: _RemoteFollower | None = None
         self.following: str | None = None  # the node whose log the pane shows
         self._shown: list[NodeRow] = []
+        self._runs_shown: list[str] = []
         self.losses = LossCurve()
         self.display = False  # shown by Workloads on a VM cluster
 
@@ -675,17 +676,17 @@ class NodesPane(Vertical):
                 )
             )
         table = self.table()
-        if rows != self._shown:
-            self._shown = rows
+        runs = [self._runs_label(r) for r in rows]  # the connection's state now, not when the rows last changed
+        if rows != self._shown or runs != self._runs_shown:
+            self._shown, self._runs_shown = rows, runs
             table.clear()
-            for r in rows:
-                run = self.sessions.runs.get(r.id)
+            for r, label in zip(rows, runs, strict=True):
                 table.add_row(
                     Text(r.id),
                     Text(r.state, style="green" if r.state == "active" else "yellow"),
                     Text(str(r.gpus) if r.gpus else "?"),
                     Text(r.login or "—"),
-                    Text(run.label() if run else ("connected" if self.sessions.connected(r.id) else "—")),
+                    Text(label),
                     key=r.id,
                 )
             if rows:
@@ -694,6 +695,11 @@ class NodesPane(Vertical):
                 if self.node not in ids:
                     self.node = ids[0]
         self._explain()
+
+    def _runs_label(self, r: NodeRow) -> str:
+        """The RUNS column: what ncui started there, else "connected" only while a connection is open."""
+        run = self.sessions.runs.get(r.id)
+        return run.label() if run else ("connected" if self.sessions.connected(r.id) else "—")
 
     def _redraw_rows(self) -> None:
         self._shown = []
@@ -796,6 +802,7 @@ class NodesPane(Vertical):
         try:
             await runner.connect()
         except RemoteError as e:
+            self._redraw_rows()  # a refused or dropped connection is no longer "connected" in RUNS
             title, body = connect_failure(r, e)
             await self.app.push_screen_wait(ResultsModal(title, body))
             return None

@@ -94,12 +94,14 @@ def money_statement(store: Store, cluster: str) -> str:
     return "\n".join(lines)
 
 
-def slurm_card(store: Store, ref: m.ClusterRef, *, demo: bool = False) -> Text:
-    """Account's Slurm card: the sign-in and what to do next."""
+def slurm_card(store: Store, ref: m.ClusterRef, *, demo: bool = False, now: datetime | None = None) -> Text:
+    """Account's Slurm card: the sign-in (as of ``now``, the certificate's clock) and what to do next."""
     t = Text()
     t.append("Slurm: ", style="bold")
     s = store.get("slurm_signin")
     check: CertCheck | None = s.value
+    if check is not None and now is not None:
+        check = check.at(now)
     if check is None:
         t.append_text(Text(s.error) if s.error else Text(f"checking the sign-in to {ref.name}…", style="dim"))
         return t
@@ -270,7 +272,14 @@ class SlurmFlowsMixin(_AppBase):
         access = self.backend.endpoints.access if self.backend is not None and self.backend.endpoints else None
         kw: dict[str, Any] = {"access_url": access} if access else {}
         # The box signs certificates for 24 hours of its clock (which may run 60x): judged by that clock there.
-        return await check_certificate(ref.name, ssh_config=self._ssh_config(), now=self._slurm_now(), **kw)
+        judged = self._slurm_now() or datetime.now(timezone.utc)
+        check = await check_certificate(ref.name, ssh_config=self._ssh_config(), now=judged, **kw)
+        return check.on_clock(judged, self.cert_now())  # its end on the service's clock: "… left" ticks by it
+
+    def cert_now(self) -> datetime:
+        """The clock a certificate's "… left" is counted down by, ticking: the service's (the box's, virtual,
+        which may run 60x; the real service's is ours)."""
+        return self.backend.now() if self.backend is not None else datetime.now(timezone.utc)
 
     def _slurm_now(self) -> datetime | None:
         """The login node's clock: the box's (virtual, it may run 60x) when the demo's box is the login node; else
@@ -295,9 +304,9 @@ class SlurmFlowsMixin(_AppBase):
                     self.notify(check.message, title="Signed in", timeout=8)
                 if check.valid_before is None:
                     delay = None if check.state == "login-node" else 600.0
-                else:  # again when it ends (checked at least every 10 min: a file replaced by hand)
-                    left = (check.valid_before - datetime.now(timezone.utc)).total_seconds()
-                    delay = min(600.0, max(5.0, left + 1))
+                else:  # again when it ends by the service's clock (the box's may run 60x: at least each minute)
+                    left = ((check.ends or check.valid_before) - self.cert_now()).total_seconds()
+                    delay = min(60.0, max(5.0, left + 1))
             else:
                 st.signed_in.clear()
             was_ok = check.ok
@@ -465,6 +474,7 @@ class SlurmPanel(Vertical):
         self.losses = LossCurve()
         self._rows: list[tuple[str, ...]] | None = None
         self._ended: dict[str, SlurmJob | None] = {}  # a job that left the queue: how it ended (None: not known)
+        self._signin_said = ""
 
     def compose(self) -> ComposeResult:
         from ..widgets.logpane import LogPane
@@ -479,6 +489,17 @@ class SlurmPanel(Vertical):
     def on_mount(self) -> None:
         self._columns()
         self._chart()
+        self.set_interval(1.0, self._tick_signin)
+
+    def _tick_signin(self) -> None:
+        """The sign-in line ticks: its "… left" counted down (redrawn when the words change)."""
+        check: CertCheck | None = self.store.value("slurm_signin")
+        if check is None or check.valid_before is None:
+            return
+        said = check.at(self._app().cert_now()).message
+        if said != self._signin_said:
+            self._signin_said = said
+            self.refresh_panel()
 
     def _columns(self) -> bool:
         if fit_columns(self.query_one("#slurm-jobs", DataTable), self.COLUMNS, flex_min=8):
@@ -518,6 +539,8 @@ class SlurmPanel(Vertical):
         state = self.query_one("#slurm-state", Static)
         sign = st.get("slurm_signin")
         check: CertCheck | None = sign.value
+        if check is not None:
+            check = check.at(self._app().cert_now())  # the time left, counted down by the certificate's clock
         jobs_slice = st.get("slurm_jobs")
         jobs: tuple[SlurmJob, ...] | None = jobs_slice.value
         name = ref.name if ref is not None else "the cluster"

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.timer import Timer
 from textual.widgets import Static
 
 from .throttle import Throttle
@@ -41,8 +42,12 @@ class Chart(Static):
     def __init__(self, *, id: str | None = None, classes: str = "", min_interval: float = 0.0) -> None:
         super().__init__("", id=id, classes=classes)
         self._data = ChartData()
+        # what is on screen: the data at the size it was drawn at (None: data came while hidden or too small to
+        # plot, so "no data yet" stands for it; drawn as soon as it shows, or on r, not only on a resize)
+        self._drawn: tuple[tuple[int, int], ChartData] | None = ((0, 0), self._data)
         # a live log's chart plots at most every min_interval on new data
         self._redraw = Throttle(self, self._draw, min_interval)
+        self._owing: Timer | None = None
 
     @property
     def pending(self) -> bool:
@@ -50,7 +55,7 @@ class Chart(Static):
         return self._redraw.pending
 
     def set_data(self, data: ChartData) -> None:
-        if data == self._data:
+        if data == self._data and self._drawn is not None:
             return
         self._data = data
         self._redraw()
@@ -58,13 +63,33 @@ class Chart(Static):
     def on_resize(self) -> None:
         self._redraw.now()
 
+    def _owe(self) -> None:
+        """Data came while the chart was hidden (its view switched away: size 0) or too small: drawn once it has
+        room. Textual sends no resize when a view shows again at the size it had, so the chart looks (4×/s) while
+        it owes a drawing, and stops once drawn."""
+        if self._owing is None and self.is_mounted:
+            self._owing = self.set_interval(0.25, self._owed)
+
+    def _owed(self) -> None:
+        w, h = self.content_size.width, self.content_size.height
+        if self._drawn is None and w >= 20 and h >= 5:
+            self._redraw.now()
+        if self._drawn is not None and self._owing is not None:
+            self._owing.stop()
+            self._owing = None
+
     def _draw(self) -> bool:
         """Draw the data; False when there was nothing to plot (plotting is what min_interval spaces out)."""
         w, h = self.content_size.width, self.content_size.height
         d = self._data
-        if w < 20 or h < 5 or not any(s.xs for s in d.series):
+        has_data = any(s.xs for s in d.series)
+        if w < 20 or h < 5 or not has_data:
             self.update(Text(d.empty, style="dim"), layout=False)  # the chart's size is its CSS's, not its text's
+            self._drawn = None if has_data else ((w, h), d)  # data not drawn: owed when it shows
+            if has_data:
+                self._owe()
             return False
+        self._drawn = ((w, h), d)
         import plotext as plt  # 30 ms: only when a chart is first drawn
 
         plt.clf()
