@@ -122,3 +122,14 @@ def short_names(names: list[str], width: int) -> dict[str, str]:
             shown = head + "…" + tail
         out[name] = shown
     return out
+
+
+def clip_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with "…" when cut (a word alone longer than
+    ``limit`` is cut inside it): never mid-word where a space was near."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    cut = head.rfind(" ")
+    return (head[:cut] if cut > limit // 2 else head).rstrip(" ,;:") + "…"

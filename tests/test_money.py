@@ -174,3 +174,14 @@ def test_a_top_up_shown_always_covers():
     assert short == 5_000 and "top up $0.01 on" in sentence
     sentence, short = plan_sentence(8, 4_105_000, 65_665_000, True)  # $0.015 short: $0.02, never $0.01
     assert short == 15_000 and "top up $0.02 on" in sentence
+
+
+def test_a_clipped_sentence_ends_at_a_word():
+    from ncui.formatting import clip_words
+
+    said = "Not signed in to halcyon: its kubeconfig was not saved and no context was added."
+    assert clip_words(said, 200) == said
+    cut = clip_words(said, 60)
+    assert len(cut) <= 60 and cut.endswith("…") and said.startswith(cut[:-1])
+    assert cut[:-1].split()[-1] in said.split()  # the last word kept is whole ("and", not "and n")
+    assert clip_words("x" * 100, 10) == "x" * 9 + "…"  # one word longer than the room is cut inside it

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
-from ..formatting import COVER_HOURS, fmt_rate, fmt_runway, plan_sentence
+from ..formatting import COVER_HOURS, clip_words, fmt_rate, fmt_runway, plan_sentence
 from ..money import fmt_price, fmt_usd
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns, show_text
@@ -112,7 +112,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
                 elif state.value == "expired":
                     t.append("sign-in expired: approve the new link (s shows it)", style="bold yellow")
                 elif state.error:
-                    t.append(f"sign-in failed: {state.error[:60]}", style="red")
+                    t.append(f"sign-in failed: {clip_words(state.error, 90)}", style="red")  # (the toast said it whole)
                 elif state.value in ("checking", "waiting for approval"):
                     t.append(state.value + "…", style="yellow")
                 else:
