@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Checkbox, Static
 
 from .. import limits as L
 from ..api.errors import NCError
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from textual.app import App
-    from textual.widgets import Checkbox, Input
+    from textual.widgets import Input
     from textual.worker import Worker
 
     from ..api import models as m
@@ -107,18 +107,24 @@ class CountdownModal(ModalScreen[bool]):
         self.dismiss(value)
 
 
+class _StopRunsBox(Checkbox, inherit_bindings=False):
+    """Space ticks it; Enter sets the limit, as everywhere in the question (a Checkbox's Enter would untick it)."""
+
+    BINDINGS = [Binding("space", "toggle_button", "Toggle", show=False)]
+
+
 class SpendingLimitModal(ModalScreen["tuple[int, datetime | None, bool] | str | None"]):
     """Set (amount, until, stop_runs), clear ("clear"), or cancel (None) the spending limit. The amount is read
     strictly (``money.parse_dollars``); the end is blank (this session) or a date (``limits.parse_until``); on a
     market cluster a box chooses whether 100% also stops the runs that hold GPU nodes (off unless ticked)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("enter", "submit", show=False)]
     DEFAULT_CSS = """
     SpendingLimitModal { align: center middle; }
     SpendingLimitModal > Vertical { width: 90%; max-width: 84; height: auto; max-height: 100%; border: thick $warning;
                                     background: $surface; padding: 0 2; }
     SpendingLimitModal Field { width: 30; }
-    SpendingLimitModal Checkbox { border: none; padding: 0; height: auto; }
+    SpendingLimitModal _StopRunsBox { border: none; padding: 0; height: auto; }
     SpendingLimitModal Horizontal { height: auto; align-horizontal: right; }
     SpendingLimitModal Button { margin-left: 2; }
     """
@@ -129,7 +135,7 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None, bool] | str | 
         self.value: tuple[int, datetime | None, bool] | None = None
 
     def compose(self) -> ComposeResult:
-        from textual.widgets import Checkbox, Label
+        from textual.widgets import Label
 
         from ..money import dollars_text
         from ..widgets.field import Field
@@ -151,8 +157,8 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None, bool] | str | 
             yield Label("Until (blank: this session; or YYYY-MM-DD, UTC)")
             yield Field(value=f"{cur.until:%Y-%m-%d %H:%M}" if cur and cur.until else "", id="until")
             if self.kind == "market":
-                yield Checkbox(
-                    "At 100% also stop my runs on GPU nodes (listed in the countdown first)",
+                yield _StopRunsBox(
+                    "At 100% also stop my runs on GPU nodes (the shared volume stays)",
                     value=bool(cur and cur.stop_runs),
                     id="stop_runs",
                 )
@@ -176,9 +182,7 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None, bool] | str | 
         self._judge()
 
     def _stop_runs(self) -> bool:
-        from textual.widgets import Checkbox
-
-        boxes = self.query("#stop_runs").results(Checkbox)
+        boxes = self.query("#stop_runs").results(_StopRunsBox)
         return any(b.value for b in boxes)
 
     def _judge(self) -> None:
@@ -201,7 +205,8 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None, bool] | str | 
         stop_runs = self._stop_runs()
         self.value = (amount, until, stop_runs)
         scope = "for this session" if until is None else f"until {until:%Y-%m-%d %H:%M} UTC"
-        said = f"✓ {fmt_usd(amount)} {scope}, counted from now. {L.stops(self.kind, stop_runs)}"
+        also = "; at 100% your runs on GPU nodes are stopped too (listed first, in the countdown)" if stop_runs else ""
+        said = f"✓ {fmt_usd(amount)} {scope}, counted from now{also}."
         why.update(Text(said, style="green"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -220,6 +225,9 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None, bool] | str | 
             self.dismiss(self.value)
         else:
             self.app.bell()
+
+    def action_submit(self) -> None:
+        self._submit()
 
     def action_cancel(self) -> None:
         self.dismiss(None)
