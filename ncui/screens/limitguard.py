@@ -124,7 +124,8 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None, bool] | str | 
     SpendingLimitModal > Vertical { width: 90%; max-width: 84; height: auto; max-height: 100%; border: thick $warning;
                                     background: $surface; padding: 0 2; }
     SpendingLimitModal Field { width: 30; }
-    SpendingLimitModal _StopRunsBox { border: none; padding: 0; height: auto; }
+    SpendingLimitModal _StopRunsBox { border: none; padding: 0; height: auto; width: 100%; }
+    SpendingLimitModal _StopRunsBox:focus { border: none; background-tint: $foreground 10%; }
     SpendingLimitModal Horizontal { height: auto; align-horizontal: right; }
     SpendingLimitModal Button { margin-left: 2; }
     """
@@ -158,7 +159,7 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None, bool] | str | 
             yield Field(value=f"{cur.until:%Y-%m-%d %H:%M}" if cur and cur.until else "", id="until")
             if self.kind == "market":
                 yield _StopRunsBox(
-                    "At 100% also stop my runs on GPU nodes (the shared volume stays)",
+                    "At 100% also stop my runs on GPU nodes (shared volume kept)",
                     value=bool(cur and cur.stop_runs),
                     id="stop_runs",
                 )
