@@ -360,14 +360,7 @@ class NCApp(
             return None
 
         async def kube(name: str) -> KubeClient | None:
-            if self._kube_for == name and self._kube is not None:
-                return self._kube if self._kube.gate.is_open else None
-            from .kube import signin
-
-            if self.backend is not None and self.backend.endpoints is not None:  # signed in before: connect
-                if signin.cred_path(self.backend.endpoints.api, name).exists():  # (silently, as kubectl would)
-                    return await self.kube_client()
-            return None
+            return await self.kube_signed_in(name)
 
         async def slurm(name: str) -> Any:
             st = self._slurm
@@ -401,6 +394,20 @@ class NCApp(
                 await runner.close()
         self._state_notices()
         return report
+
+    async def kube_signed_in(self, name: str | None = None) -> KubeClient | None:
+        """The client for cluster ``name`` (the active one) when it needs no sign-in question: the one connected,
+        or a connect with the sign-in kept from before (silently, as kubectl would); None otherwise."""
+        ref = self.store.meta.get("cluster")
+        name = name or (ref.name if ref is not None else None)
+        if self._kube_for == name and self._kube is not None:
+            return self._kube if self._kube.gate.is_open else None
+        from .kube import signin
+
+        if name and self.backend is not None and self.backend.endpoints is not None:  # signed in before: connect
+            if signin.cred_path(self.backend.endpoints.api, name).exists():
+                return await self.kube_client()
+        return None
 
     def _state_notices(self) -> None:
         """A state file set aside (corrupt, unreadable, another version): said once, as a warning."""

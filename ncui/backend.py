@@ -64,13 +64,18 @@ class Backend:
         answers are dated (a separate box runs its own clock: ``api.client.ServiceClock``), else the wall clock."""
         from datetime import datetime, timezone
 
+        return self.service_now() or datetime.now(timezone.utc)
+
+    def service_now(self) -> datetime | None:
+        """The service's now as ``now`` reads it, or None before the service dated an answer (``now`` would be
+        the wall clock, which may be off the service's)."""
         if self.clock is not None:
             return self.clock()
         if self.sim is not None:
             return self.sim.world.now()
-        if self.nc is not None and (t := self.nc.clock.now()) is not None:
-            return t
-        return datetime.now(timezone.utc)
+        if self.nc is not None:
+            return self.nc.clock.now()
+        return None
 
     def known_hosts_file(self) -> Path:
         """ncui's known_hosts: the host keys of ssh hosts the human accepted (in the demo, the box's own file)."""

@@ -6,6 +6,8 @@
   ``kubectl delete job …`` would, and says what stays on the shared volume.
 - One serving recipe at a time (the seed): which serve recipes have a Deployment on the cluster now.
 - Kimi K3's optional load test: running (then ncui sends none of the human's own requests), and its summary.
+- The runs that hold GPU nodes (what a spending limit stops at 100% when the human chose it): the Jobs and
+  Deployments whose pods sit on GPU nodes, each by its recipe when it has one (stopped whole, as Stop does).
 - Post-train: a tune that graded its model defective (the serve leg keeps waiting; delete the Job and tune
   again), and a serve pod that started before the new tune finished (it serves the previous model).
 """
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .kube.chat import ENDPOINTS, endpoint_ready
 from .kube.kinds import KINDS
-from .kube.status import deployment_ready, human_duration, job_status, parse_time
+from .kube.status import deployment_ready, human_duration, is_gpu_node, job_status, parse_time
 from .recipes import RECIPE_LABEL
 from .recipes import recipe_of as recipe_of_catalog
 
@@ -315,3 +317,50 @@ def advice(store: Store) -> list[tuple[str, str]]:
             if service != "infera" and serve_ready(deps, service):
                 out.append(("info", f"{ep.recipe} is up (READY 1/1): m talks to it (svc/{service})."))
     return out
+
+
+# ---- the runs that hold GPU nodes ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """A Job or Deployment with a pod on a GPU node: its recipe's (stopped whole) or the human's own."""
+
+    recipe: str | None
+    plural: str  # jobs | deployments
+    name: str
+
+
+def runs_on_gpu_nodes(
+    pods: Iterable[dict[str, Any]],
+    jobs: Iterable[dict[str, Any]],
+    deployments: Iterable[dict[str, Any]],
+    nodes: Iterable[dict[str, Any]],
+    catalog: Iterable[m.Recipe] = (),
+) -> list[Run]:
+    """The runs whose pods (not finished) sit on a GPU node, one per recipe (or per object of the human's own),
+    by name."""
+    catalog = list(catalog)
+    gpu = {_meta(n).get("name") for n in nodes if is_gpu_node(n)}
+    by_job = {str(_meta(j).get("name")): j for j in jobs}
+    by_dep = {str(_meta(d).get("name")): d for d in deployments}
+    found: dict[tuple[str, str], Run] = {}
+    for p in pods:
+        if (p.get("spec") or {}).get("nodeName") not in gpu or (p.get("status") or {}).get("phase") in (
+            "Succeeded",
+            "Failed",
+        ):
+            continue
+        owner: tuple[str, str] | None = None
+        for ref in _meta(p).get("ownerReferences") or []:
+            if ref.get("kind") == "Job" and ref.get("name") in by_job:
+                owner = ("jobs", str(ref["name"]))
+            elif ref.get("kind") == "ReplicaSet":
+                dep = next((n for n in by_dep if str(ref.get("name", "")).startswith(n + "-")), None)
+                owner = ("deployments", dep) if dep else owner
+        recipe = pod_recipe(p, by_job, by_dep, catalog)
+        if recipe is not None:
+            found.setdefault(("recipe", recipe), Run(recipe, *(owner or ("", ""))))
+        elif owner is not None:
+            found.setdefault(owner, Run(None, *owner))
+    return sorted(found.values(), key=lambda r: (r.recipe or "~", r.plural, r.name))

@@ -7,9 +7,15 @@ What counts against it: the ``charge`` transactions the meter recorded after the
 minutes before it: the count moves in steps, and what runs now lands with the next assessment. Top-ups and
 refunds do not count (a top-up does not undo spending).
 
+What it stops at 100% (``stops``): on a market Kubernetes cluster the limit price (no new nodes; a node
+running a job stays, billed, until the job ends) and, only when the human chose it when setting the limit,
+the runs that hold GPU nodes (their Jobs and Deployments, as Workloads' x stops them); on a VM cluster the
+capacity (billing stops, the nodes go with their disks); elsewhere nothing (ncui only warns).
+
 Remembered in ``$XDG_STATE_HOME/ncui/limits.json`` (never the token), one limit per API origin and
-organization. A session limit lasts until ncui quits with nothing standing (or the human clears it): a lost
-terminal or a crash keeps it, and the next start goes on counting from when it was set.
+organization (file version 2 adds ``stop_runs``; a version 1 file is read with it off). A session limit
+lasts until ncui quits with nothing standing (or the human clears it): a lost terminal or a crash keeps it,
+and the next start goes on counting from when it was set.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ log = logging.getLogger("ncui.limits")
 WARN_PERCENT = 80  # warn at this share of the limit; act at 100
 COUNTDOWN_S = 15.0  # the last warning before ncui withdraws: real seconds, Esc cancels
 PAGE = 100  # the transactions one read returns (the contract's default page): a full page may miss older ones
-FILE_VERSION = 1
+FILE_VERSION = 2
+OLDER_VERSIONS = (1,)  # still read: a version 1 limit has no stop_runs (off)
 
 Level = Literal["ok", "warn", "reached", "kept", "expired", "unknown"]
 
@@ -47,6 +54,7 @@ class Limit:
     set_at: datetime  # the service's clock when set: the meter's charges after this count
     until: datetime | None = None  # None: for this session
     kept: bool = False  # reached, and the human cancelled the withdrawal: kept by them
+    stop_runs: bool = False  # at 100% also stop the runs that hold GPU nodes (chosen when set)
 
     def scope(self) -> str:
         return "for this session" if self.until is None else f"until {self.until:%Y-%m-%d %H:%M} UTC"
@@ -57,6 +65,7 @@ class Limit:
             "set_at": self.set_at.isoformat(),
             "until": self.until.isoformat() if self.until else None,
             "kept": self.kept,
+            "stop_runs": self.stop_runs,
         }
 
     @classmethod
@@ -70,6 +79,7 @@ class Limit:
             _aware(datetime.fromisoformat(d["set_at"])),
             _aware(datetime.fromisoformat(until)) if until else None,
             bool(d.get("kept", False)),
+            d.get("stop_runs") is True,
         )
 
 
@@ -152,9 +162,43 @@ def parse_until(text: str, now: datetime) -> datetime | None:
             end = datetime(int(y), int(mo), int(d), int(hh), int(mm), tzinfo=timezone.utc)
     except ValueError:
         raise ValueError(f"{t!r} is not a real date: {how}") from None
+    except OverflowError:  # the day after 9999-12-31
+        raise ValueError(f"{t!r} is past the last day ncui can count to: type an earlier date") from None
     if end <= now:
         raise ValueError(f"{t!r} has already passed (it is {now:%Y-%m-%d %H:%M} UTC now)")
     return end
+
+
+Kind = Literal["market", "vm", "none"]
+
+
+def limit_kind(store: Store) -> Kind:
+    """What a spending limit can stop on the active cluster: a market Kubernetes cluster's limit price (and runs),
+    a VM cluster's capacity, or nothing (a fixed or Slurm cluster, a public-research organization)."""
+    ref, info = store.meta.get("cluster"), store.value("cluster")
+    if ref is not None and ref.kind == "vm":
+        return "vm"
+    if ref is not None and ref.kind == "kubernetes" and (info is None or info.name != ref.name or info.market):
+        return "market"
+    return "none"
+
+
+def stops(kind: Kind, stop_runs: bool) -> str:
+    """What ncui does at 100%, in one sentence (the question that sets the limit, Lease, the last warning)."""
+    if kind == "vm":
+        return "At 100% ncui releases your VM capacity: billing stops, and every node is destroyed with its disk."
+    if kind == "none":
+        return "At 100% ncui only warns: nothing here is withdrawn or stopped."
+    if stop_runs:
+        return (
+            "At 100% ncui withdraws your limit price (no new nodes) and stops your runs on GPU nodes (their Jobs "
+            "and Deployments; the shared volume keeps what they wrote); billing ends when the idle nodes go back, "
+            "a few minutes later."
+        )
+    return (
+        "At 100% ncui withdraws your limit price: no new nodes. A run on a node you hold goes on, billed, until "
+        "it ends (you did not choose to stop runs)."
+    )
 
 
 LIMIT_SLICE = "spend_limit"  # the Limit in force (or None): the header and Lease redraw on it
@@ -195,7 +239,8 @@ def key_for(api: str, org_id: str) -> str:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    limits = statefile.read(path, FILE_VERSION).get("limits")  # a broken file is set aside and said, never a crash
+    # a broken file is set aside and said, never a crash
+    limits = statefile.read(path, FILE_VERSION, OLDER_VERSIONS).get("limits")
     return limits if isinstance(limits, dict) else {}
 
 
@@ -222,7 +267,7 @@ def save(key: str, limit: Limit | None, path: Path | None = None) -> None:
             limits[key] = limit.to_json()
         return {"limits": limits}
 
-    statefile.update(path or limits_path(), FILE_VERSION, change)
+    statefile.update(path or limits_path(), FILE_VERSION, change, OLDER_VERSIONS)
 
 
 def kept(limit: Limit) -> Limit:
@@ -243,6 +288,8 @@ __all__ = [
     "limits_path",
     "kept",
     "LIMIT_SLICE",
+    "limit_kind",
+    "stops",
     "limit_state",
     "spent_since_start",
 ]

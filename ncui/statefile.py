@@ -7,7 +7,9 @@ Every file is ``{"version": N, ...}``. Writes go to a temporary file in the same
 (a crash, a full disk or a second ncui never leaves half a file), mode 600 in a folder of mode 700; ``update``
 holds an exclusive ``flock`` on ``.<name>.lock`` from the read to the replace, so two ncui processes changing
 the same file at once both land. A file that is not JSON, cannot be read, or was written by another version
-is set aside as ``<name>.bad-<UTC time>`` (kept, for the human to look at) and reading goes on from nothing:
+is set aside as ``<name>.bad-<UTC time>`` (kept, for the human to look at) and reading goes on from nothing
+(a caller that still reads an older version names it in ``older``: that file is returned as it is, for the
+caller to read its missing fields as their defaults, and the next write gives it the current version):
 the reason is logged and kept in ``notices()`` for the app and the command line to say. The token is never
 written here: callers store names, prices and times, and a test greps the folder.
 """
@@ -53,8 +55,9 @@ def _set_aside(path: Path, why: str) -> None:
     _notices.append(said)
 
 
-def read(path: Path, version: int) -> dict[str, Any]:
-    """The file's content (a dict with ``version``), or {} when it does not exist or was set aside."""
+def read(path: Path, version: int, older: tuple[int, ...] = ()) -> dict[str, Any]:
+    """The file's content (a dict with ``version``), or {} when it does not exist or was set aside. A file of a
+    version in ``older`` is read as it is (the caller reads what it lacks as the defaults)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -70,7 +73,7 @@ def read(path: Path, version: int) -> dict[str, Any]:
     if not isinstance(data, dict):
         _set_aside(path, "is not a JSON object")
         return {}
-    if data.get("version") != version:
+    if data.get("version") != version and not (data.get("version") in older and type(data["version"]) is int):
         found = data.get("version")
         newer = isinstance(found, int) and not isinstance(found, bool) and found > version
         _set_aside(
@@ -113,11 +116,13 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)  # (closing releases the lock)
 
 
-def update(path: Path, version: int, change: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
-    """Read, ``change(data)`` → the new data, write; under the file's lock (another ncui waits). Returns what
-    was written. Raises OSError when the folder cannot be written."""
+def update(
+    path: Path, version: int, change: Callable[[dict[str, Any]], dict[str, Any]], older: tuple[int, ...] = ()
+) -> dict[str, Any]:
+    """Read, ``change(data)`` → the new data, write (as ``version``); under the file's lock (another ncui waits).
+    Returns what was written. Raises OSError when the folder cannot be written."""
     with _locked(path):
-        new = change(read(path, version))
+        new = change(read(path, version, older))
         write(path, version, new)
         return new
 

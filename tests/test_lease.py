@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 import httpx
 import pytest
+from pydantic import SecretStr
 
 from ncui import limits as L
+from ncui.app import NCApp
 from ncui.limits import Limit, charged_since, evaluate, limit_state, parse_until
 from ncui.screens.limitguard import CountdownModal, SpendingLimitModal
 from ncui.screens.modals import CeilingModal
 from ncui.store import Store
 
-from .apphelp import app_for, footer_keys, loaded, screen_text, type_text, until
+from .apphelp import app_for, footer_keys, loaded, notes, put_bid, screen_text, type_text, until
 from .conftest import START
 from .test_app_money import confirm_and_check_sent, record_bids
 
@@ -107,7 +110,13 @@ async def test_lease_says_what_stands_on_every_scenario(sim_factory, scenario):
         text = screen_text(app)
         assert "Loading" not in text
         assert "Metered rate    $0.00/h org-wide, assessed 09:00 (about 10 min behind)" in text
-        assert "Spending limit  none. b sets one (warns at 80%, stops spending at 100%)" in text
+        at100 = {
+            "k8s-market": "withdraws your limit price, and stops your runs if you choose",
+            "vm": "releases your VM",
+        }
+        at100["k8s-packing"] = at100["k8s-market"]
+        said = at100.get(scenario, "warns again: nothing here is withdrawn")
+        assert f"Spending limit  none. b sets one (it warns at 80%; at 100% {said}" in re.sub(r"\n +", " ", text)
 
 
 async def test_a_count_that_cannot_be_read_is_unknown_not_zero(sim):
@@ -166,13 +175,16 @@ def _running_job(kube_factory):
     return k, -charges[-1].amount
 
 
-async def _set_spending_limit(pilot, app, dollars: str, until_text: str = "") -> None:
+async def _set_spending_limit(pilot, app, dollars: str, until_text: str = "", *, stop_runs: bool = False) -> None:
     await pilot.press("5", "b")
     await until(pilot, lambda: isinstance(app.screen, SpendingLimitModal))
     await type_text(pilot, dollars)
-    if until_text:
+    if until_text or stop_runs:
         await pilot.press("tab")
         await type_text(pilot, until_text)
+    if stop_runs:  # the box under the date, ticked as a person does
+        await pilot.press("tab", "space")
+        await until(pilot, lambda: "your runs on GPU nodes are stopped too" in screen_text(app), what="ticked")
     await until(pilot, lambda: app.screen.value is not None, what="a valid limit")
     await pilot.press("enter")
     await until(pilot, lambda: app.store.value("spend_limit") is not None, what="the limit set")
@@ -182,6 +194,17 @@ def _assess(app, world) -> None:
     """Ten minutes on the box's clock (one assessment); the balance poller notices it."""
     world.advance(10 * 60)
     app.pollers.refresh("balance")
+
+
+async def _reach(pilot, app, world) -> None:
+    """Assessments until the spending limit's last warning is up."""
+    for _ in range(4):
+        spent = limit_state(app.store).spent or 0
+        _assess(app, world)
+        await until(pilot, lambda s=spent: (limit_state(app.store).spent or 0) > s, what="the next charge counted")
+        if limit_state(app.store).level == "reached":
+            break
+    await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
 
 
 def _header(app) -> str:
@@ -213,7 +236,7 @@ async def test_the_spending_limit_warns_at_80_and_withdraws_the_limit_price_at_1
         _assess(app, k.world)
         await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
         text = screen_text(app)
-        assert "withdraw the limit price of $5.00/GPU-h on halcyon in 2 s" in text and "Esc keeps it" in text
+        assert "withdraw the limit price of $5.00/GPU-h on halcyon in " in text and "Esc keeps it" in text
         await until(pilot, lambda: k.world.main_org.k8s["halcyon"].bid == 0, timeout=20, what="the withdrawal")
         await until(pilot, lambda: app.store.value("bid").max_price_per_gpu_hour == 0)
         assert f" cap ${dollars} reached " in _header(app)
@@ -274,7 +297,7 @@ async def test_the_spending_limit_survives_a_restart_and_a_session_one_ends_with
         await pilot.press("b")
         await until(pilot, lambda: isinstance(app.screen, SpendingLimitModal))
         app.screen.query_one("#until").value = ""
-        await until(pilot, lambda: app.screen.value == (40_000_000, None))
+        await until(pilot, lambda: app.screen.value == (40_000_000, None, False))
         await pilot.press("enter")
         await until(pilot, lambda: app.store.value("spend_limit").until is None)
         await pilot.press("q")
@@ -302,7 +325,10 @@ async def test_the_spending_limit_releases_vm_capacity_at_100_and_says_so_first(
         await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "vm_capacity"))
         await pilot.press("5", "b")
         await until(pilot, lambda: isinstance(app.screen, SpendingLimitModal))
-        assert "on a VM cluster: releases your capacity" in " ".join(screen_text(app).split())
+        assert "countdown you can cancel, it releases your VM capacity: billing stops" in " ".join(
+            screen_text(app).split()
+        )
+        assert not app.screen.query("#stop_runs")  # (no runs to choose to stop: the capacity goes)
         await pilot.press("escape")
         await _set_spending_limit(pilot, app, f"{limit // 1_000_000}.{limit % 1_000_000 // 10_000:02d}")
         _assess(app, sim.world)
@@ -316,7 +342,7 @@ async def test_the_spending_limit_releases_vm_capacity_at_100_and_says_so_first(
         _assess(app, sim.world)
         await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
         text = " ".join(screen_text(app).split())
-        assert "release the VM capacity on tern-vm in 2 s" in text and "destroyed with its disk" in text
+        assert "release the VM capacity on tern-vm in " in text and "destroyed with its disk" in text
         assert str(app.screen.query_one("#yes").label) == "Release now (y, Enter)" and "no new nodes" not in text
         await until(pilot, lambda: vm.max_gpus == 0, timeout=20, what="the release")
         assert vm.price == int(round(price * 1e6))  # the same price, as the PUT needs both fields
@@ -325,3 +351,162 @@ async def test_the_spending_limit_releases_vm_capacity_at_100_and_says_so_first(
             lambda: any("the VM capacity on tern-vm is released" in n.message for n in app._notifications),
             what="said",
         )
+
+
+# ---- what the spending limit stops (issue 21) ------------------------------------------------------------
+
+
+def _dollars(uc: int) -> str:
+    return f"{uc // 1_000_000}.{uc % 1_000_000 // 10_000:02d}"
+
+
+async def test_the_limit_says_what_it_stops_and_when_chosen_stops_the_runs_on_gpu_nodes(kube_factory, monkeypatch):
+    """Inkling's engine holds a node: the limit, set with "also stop my runs", lists the run and what stays in
+    the countdown, then withdraws the limit price and stops the recipe as x does (its node then goes back)."""
+    monkeypatch.setattr(L, "COUNTDOWN_S", 3.0)
+    k = kube_factory("k8s-market")
+    k.set_bid(5.0)
+    k.kubectl("apply", "-f", k.file("inkling-serve-nvidia.yaml"))  # a Deployment: it holds its node until stopped
+    k.advance_until(lambda: any(s.startswith("Init") for s in k.pod_statuses().values()), what="on its node")
+    k.world.advance(20 * 60)
+    charge = -[t for t in k.world.main_org.transactions if t.kind == "charge"][-1].amount
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(k.auth_cache))  # ncui signed in to halcyon before (kubectl's sign-in)
+    app = app_for(k.sim)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster", "catalog"))
+        await _set_spending_limit(pilot, app, _dollars(charge // 2), stop_runs=True)
+        lease = re.sub(r"\n +", " ", screen_text(app))
+        assert (
+            "At 100% ncui withdraws your limit price (no new nodes) and stops your runs on GPU nodes (their Jobs "
+            "and Deployments; the shared volume keeps what they wrote)" in lease
+        )
+        saved = json.loads(L.limits_path().read_text())
+        assert saved["version"] == 2 and [v["stop_runs"] for v in saved["limits"].values()] == [True]
+        _assess(app, k.world)
+        await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
+        text = " ".join(screen_text(app).split())
+        assert "ncui will withdraw the limit price of $5.00/GPU-h on halcyon and stop Serve Inkling in " in text
+        assert (
+            "Stopped (deleted), each with what stays: • Serve Inkling: deployment/inkling (READY 1/1), "
+            "service/inkling. The staged checkpoint and the engine's compile caches stay on the shared volume "
+            "(/mnt/shared/inkling)"
+        ) in text
+        assert "Their nodes go back to the market after a few idle minutes; billing ends then." in text
+        gone = lambda: "inkling" not in k.kubectl("get", "deployments", "-o", "name").stdout  # noqa: E731
+        await until(pilot, gone, timeout=30, what="deleted")
+        assert k.world.main_org.k8s["halcyon"].bid == 0
+        await until(pilot, lambda: "Stopped Serve Inkling: deleted deployment/inkling" in notes(app), what="said")
+
+
+async def test_without_the_choice_the_limit_says_the_held_node_goes_on_billing(sim, monkeypatch):
+    """A node held for a job (demand 1) and no choice to stop runs: the countdown withdraws the limit price and
+    says the held node stays, billed — not that spending stops."""
+    monkeypatch.setattr(L, "COUNTDOWN_S", 3.0)
+    await put_bid(sim, 5.0)
+    sim.world.main_org.k8s["halcyon"].requested_nodes = 1
+    sim.world.advance(40 * 60)
+    app = app_for(sim)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster", "spend"))
+        await _set_spending_limit(pilot, app, "5")
+        lease = re.sub(r"\n +", " ", screen_text(app))
+        assert (
+            "At 100% ncui withdraws your limit price: no new nodes. A run on a node you hold goes on, billed" in lease
+        )
+        assert "stops spending" not in lease
+        await _reach(pilot, app, sim.world)
+        text = " ".join(screen_text(app).split())
+        assert (
+            "Withdrawn, no new nodes are pulled. 1 node (8 GPUs) still held stays, billed, until its job ends: " in text
+        )
+        assert "you did not choose to stop runs" in text
+
+
+async def test_one_countdown_and_one_withdrawal_even_when_an_update_lands_during_it(sim, monkeypatch):
+    """The withdrawal's PUT is slow (a 3 s delay on /api/k8s/bid) and a charge lands meanwhile: no second
+    countdown comes for the same limit, and 0 is sent once."""
+    monkeypatch.setattr(L, "COUNTDOWN_S", 2.0)
+    await put_bid(sim, 5.0)
+    sim.world.main_org.k8s["halcyon"].requested_nodes = 1
+    sim.world.advance(40 * 60)
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster", "spend"))
+        sent = record_bids(app)
+        await _set_spending_limit(pilot, app, "5")
+        await _reach(pilot, app, sim.world)
+        async with httpx.AsyncClient() as h:
+            await h.post(
+                sim.api_url + "/_sim/faults",
+                json={"path_prefix": "/api/k8s/bid", "delay": 3.0, "count": 2},
+                headers={"Authorization": f"Bearer {sim.token}"},
+            )
+        await until(pilot, lambda: not isinstance(app.screen, CountdownModal), what="the countdown's end")
+        for _ in range(3):  # charges land while the PUT is slow, and after it
+            spent = limit_state(app.store).spent
+            _assess(app, sim.world)
+            await until(pilot, lambda s=spent: limit_state(app.store).spent > s, what="the next charge counted")
+            assert not isinstance(app.screen, CountdownModal)
+        await until(pilot, lambda: sim.world.main_org.k8s["halcyon"].bid == 0, timeout=20, what="the withdrawal")
+        await until(pilot, lambda: not app._limit_counting, what="the withdrawal done")
+        assert not isinstance(app.screen, CountdownModal) and sent == [Decimal(0)]
+
+
+async def test_a_date_past_9999_is_refused_on_the_keystroke_not_a_crash(sim):
+    app = app_for(sim)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster"))
+        await pilot.press("5", "b")
+        await until(pilot, lambda: isinstance(app.screen, SpendingLimitModal))
+        await type_text(pilot, "5")
+        await pilot.press("tab")
+        await type_text(pilot, "9999-12-31")
+        await until(pilot, lambda: "past the last day ncui can count to" in screen_text(app), what="the refusal")
+        assert app.screen.value is None and app.is_running
+        await pilot.press("space", "2", "3", ":", "5", "9")  # that day's last minute is a date ncui can count to
+        await until(pilot, lambda: app.screen.value is not None, what="a valid limit")
+        await pilot.press("escape")
+        await pilot.press("q")
+        await until(pilot, lambda: app._exit)
+    assert json.loads(L.limits_path().read_text())["limits"] == {} if L.limits_path().exists() else True
+
+
+def test_a_version_1_limits_file_is_still_read(tmp_path):
+    path = tmp_path / "limits.json"
+    body = {"amount_ucredits": 5_000_000, "set_at": START.isoformat(), "until": None, "kept": False}
+    path.write_text(json.dumps({"version": 1, "limits": {"api|org-a": body}}))
+    assert L.load("api|org-a", path) == Limit(5_000_000, START)  # stop_runs: off, as before
+    L.save("api|org-b", Limit(7_000_000, START, stop_runs=True), path)
+    saved = json.loads(path.read_text())
+    assert saved["version"] == 2 and saved["limits"]["api|org-a"] == body  # (the old entry kept as it was)
+    assert L.load("api|org-b", path).stop_runs and not L.load("api|org-a", path).stop_runs
+
+
+async def test_a_corrupt_limits_file_is_said_at_once(sim):
+    L.limits_path().parent.mkdir(parents=True, exist_ok=True)
+    L.limits_path().write_text("{not json")
+    app = app_for(sim)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami") and app._limit_key is not None)
+        await until(pilot, lambda: "limits.json is not valid JSON" in notes(app), timeout=5, what="the notice")
+        assert not any(v == "report" for v in [app.query_one("#views").current])
+
+
+async def test_since_start_counts_from_the_services_clock_when_the_first_answer_is_dated(sim):
+    """No clock handed in (as against the real service): "since start" is the box's time when its first dated
+    answer came, never the wall clock (here weeks after the box's 09:00), and the charges before do not count."""
+    from ncui.backend import Backend
+
+    from .conftest import endpoints_of
+
+    sim.world.main_org.k8s["halcyon"].bid = 5_000_000
+    sim.world.main_org.k8s["halcyon"].requested_nodes = 1
+    sim.world.advance(40 * 60)  # charges before ncui started
+    backend = Backend(endpoints_of(sim), SecretStr(sim.token), timeout=5)
+    app = NCApp(backend, store=Store(clock=lambda: 1000.0), mode="test")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions"))
+        await pilot.press("5")
+        await until(pilot, lambda: "Since start     $0.00 charged since 09:40" in screen_text(app), what="Lease")
+        start = app.store.meta["session_start"]
+        assert abs((start - sim.world.now()).total_seconds()) < 120

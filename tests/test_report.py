@@ -274,7 +274,7 @@ def test_a_corrupt_or_future_version_state_file_is_set_aside_with_a_message(tmp_
     assert json.loads(path.read_text())["version"] == memory.FILE_VERSION and path.stat().st_mode & 0o077 == 0
     # limits.json goes through the same module: a future version is set aside, not misread
     lpath = tmp_path / "ncui" / "limits.json"
-    lpath.write_text('{"version": 2, "limits": {"k": {"amount_ucredits": 5}}}')
+    lpath.write_text('{"version": 3, "limits": {"k": {"amount_ucredits": 5}}}')
     assert limits.load("k", lpath) is None and "newer ncui" in statefile.notices()[0]
 
 

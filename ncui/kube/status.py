@@ -211,6 +211,11 @@ def node_status(node: dict[str, Any]) -> str:
     return status
 
 
+def is_gpu_node(node: dict[str, Any]) -> bool:
+    """A node with GPUs (``<vendor>.com/gpu`` in its capacity): the kind the market grants and bills."""
+    return any(k.endswith(".com/gpu") for k in ((node.get("status") or {}).get("capacity") or {}))
+
+
 # ---- explanations (the seed's words, live numbers) ------------------------------------------------
 
 FIRST_NODE = "10–15 minutes for a first node"

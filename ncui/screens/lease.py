@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from ..formatting import fmt_rate
-from ..limits import LIMIT_SLICE, limit_state, spent_since_start
+from ..limits import LIMIT_SLICE, limit_kind, limit_state, spent_since_start, stops
 from ..money import fmt_price, fmt_usd
 from .base import View
 from .market import nodes_won
@@ -78,8 +78,10 @@ class LeaseView(View):
   meter's last assessment for the whole organization, about ten minutes behind.
 • [b]Spending limit[/b] ([b]b[/b]): the most ncui lets the meter charge, for this session or until a date.
   It counts the charge transactions recorded after you set it. At 80% ncui warns; at 100% it withdraws
-  your limit price after a 15-second countdown (Esc keeps it: "reached, kept by you"). It is remembered
-  across restarts; National Compute itself enforces none.
+  your limit price after a 15-second countdown (Esc keeps it: "reached, kept by you"): no new nodes, but a
+  run on a node you hold goes on, billed, until it ends, unless you chose (when setting it) to stop those
+  runs too; the countdown lists them and what stays. It is remembered across restarts; National Compute
+  itself enforces none.
 • [b]VM clusters[/b]: [b]k[/b] registers one of your public keys (it installs on nodes granted later, never on a
   running one); [b]d[/b] declares capacity (GPUs in whole nodes and your ceiling, asked first, the version
   echoed: if someone else changed it meanwhile you see what changed and are asked again); each allocation
@@ -244,8 +246,14 @@ class LeaseView(View):
         state = limit_state(self.store)
         t.append("\n")
         self._row(t, "Spending limit")
+        kind = limit_kind(self.store)
         if state is None:
-            t.append("none. b sets one (warns at 80%, stops spending at 100%).")
+            at100 = {
+                "market": "withdraws your limit price, and stops your runs if you choose",
+                "vm": "releases your VM capacity",
+                "none": "warns again: nothing here is withdrawn",
+            }[kind]
+            t.append(f"none. b sets one (it warns at 80%; at 100% {at100}).")
             return
         style = {
             "warn": "bold black on yellow",
@@ -254,6 +262,7 @@ class LeaseView(View):
             "unknown": "bold red",
         }.get(state.level, "")
         t.append(state.sentence(), style=style)
+        t.append(f"\n{'':<{LABEL}}{stops(kind, state.limit.stop_runs)}")
         t.append(f"\n{'':<{LABEL}}Counts charges after it was set. b changes or clears it.")
         if state.spent is not None:
             self._stale(t, "transactions")

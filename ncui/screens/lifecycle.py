@@ -41,6 +41,16 @@ else:
 GONE_TIMEOUT = 30.0  # seconds Stop waits for the deleted jobs and deployments to leave the watch (kubectl waits too)
 
 
+def stop_list(objs: Iterable[L.Obj]) -> str:
+    """``job/nanogpt (Running), service/infera``: what Stop deletes, as its question lists it."""
+    return ", ".join(o.ref + (f" ({o.state})" if o.state else "") for o in objs)
+
+
+def stays(recipe: str) -> str:
+    """What stays when ``recipe`` is stopped (the shared volume's contents, staged weights, a tuned model)."""
+    return L.STAYS.get(recipe, "What it wrote to the shared volume stays there.")
+
+
 class LifecycleMixin(_AppBase):
     """Mixed into NCApp (beside FlowsMixin, whose apply flow calls ``one_serving_recipe``)."""
 
@@ -186,31 +196,22 @@ class LifecycleMixin(_AppBase):
         """Ask once, listing every object of recipe ``name`` on the cluster and what stays, then delete them all
         (as the seed's ``kubectl delete -f <file>`` and ``delete job …``) and wait until they are gone. True when
         nothing of it is left."""
-        from .. import recipes as R
         from ..kube.client import KubeError
 
-        recipe, info, ref = self._recipe(name), self.store.value("cluster"), self.store.meta.get("cluster")
+        recipe, ref = self._recipe(name), self.store.meta.get("cluster")
         kube = await self.kube_client()
         if kube is None or ref is None:
             return False
         try:
-            objs = await L.recipe_objects(kube, recipe)
+            objs, cmds = await self.stop_plan(kube, recipe)
         except KubeError as e:
             self.notify(f"Could not list what {recipe.title} created: {e}. Nothing was stopped.", severity="error")
             return False
         if not objs:
             self.notify(f"Nothing of {recipe.title} is on {ref.name} any more.")
             return True
-        nc = self._client()
-        cmds = list(R.stop_commands(recipe, info, nc.endpoints.catalog_url if nc else None)) if info else []
-        extra = [o.name for o in objs if o.plural == "jobs" and not any(o.name in c for c in cmds)]
-        if extra:
-            cmds.append(f"kubectl --context {ref.name} delete job {' '.join(extra)}")
         body = (  # (one list in a paragraph: the question and its buttons fit at 80x24)
-            lead
-            + f"Delete from {ref.name}: "
-            + ", ".join(o.ref + (f" ({o.state})" if o.state else "") for o in objs)
-            + f".\n\n{L.STAYS.get(name, 'What it wrote to the shared volume stays there.')} The standing limit "
+            lead + f"Delete from {ref.name}: " + stop_list(objs) + f".\n\n{stays(name)} The standing limit "
             "price is not changed (Lease, 5, withdraws it).\n\nAs kubectl: " + "; ".join(cmds)
         )
         yes = await self.push_screen_wait(
@@ -219,6 +220,26 @@ class LifecycleMixin(_AppBase):
         if not yes:
             self.notify("Nothing was stopped.")
             return False
+        return await self.stop_objects(kube, recipe, objs, cmds)
+
+    async def stop_plan(self, kube: KubeClient, recipe: m.Recipe) -> tuple[list[L.Obj], list[str]]:
+        """What Stop deletes of ``recipe`` on the active cluster now, and the kubectl commands that stand for it.
+        Raises KubeError when the cluster cannot be listed."""
+        from .. import recipes as R
+
+        info, ref = self.store.value("cluster"), self.store.meta.get("cluster")
+        objs = await L.recipe_objects(kube, recipe)
+        nc = self._client()
+        cmds = list(R.stop_commands(recipe, info, nc.endpoints.catalog_url if nc else None)) if info else []
+        extra = [o.name for o in objs if o.plural == "jobs" and not any(o.name in c for c in cmds)]
+        if extra and ref is not None:
+            cmds.append(f"kubectl --context {ref.name} delete job {' '.join(extra)}")
+        return objs, cmds
+
+    async def stop_objects(self, kube: KubeClient, recipe: m.Recipe, objs: list[L.Obj], cmds: list[str]) -> bool:
+        """Delete ``objs`` (``stop_plan``'s, after the human's yes), record it, and wait until they are gone."""
+        from ..kube.client import KubeError
+
         failed: list[str] = []
         tried: list[str] = []
         refused: list[str] = []

@@ -8,6 +8,7 @@ transactions at once, so a limit is acted on within one balance poll interval at
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING
@@ -17,12 +18,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Checkbox, Static
 
 from .. import limits as L
 from ..api.errors import NCError
 from ..limits import LIMIT_SLICE, limit_state
 from ..money import fmt_price, fmt_usd, parse_dollars
+from .lifecycle import stays, stop_list
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
@@ -32,8 +34,11 @@ if TYPE_CHECKING:
     from textual.widgets import Input
     from textual.worker import Worker
 
+    from ..api import models as m
     from ..api.client import NCClient
     from ..backend import Backend
+    from ..kube.client import KubeClient
+    from ..lifecycle import Obj
     from ..pollers import Pollers
     from ..store import Slice, Store
     from .exitguard import Standing
@@ -102,24 +107,33 @@ class CountdownModal(ModalScreen[bool]):
         self.dismiss(value)
 
 
-class SpendingLimitModal(ModalScreen["tuple[int, datetime | None] | str | None"]):
-    """Set (amount, until), clear ("clear"), or cancel (None) the spending limit. The amount is read strictly
-    (``money.parse_dollars``); the end is blank (this session) or a date (``limits.parse_until``)."""
+class _StopRunsBox(Checkbox, inherit_bindings=False):
+    """Space ticks it; Enter sets the limit, as everywhere in the question (a Checkbox's Enter would untick it)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("space", "toggle_button", "Toggle", show=False)]
+
+
+class SpendingLimitModal(ModalScreen["tuple[int, datetime | None, bool] | str | None"]):
+    """Set (amount, until, stop_runs), clear ("clear"), or cancel (None) the spending limit. The amount is read
+    strictly (``money.parse_dollars``); the end is blank (this session) or a date (``limits.parse_until``); on a
+    market cluster a box chooses whether 100% also stops the runs that hold GPU nodes (off unless ticked)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("enter", "submit", show=False)]
     DEFAULT_CSS = """
     SpendingLimitModal { align: center middle; }
     SpendingLimitModal > Vertical { width: 90%; max-width: 84; height: auto; max-height: 100%; border: thick $warning;
                                     background: $surface; padding: 0 2; }
     SpendingLimitModal Field { width: 30; }
+    SpendingLimitModal _StopRunsBox { border: none; padding: 0; height: auto; width: 100%; }
+    SpendingLimitModal _StopRunsBox:focus { border: none; background-tint: $foreground 10%; }
     SpendingLimitModal Horizontal { height: auto; align-horizontal: right; }
     SpendingLimitModal Button { margin-left: 2; }
     """
 
-    def __init__(self, current: L.Limit | None, now: datetime, counts: str) -> None:
+    def __init__(self, current: L.Limit | None, now: datetime, counts: str, kind: L.Kind = "market") -> None:
         super().__init__()
-        self.current, self.now, self.counts = current, now, counts
-        self.value: tuple[int, datetime | None] | None = None
+        self.current, self.now, self.counts, self.kind = current, now, counts, kind
+        self.value: tuple[int, datetime | None, bool] | None = None
 
     def compose(self) -> ComposeResult:
         from textual.widgets import Label
@@ -128,17 +142,27 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None] | str | None"]
         from ..widgets.field import Field
 
         cur = self.current
+        n = int(L.COUNTDOWN_S)
+        what = {
+            "market": f"at 100%, after a {n}-second countdown you can cancel, it withdraws your limit price: no new "
+            "nodes. A run on a node you hold goes on, billed, until it ends, unless you tick the box to stop it too.",
+            "vm": f"at 100%, after a {n}-second countdown you can cancel, it releases your VM capacity: billing stops, "
+            "and every node is destroyed with its disk.",
+            "none": "at 100% it warns again: nothing here is withdrawn or stopped.",
+        }[self.kind]
         with Vertical():
             yield Static("[b]Spending limit[/b]", markup=True)
-            yield Static(
-                f"{self.counts} At 80% ncui warns; at 100% it withdraws your limit price (on a VM cluster: "
-                f"releases your capacity) after a {int(L.COUNTDOWN_S)}-second countdown you can cancel.",
-                markup=False,
-            )
+            yield Static(f"{self.counts} At 80% ncui warns; {what}", markup=False)
             yield Label("Most the meter may charge, in dollars")
             yield Field(value=dollars_text(cur.amount) if cur else "", placeholder="e.g. 50.00", id="amount")
             yield Label("Until (blank: this session; or YYYY-MM-DD, UTC)")
             yield Field(value=f"{cur.until:%Y-%m-%d %H:%M}" if cur and cur.until else "", id="until")
+            if self.kind == "market":
+                yield _StopRunsBox(
+                    "At 100% also stop my runs on GPU nodes (shared volume kept)",
+                    value=bool(cur and cur.stop_runs),
+                    id="stop_runs",
+                )
             yield Static("", id="why")
             with Horizontal():
                 yield Button("Cancel (Esc)", id="cancel")
@@ -154,6 +178,13 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None] | str | None"]
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self._judge()
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        self._judge()
+
+    def _stop_runs(self) -> bool:
+        boxes = self.query("#stop_runs").results(_StopRunsBox)
+        return any(b.value for b in boxes)
 
     def _judge(self) -> None:
         from textual.widgets import Input
@@ -172,9 +203,12 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None] | str | None"]
         except ValueError as e:
             why.update(Text(f"✗ {e}", style="bold red"))
             return
-        self.value = (amount, until)
+        stop_runs = self._stop_runs()
+        self.value = (amount, until, stop_runs)
         scope = "for this session" if until is None else f"until {until:%Y-%m-%d %H:%M} UTC"
-        why.update(Text(f"✓ {fmt_usd(amount)} {scope}, counted from now.", style="green"))
+        also = "; at 100% your runs on GPU nodes are stopped too (listed first, in the countdown)" if stop_runs else ""
+        said = f"✓ {fmt_usd(amount)} {scope}, counted from now{also}."
+        why.update(Text(said, style="green"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self._submit()
@@ -193,8 +227,25 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None] | str | None"]
         else:
             self.app.bell()
 
+    def action_submit(self) -> None:
+        self._submit()
+
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+@dataclass(frozen=True)
+class RunStop:
+    """A run that holds a GPU node, as the limit stops it: Stop's objects and commands (``stop_plan``)."""
+
+    recipe: m.Recipe
+    objs: list[Obj]
+    cmds: list[str]
+    stays: str
+
+    def said(self) -> str:
+        """``nanoGPT: job/nanogpt (Running). Nothing of the run stays on the cluster: …``"""
+        return f"{self.recipe.title}: {stop_list(self.objs)}. {self.stays}"
 
 
 class LimitGuardMixin(_AppBase):
@@ -206,6 +257,11 @@ class LimitGuardMixin(_AppBase):
         pollers: Pollers | None
 
         def _client(self) -> NCClient | None: ...
+        def _state_notices(self) -> None: ...
+        async def kube_signed_in(self, name: str | None = None) -> KubeClient | None: ...
+        async def stop_plan(self, kube: KubeClient, recipe: m.Recipe) -> tuple[list[Obj], list[str]]: ...
+        async def stop_objects(self, kube: KubeClient, recipe: m.Recipe, objs: list[Obj], cmds: list[str]) -> bool: ...
+        def _recipe(self, name: str) -> m.Recipe: ...
 
         def start_worker(
             self, work: Callable[[], Coroutine[Any, Any, object]], *, name: str, group: str = ..., exclusive: bool = ...
@@ -213,7 +269,8 @@ class LimitGuardMixin(_AppBase):
 
     _limit_key: str | None = None
     _limit_warned: frozenset[tuple[int, datetime]] = frozenset()  # the limits warned at 80% (amount, set_at)
-    _limit_counting: bool = False  # the countdown is up
+    _limit_counting: bool = False  # the fresh read, the countdown or the withdrawal is under way
+    _limit_looked: tuple[object, ...] | None = None  # what the last look at 100% saw (limit, charged, standing)
     _limit_nothing_told: frozenset[tuple[int, datetime]] = frozenset()
     _last_assessment: tuple[int, object] | None = None
 
@@ -223,22 +280,32 @@ class LimitGuardMixin(_AppBase):
         if backend is None:
             return
         self.store.meta["service_now"] = backend.now
-        self.store.meta.setdefault("session_start", backend.now())
+        self._session_start()
         self.store.subscribe("whoami", self._limit_load, interested=False)
         self.store.subscribe("balance", self._limit_balance, interested=False)
         # interested: the transactions stay polled at the shown rate wherever the human is
         self.store.subscribe(("transactions", "bid", "vm_capacity", LIMIT_SLICE), self._limit_check, interested=True)
 
+    def _session_start(self) -> None:
+        """ "Since start" counts from the service's clock when ncui started on it: set on the first dated answer
+        (before it, ``Backend.now`` is the wall clock, which may be hours off the service's)."""
+        if "session_start" not in self.store.meta and self.backend is not None:
+            if (now := self.backend.service_now()) is not None:
+                self.store.meta["session_start"] = now
+
     def _limit_load(self, s: Slice) -> None:
+        self._session_start()
         if s.value is None or self.backend is None or self.backend.endpoints is None:
             return
         key = L.key_for(self.backend.endpoints.api, s.value.org_id)
         if key != self._limit_key:
             self._limit_key = key
             self.store.set(LIMIT_SLICE, L.load(key))
+            self._state_notices()  # a limits.json set aside is said now, not when another file is next read
 
     def _limit_balance(self, s: Slice) -> None:
         """A new assessment (the balance or its time moved): read the charges now, not a poll later."""
+        self._session_start()
         bal = s.value
         if bal is None or s.failing:
             return
@@ -260,6 +327,7 @@ class LimitGuardMixin(_AppBase):
                 severity="warning",
                 timeout=12,
             )
+        self._state_notices()
         self.store.set(LIMIT_SLICE, limit)
         return True
 
@@ -273,8 +341,9 @@ class LimitGuardMixin(_AppBase):
             "What counts: the charges the meter records from now on (billing transactions; the meter assesses "
             "about every ten minutes, so a charge lands after the minutes it covers)."
         )
+        kind = L.limit_kind(self.store)
 
-        def done(answer: tuple[int, datetime | None] | str | None) -> None:
+        def done(answer: tuple[int, datetime | None, bool] | str | None) -> None:
             if answer is None:
                 return
             if answer == "clear":
@@ -282,12 +351,15 @@ class LimitGuardMixin(_AppBase):
                     self.notify("Spending limit cleared: ncui enforces none now.")
                 return
             assert isinstance(answer, tuple)
-            amount, until = answer
-            limit = L.Limit(amount, backend.now(), until)
+            amount, until, stop_runs = answer
+            limit = L.Limit(amount, backend.now(), until, stop_runs=stop_runs and kind == "market")
             if self._limit_save(limit):
-                self.notify(f"Spending limit {fmt_usd(amount)} {limit.scope()}: counted from now.")
+                self.notify(
+                    f"Spending limit {fmt_usd(amount)} {limit.scope()}: counted from now. "
+                    + L.stops(kind, limit.stop_runs)
+                )
 
-        self.push_screen(SpendingLimitModal(self.store.value(LIMIT_SLICE), backend.now(), counts), done)
+        self.push_screen(SpendingLimitModal(self.store.value(LIMIT_SLICE), backend.now(), counts, kind), done)
 
     def limit_end_session(self) -> None:
         """ncui quits with nothing standing: a session limit ends with the session (a dated one stays)."""
@@ -301,6 +373,7 @@ class LimitGuardMixin(_AppBase):
     def _limit_check(self, _s: Slice | None = None) -> None:
         from .exitguard import standing_spend
 
+        self._session_start()
         state = limit_state(self.store)
         if state is None or self._limit_counting:
             return
@@ -308,7 +381,12 @@ class LimitGuardMixin(_AppBase):
         standing = [s for s in standing_spend(self.store) if not s.unknown]
         if state.level == "warn" and ident not in self._limit_warned:
             self._limit_warned |= {ident}
-            then = f"ncui will {_stops(standing)}" if standing else "ncui withdraws what then stands"
+            kind = L.limit_kind(self.store)
+            then = (
+                f"ncui will {_stops(standing)}" + (" and stop your runs on GPU nodes" if state.limit.stop_runs else "")
+                if standing
+                else L.stops(kind, state.limit.stop_runs)[len("At 100% ") :].rstrip(".")
+            )
             self.notify(
                 f"{state.percent}% of your spending limit: {fmt_usd(state.spent)} of {fmt_usd(state.limit.amount)} "
                 f"charged since {state.limit.set_at:%H:%M}. At 100% {then} (Lease, 5).",
@@ -318,63 +396,172 @@ class LimitGuardMixin(_AppBase):
             )
         if state.level != "reached":
             return
-        if not standing:
+        # Looked at again only when something moved (a new charge, what stands, the limit): each look reads what
+        # stands fresh first, so a limit price already withdrawn is never counted down for (or PUT 0) again.
+        looked = (ident, state.spent, state.limit.stop_runs, tuple((s.kind, s.cluster, s.price) for s in standing))
+        if looked == self._limit_looked:
+            return
+        self._limit_looked = looked
+        self._limit_counting = True
+        self.start_worker(partial(self._limit_reached, state), name="limit-reached", group="limit")
+
+    async def _limit_reached(self, state: L.LimitState) -> None:
+        """At 100%: read what stands now (and, when chosen, the runs on GPU nodes), then the last warning."""
+        from .exitguard import standing_spend
+
+        try:
+            await self._limit_fresh()
+            standing = [s for s in standing_spend(self.store) if not s.unknown]
+            runs, runs_problem = await self._limit_runs() if state.limit.stop_runs else ([], None)
+        except BaseException:
+            self._limit_counting = False
+            raise
+        ident = (state.limit.amount, state.limit.set_at)
+        if not standing and not runs:
+            self._limit_counting = False
             if ident not in self._limit_nothing_told:
                 self._limit_nothing_told |= {ident}
                 self.notify(
-                    f"Spending limit reached: {fmt_usd(state.spent)} of {fmt_usd(state.limit.amount)}. Nothing "
-                    "stands that ncui can withdraw; a job still running is billed until it ends (Workloads, x).",
+                    f"Spending limit reached: {fmt_usd(state.spent)} of {fmt_usd(state.limit.amount)}. "
+                    + self._limit_still_billed(state.limit.stop_runs, runs_problem),
                     title="Spending limit",
                     severity="error",
                     timeout=30,
                 )
             return
         after = {
-            "bid": "Withdrawn, no new nodes are pulled; a node still running a job stays, billed, until the job ends "
-            "(stop it on Workloads, x).",
+            "bid": "Withdrawn, no new nodes are pulled.",
             "vm": "Released (max_gpus 0, the same price), billing stops and every node is destroyed with its disk: "
             "Esc keeps it, to copy files off first (Lease, R offers to).",
         }
+        parts = list(dict.fromkeys(after[s.kind] for s in standing))
+        if runs:
+            parts.append("Stopped (deleted), each with what stays:")
+            parts.extend(f"• {r.said()}" for r in runs)
+            parts.append("Their nodes go back to the market after a few idle minutes; billing ends then.")
+        elif any(s.kind == "bid" for s in standing):
+            parts.append(self._limit_still_billed(state.limit.stop_runs, runs_problem))
         body = (
             f"The meter charged {fmt_usd(state.spent)} since {state.limit.set_at:%H:%M}: your limit is "
-            f"{fmt_usd(state.limit.amount)} {state.limit.scope()}.\n\n"
-            + " ".join(dict.fromkeys(after[s.kind] for s in standing))
+            f"{fmt_usd(state.limit.amount)} {state.limit.scope()}.\n\n" + "\n".join(parts)
         )
-        self._limit_counting = True
-        yes = "Withdraw now" if any(s.kind == "bid" for s in standing) else "Release now"
-        self.push_screen(
-            CountdownModal(body, _stops(standing), L.COUNTDOWN_S, yes), partial(self._limit_answer, standing)
+        what = " and ".join(
+            x for x in (_stops(standing), "stop " + ", ".join(r.recipe.title for r in runs) if runs else "") if x
         )
+        yes = (
+            "Withdraw now"
+            if any(s.kind == "bid" for s in standing)
+            else ("Release now" if standing else "Stop them now")
+        )
+        self.push_screen(CountdownModal(body, what, L.COUNTDOWN_S, yes), partial(self._limit_answer, standing, runs))
 
-    def _limit_answer(self, standing: list[Standing], withdraw: bool | None) -> None:
-        self._limit_counting = False
+    def _limit_still_billed(self, stop_runs: bool, runs_problem: str | None) -> str:
+        """What goes on billing after the limit acted: a node running a job (said with what Lease shows held)."""
+        spend = self.store.value("spend")
+        held = (
+            f"{spend.nodes_held} node{'s' if spend.nodes_held != 1 else ''} ({spend.gpus_held} GPUs) still held"
+            if spend is not None and spend.nodes_held
+            else "A node still running a job"
+        )
+        if runs_problem:
+            return (
+                f"{held} stays, billed, until its job ends: your runs could not be listed ({runs_problem}), so "
+                "none is stopped (Workloads, x)."
+            )
+        if stop_runs:
+            return f"{held} stays, billed, while a job runs on it: no run of yours sits on a GPU node for ncui to stop."
+        return f"{held} stays, billed, until its job ends: you did not choose to stop runs (Workloads, x stops one)."
+
+    async def _limit_fresh(self) -> None:
+        """What stands, read now (the countdown shows what it withdraws, never a poll's older read)."""
+        nc, ref = self._client(), self.store.meta.get("cluster")
+        if nc is None or ref is None:
+            return
+        try:
+            if ref.kind == "kubernetes" and L.limit_kind(self.store) == "market":
+                self.store.set("bid", await nc.bid(ref.name))
+            elif ref.kind == "vm":
+                self.store.set("vm_capacity", await nc.vm_capacity())
+        except NCError as e:  # the last read stands, said as stale by the slice
+            self.store.fail("bid" if ref.kind == "kubernetes" else "vm_capacity", str(e))
+
+    async def _limit_runs(self) -> tuple[list[RunStop], str | None]:
+        """The runs that hold GPU nodes on the active cluster now (Stop's objects for each), or why they could
+        not be listed. Never a sign-in question: a countdown does not wait on a browser."""
+        from ..kube.client import KubeError
+        from ..lifecycle import Obj, runs_on_gpu_nodes
+
+        if L.limit_kind(self.store) != "market":
+            return [], None
+        kube = await self.kube_signed_in()
+        if kube is None:
+            return [], "not signed in to the cluster: s on Workloads signs in"
+        try:
+            pods, jobs, deps, nodes = [(await kube.list(k))[0] for k in ("pods", "jobs", "deployments", "nodes")]
+            out: list[RunStop] = []
+            for run in runs_on_gpu_nodes(pods, jobs, deps, nodes, self.store.value("catalog") or ()):
+                if run.recipe is not None:
+                    recipe = self._recipe(run.recipe)
+                    objs, cmds = await self.stop_plan(kube, recipe)
+                    if objs:
+                        out.append(RunStop(recipe, objs, cmds, stays(run.recipe)))
+                else:
+                    obj = Obj(run.plural, run.name)
+                    recipe = self._recipe(obj.ref)
+                    out.append(RunStop(recipe, [obj], [], "What it wrote to the shared volume stays there."))
+        except KubeError as e:
+            return [], str(e)
+        return out, None
+
+    def _limit_answer(self, standing: list[Standing], runs: list[RunStop], withdraw: bool | None) -> None:
         limit = self.store.value(LIMIT_SLICE)
         if withdraw:
             if limit is not None:  # what follows the withdrawal is said once, not "nothing stands" again
                 self._limit_nothing_told |= {(limit.amount, limit.set_at)}
-            self.start_worker(partial(self._limit_withdraw, standing), name="limit-withdraw")
-            return
+            self.start_worker(partial(self._limit_withdraw, standing, runs), name="limit-withdraw", group="limit")
+            return  # (still counting: until the withdrawal is done, no second countdown)
+        self._limit_counting = False
         if limit is not None:
             self._limit_save(L.kept(limit))
-        self.notify("Spending limit reached, kept by you: nothing was withdrawn.", severity="warning", timeout=12)
+        self.notify(
+            "Spending limit reached, kept by you: nothing was withdrawn or stopped.", severity="warning", timeout=12
+        )
 
-    async def _limit_withdraw(self, standing: list[Standing]) -> None:
+    async def _limit_withdraw(self, standing: list[Standing], runs: list[RunStop]) -> None:
         from ..actions import withdraw_bid
+        from ..kube.client import KubeError
 
-        nc = self._client()
-        if nc is None:
-            return
-        for s in standing:
-            try:
-                if s.kind == "bid":
-                    await withdraw_bid(nc, self.store, s.cluster)
-                    self.notify(f"Spending limit reached: the limit price on {s.cluster} is withdrawn.", timeout=15)
-                else:
-                    await self.release_for_limit(s)
-            except NCError as e:
-                self.notify(f"The spending limit could not stop the spending: {e}", severity="error", timeout=20)
-        if self.pollers is not None:
-            self.pollers.refresh("bid", "spend", "ladder", "vm_capacity")
+        try:
+            nc = self._client()
+            if nc is None:
+                return
+            for s in standing:
+                try:
+                    if s.kind == "bid":
+                        await withdraw_bid(nc, self.store, s.cluster)
+                        self.notify(f"Spending limit reached: the limit price on {s.cluster} is withdrawn.", timeout=15)
+                    else:
+                        await self.release_for_limit(s)
+                except NCError as e:
+                    self.notify(f"The spending limit could not stop the spending: {e}", severity="error", timeout=20)
+            kube = await self.kube_signed_in() if runs else None
+            for r in runs:
+                why = "not signed in to the cluster"
+                try:
+                    if kube is not None:
+                        await self.stop_objects(kube, r.recipe, r.objs, r.cmds)  # (says what it stopped)
+                        continue
+                except KubeError as e:
+                    why = str(e)
+                self.notify(
+                    f"The spending limit could not stop {r.recipe.title}: {why}. Stop it on Workloads (x).",
+                    severity="error",
+                    timeout=20,
+                )
+            if self.pollers is not None:
+                self.pollers.refresh("bid", "spend", "ladder", "vm_capacity")
+        finally:
+            self._limit_counting = False
 
     async def release_for_limit(self, standing: Standing) -> None:
         """Declared VM capacity at 100%, after the countdown the human let run: release it (max_gpus 0 with the

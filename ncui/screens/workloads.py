@@ -432,11 +432,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         for d in sorted((deps or {}).values(), key=lambda o: o["metadata"]["name"]):
             summary.append(f"deploy/{d['metadata']['name']} ", style="bold")
             summary.append(f"{S.deployment_ready(d)}  ")
-        gpu_nodes = [
-            n
-            for n in (nodes or {}).values()
-            if any(k.endswith(".com/gpu") for k in ((n.get("status") or {}).get("capacity") or {}))
-        ]
+        gpu_nodes = [n for n in (nodes or {}).values() if S.is_gpu_node(n)]
         ready = sum(1 for n in gpu_nodes if S.node_status(n) == "Ready")
         summary.append(
             f"· GPU nodes {ready} ready" + (f", {len(gpu_nodes) - ready} joining" if len(gpu_nodes) > ready else ""),
