@@ -37,14 +37,23 @@ class Meter:
 
     kind: str  # bid | serve | busy | idle | nodes | vm | research
     cluster: str  # "" for a public-research node
-    name: str  # short, for the header and Lease: "limit $4.50/GPU-h", "serve finance-analyst", "1 idle node"
+    name: str  # short, for Lease: "limit $4.50/GPU-h", "serve finance-analyst", "1 idle node"
     sentence: str  # what it is and what it keeps doing
     per_hour: int | None  # µ$ an hour now; None: unknown (``cost`` says why) or nothing by itself (a limit price)
     cost: str  # what it costs per hour, in words: "$20.00/h", "unknown: <reason>"
     keep: str  # what "keep it, quit" does to it
     withdraw: str  # what "withdraw / release, quit" does to it
     price: int = 0  # the limit price (µ$/GPU-h): a VM release repeats it, as the PUT needs both fields
-    unknown: bool = False  # could not be read: we cannot say it is gone
+    stop: str = ""  # how it stops, when not by w  # could not be read: we cannot say it is gone
+
+    @property
+    def tag(self) -> str:
+        """Shorter still, for the header at 80 columns: "serve", "1 idle", "VM", "node"."""
+        if self.kind in ("busy", "idle"):
+            return self.name.split(" node")[0]  # "1 idle"
+        return {"bid": "limit", "serve": "serve", "nodes": self.name.removesuffix(" held"), "vm": "VM"}.get(
+            self.kind, "node"
+        )
 
     @property
     def acts(self) -> bool:
@@ -203,6 +212,7 @@ def _k8s_nodes(store: Store, cluster: str, market: bool, reserved: int) -> list[
                 said,
                 "stay held while they run work",
                 "not released by withdrawing the limit price: a node running a job stays until it ends",
+                stop="a node goes when the work on it ends and the cluster lets it go",
             )
         ]
     nodes, pods, deps = (s.value for s in watch)
@@ -241,6 +251,8 @@ def _k8s_nodes(store: Store, cluster: str, market: bool, reserved: int) -> list[
                 "goes on serving and billing: a serve never ends by itself",
                 "goes on serving and billing (withdrawing does not stop it). To stop it: Stay, then x on "
                 f"Workloads (4), or kubectl --context {cluster} delete deploy/{d}",
+                stop=f"x on Workloads (4) stops it, or kubectl --context {cluster} delete deploy/{d}; a serve never "
+                "ends by itself",
             )
         )
     if busy:
@@ -256,6 +268,7 @@ def _k8s_nodes(store: Store, cluster: str, market: bool, reserved: int) -> list[
                 said,
                 "stay held until the work on them ends",
                 "stay held until the work on them ends (withdrawing pulls no new node; it stops nothing)",
+                stop="they go when the work on them ends; x on Workloads (4) stops it sooner",
             )
         )
     # Reserved nodes serve requests before the market (the guide): work fills them first, and what is left of the
@@ -281,6 +294,7 @@ def _k8s_nodes(store: Store, cluster: str, market: bool, reserved: int) -> list[
                 said,
                 "billed until the cluster lets it go",
                 "not released sooner by withdrawing: billed until the cluster lets it go",
+                stop="the cluster lets an idle node go by itself; ncui cannot release a node",
             )
         )
     return out
@@ -351,5 +365,7 @@ def _research(store: Store) -> list[Meter]:
             said,
             "goes on billing until Marshall releases it",
             f"goes on billing: {WHO_RELEASES_RESEARCH}",
+            stop="only Marshall's workspace releases it (public_research_release); copy the results off first (c on "
+            "Workloads): its disk dies with the lease",
         )
     ]

@@ -75,7 +75,8 @@ class ExitGuardModal(ModalScreen[str | None]):
                 yield Static(meter_text(self.meters), markup=False)
             with Horizontal():
                 yield Button("Stay (Esc)", id="stay", variant="primary")
-                keep = "Keep it, quit (k)" if self.standing else "Leave them, quit (k)"
+                them = "it" if len(self.meters) == 1 else "them"
+                keep = "Keep it, quit (k)" if self.standing else f"Leave {them} running, quit (k)"
                 yield Button(keep, id="keep", variant="default")
                 if self.standing:
                     yield Button(f"{release.capitalize()}, quit (w)", id="withdraw", variant="warning")

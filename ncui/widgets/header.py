@@ -15,7 +15,9 @@ from ..store import Store
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+# (the meters read the cluster's watches, the VM capacity and the research node's status too)
 WATCH = ("whoami", "summary", "balance", "bid", "cluster", "spend", "transactions", LIMIT_SLICE)
+WATCH += ("k8s_nodes", "k8s_pods", "k8s_deployments", "vm_capacity", "research", "research_typed")
 STALE_AFTER = 45.0  # seconds without a fresh balance before the header says stale
 # What the light names when a slice the header shows could not be read ("● stale 12s: limit").
 LABELS = {
@@ -141,8 +143,23 @@ class StatusHeader(Static):
                 line.append("unknown", style="bold red")  # never read: Lease says why
             else:
                 line.append("…", style="dim")
+        self._meters(line, sep, pad)
         self._spending_limit(line, sep, pad)
         return line
+
+    def _meters(self, line: Text, sep: str, pad: Callable[[str], str]) -> None:
+        """What runs and bills besides the limit price (``meters.running_meters``), short, with what they cost an
+        hour together: "meters serve+1 idle $64.00/h"; "+?" when a figure could not be read (Lease says why)."""
+        from ..meters import running_meters, total_per_hour
+
+        meters = [x for x in running_meters(self.store) if x.kind != "bid"]
+        if not meters:
+            return
+        total, unknown = total_per_hour(meters)
+        known = any(x.per_hour is not None for x in meters)
+        cost = (f"{fmt_usd(total)}/h" if known else "") + ("+?" if unknown and known else "?/h" if unknown else "")
+        line.append(sep)
+        line.append(pad(f"meters {'+'.join(x.tag for x in meters)} {cost}"), style="bold black on yellow")
 
     def _spending_limit(self, line: Text, sep: str, pad: Callable[[str], str]) -> None:
         """The spending limit, short: "cap $50 24%"; highlighted from 80%, red once reached; "?" when the
