@@ -19,6 +19,7 @@ LOWER = [
     "ncui.remote.node",
     "ncui.logfollow",
     "ncui.lifecycle",
+    "ncui.meters",
 ]
 
 
