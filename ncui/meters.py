@@ -44,7 +44,8 @@ class Meter:
     keep: str  # what "keep it, quit" does to it
     withdraw: str  # what "withdraw / release, quit" does to it
     price: int = 0  # the limit price (µ$/GPU-h): a VM release repeats it, as the PUT needs both fields
-    stop: str = ""  # how it stops, when not by w  # could not be read: we cannot say it is gone
+    unknown: bool = False  # could not be read: we cannot say it is gone
+    stop: str = ""  # how it stops, when not by w
 
     @property
     def tag(self) -> str:
@@ -129,7 +130,7 @@ def standing(store: Store) -> list[Meter]:
 def total_per_hour(meters: list[Meter]) -> tuple[int, bool]:
     """What the meters cost an hour together, and whether some figure is unknown (then the sum is a floor)."""
     known = [x.per_hour for x in meters if x.per_hour is not None]
-    unknown = any(x.per_hour is None and x.kind != "bid" for x in meters)
+    unknown = any(x.cost.startswith("unknown") for x in meters)
     return sum(known), unknown
 
 
@@ -324,7 +325,7 @@ def _vm(store: Store, cluster: str) -> list[Meter]:
             f"VM capacity of {cap.max_gpus} GPUs at up to {fmt_price(price)} is declared on {cluster} "
             f"({_plural(len(held), 'allocation')}). Kept, nodes go on being granted and billed until it is "
             f"released.{disks}",
-            price * gpus if active else None,
+            price * gpus,  # (no node active yet: nothing billed now, as read)
             f"up to {_rate(price * gpus)} ({_plural(len(active), 'active node')}, {gpus} GPUs at up to "
             f"{fmt_price(price)})"
             if active

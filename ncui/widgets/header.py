@@ -103,13 +103,17 @@ class StatusHeader(Static):
         line = self._second_line("  ", True)
         if line.cell_len > width:  # at 80 columns a standing limit price and the spending limit's share both fit
             line = self._second_line(" ", False)
+        if line.cell_len > width:  # and the meters too, once the runway (on Account) gives way
+            line = self._second_line(" ", False, runway=False)
+        if line.cell_len > width:  # never a figure cut short without saying so
+            line.truncate(max(1, width), overflow="ellipsis")
         out = Text(no_wrap=True)
         out.append_text(top)
         out.append("\n")
         out.append_text(line)
         return out
 
-    def _second_line(self, sep: str, padded: bool) -> Text:
+    def _second_line(self, sep: str, padded: bool, *, runway: bool = True) -> Text:
         """Balance, burn, runway, the standing limit price and the spending limit: ``sep`` between them, and
         the highlighted ones ``padded`` with a space each side (tight at 80 columns: one space, no padding)."""
         st = self.store
@@ -125,8 +129,9 @@ class StatusHeader(Static):
         line.append(fmt_usd(balance), style="bold")
         line.append(f"{sep}burn ", style="dim")
         line.append(fmt_rate(burn))
-        line.append(f"{sep}runway ", style="dim")
-        line.append(fmt_runway(balance, burn))
+        if runway:
+            line.append(f"{sep}runway ", style="dim")
+            line.append(fmt_runway(balance, burn))
         bid_failing = st.get("bid").failing
         if bid is not None and bid.max_price_per_gpu_hour:
             line.append(sep)
@@ -156,7 +161,7 @@ class StatusHeader(Static):
         if not meters:
             return
         total, unknown = total_per_hour(meters)
-        known = any(x.per_hour is not None for x in meters)
+        known = any(x.per_hour is not None for x in meters)  # (a figure read: the sum of those read)
         cost = (f"{fmt_usd(total)}/h" if known else "") + ("+?" if unknown and known else "?/h" if unknown else "")
         line.append(sep)
         line.append(pad(f"meters {'+'.join(x.tag for x in meters)} {cost}"), style="bold black on yellow")
