@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     from .kube.client import KubeClient
     from .kube.gate import SignInGate
     from .kube.session import SigninResult
+    from .meters import Meter
     from .pollers import Pollers
     from .screens.connect import Handoff
-    from .meters import Meter
 
 log = logging.getLogger("ncui")
 

@@ -5,6 +5,7 @@ place that says what runs."""
 
 from __future__ import annotations
 
+from ncui.kube.status import job_status
 from ncui.meters import running_meters
 from ncui.screens.exitguard import ExitGuardModal
 from ncui.store import Store
@@ -41,7 +42,7 @@ async def test_a_serve_holding_its_node_then_the_idle_node_are_named_on_quit_hea
         assert "Serve deploy/finance-analyst (READY 1/1) holds 1 GPU node" in text, text
         assert f"Per hour: {rate} (8 GPUs at" in text
         assert "k: goes on serving and billing: a serve never ends by itself." in text
-        assert "w: goes on serving and billing (withdrawing does not stop it). To stop it: Stay, then x on Workloads" in text
+        assert "w: goes on serving and billing (withdrawing does not stop it). To stop it: Stay, then x on" in text
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, ExitGuardModal))
         assert f"meters serve {rate}" in screen_text(app)  # the header
@@ -56,7 +57,7 @@ async def test_a_serve_holding_its_node_then_the_idle_node_are_named_on_quit_hea
         await until(pilot, lambda: "finance-analyst" not in deps(app), what="the serve gone")
         meters = lambda: [x.kind for x in running_meters(app.store)]  # noqa: E731
         await run_until(pilot, world, lambda: "idle" in meters() and _held(app, 1), "the idle node", step=30)
-        assert job_done(jobs(app))
+        assert {job_status(j) for j in jobs(app).values()} == {"Complete"}  # the tune's done too
         text = await _quit_question(pilot, app)
         assert "1 idle GPU node (halcyon-" in text and "held on halcyon with nothing running: billed until the" in text
         assert "w: not released sooner by withdrawing: billed until the cluster lets it go." in text
@@ -64,13 +65,6 @@ async def test_a_serve_holding_its_node_then_the_idle_node_are_named_on_quit_hea
         await until(pilot, lambda: not isinstance(app.screen, ExitGuardModal))
         assert "meters 1 idle $" in screen_text(app)
         assert "1 idle node: $" in screen_text(app)  # Lease
-
-
-def job_done(js: dict) -> bool:
-    return all(
-        any(c.get("type") == "Complete" and c.get("status") == "True" for c in (j.get("status") or {}).get("conditions") or [])
-        for j in js.values()
-    )
 
 
 def test_a_figure_that_could_not_be_read_is_unknown_with_its_reason_never_zero():

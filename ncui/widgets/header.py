@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 # (the meters read the cluster's watches, the VM capacity and the research node's status too)
-WATCH = ("whoami", "summary", "balance", "bid", "cluster", "spend", "transactions", LIMIT_SLICE)
+WATCH: tuple[str, ...] = ("whoami", "summary", "balance", "bid", "cluster", "spend", "transactions", LIMIT_SLICE)
 WATCH += ("k8s_nodes", "k8s_pods", "k8s_deployments", "vm_capacity", "research", "research_typed")
 STALE_AFTER = 45.0  # seconds without a fresh balance before the header says stale
 # What the light names when a slice the header shows could not be read ("● stale 12s: limit").
