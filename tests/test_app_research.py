@@ -209,7 +209,7 @@ async def test_the_node_connect_the_starter_its_loss_lines_stop_and_copy_off_nev
         await pilot.press("enter")
         await until(pilot, lambda: not isinstance(app.screen, CopyProgressModal))
         # the node's meter runs: quitting names it, its cost and who releases it (nothing ncui can), and asks
-        assert "meters node $20.00/h" in screen_text(app)  # the header
+        assert "meters node $20.00/h" in screen_text(app).splitlines()[0]  # the header, beside the light
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the quit question")
         text = " ".join(screen_text(app).split())

@@ -91,11 +91,15 @@ class StatusHeader(Static):
             elif who.org_kind == "public_research":
                 top.append(" · public research (no clusters)")
         light = self._liveness()
+        meters = self.meters_text()  # on the top line, before the light: the cluster's name gives way to them
+        if meters.cell_len:
+            meters.append(" ")
+            light = meters + light
         # (Textual wraps a Text however no_wrap it is: the CSS above keeps each line one row, and the top line
         # gives way here, before the first layout too, so the light and the second line always stay on screen)
         width = self.content_size.width or self.app.size.width - 2
         room = width - light.cell_len - 2
-        if 0 < room < top.cell_len:  # at 80 columns a long name gives way, never the light
+        if 0 < room < top.cell_len:  # at 80 columns a long name gives way, never the light (nor the meters)
             top.truncate(room, overflow="ellipsis")
         top.append("  ")
         top.append_text(light)
@@ -103,8 +107,6 @@ class StatusHeader(Static):
         line = self._second_line("  ", True)
         if line.cell_len > width:  # at 80 columns a standing limit price and the spending limit's share both fit
             line = self._second_line(" ", False)
-        if line.cell_len > width:  # and the meters too, once the runway (on Account) gives way
-            line = self._second_line(" ", False, runway=False)
         if line.cell_len > width:  # never a figure cut short without saying so
             line.truncate(max(1, width), overflow="ellipsis")
         out = Text(no_wrap=True)
@@ -113,7 +115,7 @@ class StatusHeader(Static):
         out.append_text(line)
         return out
 
-    def _second_line(self, sep: str, padded: bool, *, runway: bool = True) -> Text:
+    def _second_line(self, sep: str, padded: bool) -> Text:
         """Balance, burn, runway, the standing limit price and the spending limit: ``sep`` between them, and
         the highlighted ones ``padded`` with a space each side (tight at 80 columns: one space, no padding)."""
         st = self.store
@@ -129,9 +131,8 @@ class StatusHeader(Static):
         line.append(fmt_usd(balance), style="bold")
         line.append(f"{sep}burn ", style="dim")
         line.append(fmt_rate(burn))
-        if runway:
-            line.append(f"{sep}runway ", style="dim")
-            line.append(fmt_runway(balance, burn))
+        line.append(f"{sep}runway ", style="dim")
+        line.append(fmt_runway(balance, burn))
         bid_failing = st.get("bid").failing
         if bid is not None and bid.max_price_per_gpu_hour:
             line.append(sep)
@@ -148,23 +149,23 @@ class StatusHeader(Static):
                 line.append("unknown", style="bold red")  # never read: Lease says why
             else:
                 line.append("…", style="dim")
-        self._meters(line, sep, pad)
         self._spending_limit(line, sep, pad)
         return line
 
-    def _meters(self, line: Text, sep: str, pad: Callable[[str], str]) -> None:
+    def meters_text(self) -> Text:
         """What runs and bills besides the limit price (``meters.running_meters``), short, with what they cost an
         hour together: "meters serve+1 idle $64.00/h"; "+?" when a figure could not be read (Lease says why)."""
         from ..meters import running_meters, total_per_hour
 
         meters = [x for x in running_meters(self.store) if x.kind != "bid"]
         if not meters:
-            return
+            return Text()
         total, unknown = total_per_hour(meters)
         known = any(x.per_hour is not None for x in meters)  # (a figure read: the sum of those read)
         cost = (f"{fmt_usd(total)}/h" if known else "") + ("+?" if unknown and known else "?/h" if unknown else "")
-        line.append(sep)
-        line.append(pad(f"meters {'+'.join(x.tag for x in meters)} {cost}"), style="bold black on yellow")
+        out = Text()
+        out.append(f" meters {'+'.join(x.tag for x in meters)} {cost} ", style="bold black on yellow")
+        return out
 
     def _spending_limit(self, line: Text, sep: str, pad: Callable[[str], str]) -> None:
         """The spending limit, short: "cap $50 24%"; highlighted from 80%, red once reached; "?" when the
