@@ -163,7 +163,8 @@ class StatusHeader(Static):
         total, unknown = total_per_hour(meters)
         known = any(x.per_hour is not None for x in meters)  # (a figure read: the sum of those read)
         upto = "≤" if any(x.kind == "vm" for x in meters) else ""  # (declared capacity bills up to its ceiling)
-        cost = (f"{upto}{fmt_usd(total)}/h" if known else "") + ("+?" if unknown and known else "?/h" if unknown else "")
+        cost = f"{upto}{fmt_usd(total)}/h" if known else ""
+        cost += ("+?" if known else "?/h") if unknown else ""
         out = Text()
         out.append(f" meters {'+'.join(x.tag for x in meters)} {cost} ", style="bold black on yellow")
         return out
