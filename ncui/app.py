@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     from .kube.client import KubeClient
     from .kube.gate import SignInGate
     from .kube.session import SigninResult
+    from .meters import Meter
     from .pollers import Pollers
     from .screens.connect import Handoff
-    from .screens.exitguard import Standing
 
 log = logging.getLogger("ncui")
 
@@ -166,11 +166,33 @@ class NCApp(
         self._unsubs.append(self.store.subscribe("whoami", self._on_whoami, interested=False))
         self._unsubs.append(self.store.subscribe("cluster", self._on_cluster, interested=False))
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self._on_standing, interested=False))
+        self._catch_signals()
         self.handoff_watch()  # --recipe: chosen on Recipes once the catalog is read (after the cluster: above)
         self.lifecycle_start()  # a defective tune, a serve on the previous model, the load test's end: said at once
         if self.store.meta.get("token_warning"):  # also a line on Account until it is fixed
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)
+
+    def _catch_signals(self) -> None:
+        """SIGTERM (a kill, a supervisor) and SIGHUP (the terminal went away) end ncui as q does when no meter runs:
+        through Textual's exit, which puts the terminal back (main screen, no mouse reporting, the cursor shown)
+        and closes the demo's box and its folder. Nothing that stands is touched, and nothing is asked: the next
+        start says what still stands. (Not under a test's Pilot: the test process keeps its own handlers.)"""
+        import asyncio
+        import signal
+
+        if self.is_headless:
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # (no such signal here, or not the main thread)
+                continue
+
+    def _on_signal(self, sig: int) -> None:
+        log.info("signal %s: exiting without changing anything", sig)
+        self.exit()
 
     def start_worker(
         self,
@@ -492,22 +514,24 @@ class NCApp(
     # ---- quitting ----------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
-        """q, Ctrl-C, Ctrl-Q and the palette's Quit: instant when nothing stands, else asked first."""
-        from .screens.exitguard import ExitGuardModal, standing_spend
+        """q, Ctrl-C, Ctrl-Q and the palette's Quit: instant when no meter runs, else asked first."""
+        from .meters import running_meters
+        from .screens.exitguard import ExitGuardModal
 
         if self.first_run or self.backend is None or self.backend.nc is None:
             self.exit()
             return
         if isinstance(self.screen, ExitGuardModal):  # q again while asked: the question stands
             return
-        standing = standing_spend(self.store)
-        if not standing:
+        meters = running_meters(self.store)
+        if not meters:
             self.limit_end_session()
             self.exit()
             return
-        self.push_screen(ExitGuardModal(standing), partial(self._exit_answer, standing))
+        standing = [x for x in meters if x.acts]  # what w withdraws or releases
+        self.push_screen(ExitGuardModal(meters), partial(self._exit_answer, standing))
 
-    def _exit_answer(self, standing: list[Standing], answer: str | None) -> None:
+    def _exit_answer(self, standing: list[Meter], answer: str | None) -> None:
         if answer == "keep":
             self.exit()
         elif answer == "withdraw":
@@ -515,7 +539,7 @@ class NCApp(
                 partial(self._withdraw_then_exit, standing), name="withdraw-exit", group="withdraw", exclusive=True
             )
 
-    async def _withdraw_then_exit(self, standing: list[Standing]) -> None:
+    async def _withdraw_then_exit(self, standing: list[Meter]) -> None:
         from .actions import release_vm, withdraw_bid
 
         nc = self._client()  # (the guard was asked only when connected)

@@ -122,6 +122,11 @@ class Backend:
         if self.sim is not None:
             await asyncio.to_thread(self.sim.stop)
             self.sim = None
+        self.remove_demo_home()
+
+    def remove_demo_home(self) -> None:
+        """The demo's own folder (its known_hosts, its kubeconfig) goes with the box; also called by the command
+        line after the app ended however it ended (a hang-up, a SIGTERM), in case ``close`` never ran."""
         if self._demo_home is not None:
             import shutil
 

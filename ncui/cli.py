@@ -251,8 +251,12 @@ def run_demo(args: argparse.Namespace) -> int:
     from .backend import Backend, DemoOptions
 
     speed = 60.0 if args.speed is None else args.speed
-    app = NCApp(Backend(demo=DemoOptions(args.scenario, speed, args.seed)), mode="demo", handoff=_handoff(args))
-    app.run()
+    backend = Backend(demo=DemoOptions(args.scenario, speed, args.seed))
+    app = NCApp(backend, mode="demo", handoff=_handoff(args))
+    try:
+        app.run()
+    finally:
+        backend.remove_demo_home()  # (ended by a hang-up or a SIGTERM too: the app's exit closed it, or this does)
     return 0
 
 

@@ -18,9 +18,11 @@ from pathlib import Path
 import asyncssh
 import httpx
 import pytest
+from textual.widgets import Button
 
 from ncui.config import known_hosts_path
 from ncui.remote.runner import known_hosts_line
+from ncui.screens.exitguard import ExitGuardModal
 from ncui.screens.modals import ConfirmModal, ResultsModal
 from ncui.screens.nodes import CopyOffModal, CopyProgressModal, NodesPane
 from ncui.screens.research import AddNodeModal
@@ -206,8 +208,22 @@ async def test_the_node_connect_the_starter_its_loss_lines_stop_and_copy_off_nev
                 assert (dest / "out-shakespeare-char" / p.relative_to(ckpt)).read_bytes() == p.read_bytes()
         await pilot.press("enter")
         await until(pilot, lambda: not isinstance(app.screen, CopyProgressModal))
-        await pilot.press("q")  # nothing ncui can release stands: it quits, and the node stays assigned
-    assert box.status()["state"] == "assigned"
+        # the node's meter runs: quitting names it, its cost and who releases it (nothing ncui can), and asks
+        assert "meters node $20.00/h" in screen_text(app).splitlines()[0]  # the header, beside the light
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the quit question")
+        text = " ".join(screen_text(app).split())
+        assert f"The public-research node {s['hostname']} is leased: its meter runs until it is released" in text
+        assert "Per hour: $20.00/h (8 GPUs at $2.50/GPU-h)" in text
+        assert "ncui cannot release it: only Marshall's workspace can (public_research_release" in text
+        assert "k: goes on billing until Marshall releases it." in text
+        assert not app.screen.query("#withdraw")  # no answer of ncui's releases it
+        assert str(app.screen.query_one("#keep", Button).label) == "Leave it running, quit (k)"
+        await pilot.press("w")  # (not an answer here)
+        assert isinstance(app.screen, ExitGuardModal)
+        await pilot.press("k")
+        await until(pilot, lambda: app._exit, what="the app to exit")
+    assert box.status()["state"] == "assigned"  # the node stays assigned
     source = "".join(p.read_text() for p in Path("ncui").rglob("*.py") if "sim" not in p.parts)
     assert "research/release" not in source  # no code path of ncui could release it
 

@@ -20,6 +20,7 @@ LOWER = [
     "ncui.logfollow",
     "ncui.lifecycle",
     "ncui.flows.fresh",
+    "ncui.meters",
 ]
 
 

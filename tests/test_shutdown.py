@@ -4,7 +4,9 @@ that goes away (SIGHUP over ssh) changes nothing; the next start points out what
 from __future__ import annotations
 
 import gc
+import os
 import shutil
+import signal
 import sys
 
 import httpx
@@ -88,3 +90,55 @@ async def test_a_worker_that_fails_is_said_not_silently_gone(sim):
         (said,) = [n.message for n in list(app._notifications) if "(read-node)" in n.message]
         assert "RuntimeError: the node said evil done" in said
         assert not any(ch in said for ch in "\x1b\x07\x9b\u202e\x90\x9c") and "PWNED" not in said
+
+
+def _child(pid: int) -> int:
+    """The one program the pane's shell runs now."""
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        kids = f.read().split()
+    assert len(kids) == 1, kids
+    return int(kids[0])
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+async def test_sigterm_restores_the_terminal_as_q_does_and_changes_nothing(tmux_factory, tmp_path):
+    """``kill <ncui>`` with a limit price standing: the terminal is put back as on q (the main screen, no mouse
+    reporting, the cursor shown), the shell reads exit status 0, the limit price still stands, and the next start
+    says so."""
+    import shlex
+
+    with SimProcess("--scenario", "k8s-market") as sim:
+        api, token = sim.env["NC_API"], sim.env["NC_TOKEN"]
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as h:
+            assert (await h.put(api + "/api/k8s/bid", json={"max_price_per_gpu_hour": 4.5})).status_code == 200
+            term = tmux_factory(env_for(tmp_path, NC_TOKEN=token, NCUI_KUBE_CACHE=str(tmp_path / "kube")), width=100)
+            ncui = shlex.join([sys.executable, "-m", "ncui.cli", "--api", api, "--access", sim.env["NC_ACCESS"]])
+            term.keys(f"env -u COLUMNS -u LINES {ncui}; echo EXIT=$?", "Enter")
+            await term.until(lambda s: "limit $4.50/GPU-h" in s, 30, what="the header's standing limit")
+            pid = _child(term.pane_pid())
+            os.kill(pid, signal.SIGTERM)
+            await wait_until(lambda: not _alive(pid), 20, what="ncui to end on SIGTERM")
+            screen = await term.until(lambda s: "EXIT=" in s, 10, what="the shell again")
+            assert "EXIT=0" in screen and "Traceback" not in screen, screen
+            raw = term.raw.read_bytes()
+            after = raw[raw.rindex(b"\x1b[?1049h") :]  # what ncui wrote after it took the screen
+            for restore in (b"\x1b[?1049l", b"\x1b[?25h", b"\x1b[?1000l", b"\x1b[?1003l", b"\x1b[?1006l"):
+                assert restore in after, f"{restore!r} never sent: the terminal stays as ncui left it"
+            assert (await h.get(api + "/api/k8s/bid")).json()["max_price_per_gpu_hour"] == 4.5
+            term.keys("clear", "Enter")
+            term.keys(f"{ncui}", "Enter")  # the next start points out what still stands
+            await term.until(lambda s: "stands on halcyon" in term.toasts(), 30, what="the notice at start")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+async def test_a_demo_ended_by_its_terminal_leaves_no_folder_behind(tmux_factory, tmp_path):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    term = tmux_factory(env_for(tmp_path, TMPDIR=str(temp)), width=100)
+    term.run(sys.executable, "-m", "ncui.cli", "--demo", "--scenario", "public-research")
+    await term.until(lambda s: "Puffin Public Research" in s and "● live" in s, 60, what="the demo")
+    assert [p.name for p in temp.iterdir() if p.name.startswith("ncui-demo-home-")]  # the demo's own folder
+    pid = term.pane_pid()
+    term.close()  # the terminal goes away: SIGHUP
+    await wait_until(lambda: not _alive(pid), 30, what="the demo to end with its terminal")
+    assert [p.name for p in temp.iterdir() if p.name.startswith("ncui-demo-home-")] == []

@@ -1,101 +1,47 @@
-"""The exit guard: quitting while something still spends money asks first.
+"""The exit guard: quitting while any meter runs asks first, and names every one (``ncui/meters.py``).
 
 A standing limit price keeps pulling nodes for any GPU job applied later (by this person, by kubectl, by
-a teammate); declared VM capacity keeps being granted and billed. Quitting with either standing asks:
-stay, keep it and quit, or withdraw / release it and quit. Quitting with nothing standing is instant.
+a teammate); declared VM capacity keeps being granted and billed; held nodes (busy, idle, a serve's) and a
+public-research node bill whatever ncui does. Quitting asks: stay, keep them and quit, or (when a limit price or
+capacity stands) withdraw / release it and quit; each meter says what it costs per hour and what each answer does
+to it. Quitting with no meter running is instant. Nothing is changed without the human's answer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from ..money import fmt_price
+from ..meters import Meter, standing
 
 if TYPE_CHECKING:
     from ..store import Store
 
 
-@dataclass(frozen=True)
-class Standing:
-    """One thing that still spends after ncui quits."""
-
-    kind: str  # "bid" | "vm"
-    cluster: str
-    sentence: str  # what it is and what it keeps doing
-    price: int = 0  # the limit price (µ$/GPU-h): a VM release repeats it, as the PUT needs both fields
-    unknown: bool = False  # could not be read: we cannot say it is gone
+Standing = Meter  # (the name the limit guard knows: a meter that ncui can withdraw or release)
 
 
-def standing_spend(store: Store) -> list[Standing]:
-    """What stands now on the active cluster, from the store (no network: quitting stays instant).
+def standing_spend(store: Store) -> list[Meter]:
+    """What stands now on the active cluster that ncui can withdraw or release (``meters.standing``). A value that
+    could not be read is not taken for "nothing": an unread bid on a market cluster is reported as unknown."""
+    return standing(store)
 
-    A value that could not be read is not taken for "nothing": an unread bid on a market cluster is
-    reported as unknown, so the human decides."""
-    ref, info = store.meta.get("cluster"), store.value("cluster")
-    out: list[Standing] = []
-    if ref is None:
-        return out
-    if ref.kind == "kubernetes" and info is not None and info.name == ref.name and info.market:
-        bid_slice = store.get("bid")
-        bid = bid_slice.value
-        if bid is not None and bid.max_price_per_gpu_hour:
-            stale = (
-                " (last read; the latest read failed)"
-                if bid_slice.error and (bid_slice.error_at or 0) >= (bid_slice.fetched_at or 0)
-                else ""
-            )
-            out.append(
-                Standing(
-                    "bid",
-                    ref.name,
-                    f"A limit price of {fmt_price(bid.max_price_per_gpu_hour)} "
-                    f"stands on {ref.name}{stale}. Kept, it goes on pulling nodes for any GPU job "
-                    "applied to this cluster later (by you, kubectl or a teammate), billed while "
-                    "they run.",
-                    bid.max_price_per_gpu_hour,
-                )
-            )
-        elif bid is None and bid_slice.error:
-            out.append(
-                Standing(
-                    "bid",
-                    ref.name,
-                    f"Whether a limit price stands on {ref.name} is unknown (could not read it: "
-                    f"{bid_slice.error.rstrip('. ')}).",
-                    unknown=True,
-                )
-            )
-    if ref.kind == "vm":
-        cap = store.value("vm_capacity")
-        if cap is not None and cap.max_gpus:
-            held = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
-            # Released, a node is destroyed with its local disk (seed): said here as Lease's R says it, since
-            # this release does not offer to copy a folder off first.
-            disks = (
-                f" Released, {'each node is' if len(held) != 1 else 'its node is'} destroyed with its local "
-                "disk: to copy a folder off first, Stay, then R on Lease."
-                if held
-                else ""
-            )
-            out.append(
-                Standing(
-                    "vm",
-                    ref.name,
-                    f"VM capacity of {cap.max_gpus} GPUs at up to "
-                    f"{fmt_price(cap.max_price_per_gpu_hour)} is declared on {ref.name} "
-                    f"({len(held)} allocation{'s' if len(held) != 1 else ''}). Kept, nodes go on "
-                    f"being granted and billed until it is released.{disks}",
-                    cap.max_price_per_gpu_hour,
-                )
-            )
-    return out
+
+def meter_text(meters: list[Meter]) -> str:
+    """The quit question's body: each meter, what it costs per hour, and what each answer does to it."""
+    acts = any(x.acts for x in meters)
+    parts = []
+    for x in meters:
+        said = [x.sentence, f"Per hour: {x.cost}.", f"k: {x.keep}."]
+        if acts:
+            said.append(f"w: {x.withdraw}.")
+        parts.append("• " + " ".join(said))
+    return "\n".join(parts)
 
 
 class ExitGuardModal(ModalScreen[str | None]):
@@ -113,21 +59,27 @@ class ExitGuardModal(ModalScreen[str | None]):
     ExitGuardModal Horizontal { height: auto; align-horizontal: right; margin-top: 1; }
     ExitGuardModal Button { margin-left: 1; }
     ExitGuardModal #hint { color: $text-muted; }
+    ExitGuardModal #meters { height: auto; max-height: 14; }
     """
 
-    def __init__(self, standing: list[Standing]) -> None:
+    def __init__(self, meters: list[Meter]) -> None:
         super().__init__()
-        self.standing = standing
+        self.meters = meters
+        self.standing = [x for x in meters if x.acts]  # what w withdraws or releases
 
     def compose(self) -> ComposeResult:
         release = " / ".join(dict.fromkeys("withdraw" if s.kind == "bid" else "release" for s in self.standing))
         with Vertical():
-            yield Static("[b]Quit while this still stands?[/b]", markup=True)
-            yield Static("\n\n".join(s.sentence for s in self.standing), markup=False)
+            yield Static("[b]Quit while these meters run?[/b]", markup=True)
+            with VerticalScroll(id="meters"):
+                yield Static(meter_text(self.meters), markup=False)
             with Horizontal():
                 yield Button("Stay (Esc)", id="stay", variant="primary")
-                yield Button("Keep it, quit (k)", id="keep", variant="default")
-                yield Button(f"{release.capitalize()}, quit (w)", id="withdraw", variant="warning")
+                them = "it" if len(self.meters) == 1 else "them"
+                keep = "Keep it, quit (k)" if self.standing else f"Leave {them} running, quit (k)"
+                yield Button(keep, id="keep", variant="default")
+                if self.standing:
+                    yield Button(f"{release.capitalize()}, quit (w)", id="withdraw", variant="warning")
             yield Static("Enter answers the highlighted button; Stay is highlighted first.", id="hint", markup=False)
 
     def on_mount(self) -> None:
@@ -137,4 +89,6 @@ class ExitGuardModal(ModalScreen[str | None]):
         self.dismiss(event.button.id)
 
     def action_answer(self, value: str) -> None:
+        if value == "withdraw" and not self.standing:
+            return  # nothing here that ncui can withdraw or release
         self.dismiss(value)

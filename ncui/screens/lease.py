@@ -165,6 +165,7 @@ class LeaseView(View):
         else:
             self._market(t, info)
         if who is not None:
+            self._meter_rows(t)
             self._meter(t)
             self._limit(t)
         box = self.query_one("#lease", Static)
@@ -220,6 +221,25 @@ class LeaseView(View):
             else:
                 t.append(f"{fmt_rate(spend.spend_ucredits_hr)} live: no node held")
             self._stale(t, "spend")
+
+    def _meter_rows(self, t: Text) -> None:
+        """Every meter that runs now (``meters.running_meters``, as the quit question lists them): what it costs per
+        hour, and what w / R do to it or how it stops."""
+        from ..meters import running_meters
+
+        meters = running_meters(self.store)
+        t.append("\n")
+        self._row(t, "Meters running")
+        if not meters:
+            t.append("none: nothing bills while ncui is closed.")
+            return
+        for i, x in enumerate(meters):
+            if i:
+                t.append(f"\n{'':<{LABEL}}")
+            t.append(f"{x.name}: ", style="bold")
+            t.append(x.cost, style="bold red" if x.cost.startswith("unknown") else "")
+            if x.stop:  # (the limit price and the capacity have their rows and keys above: w, R)
+                t.append(f"\n{'':<{LABEL}}{x.stop[0].upper()}{x.stop[1:]}.")
 
     def _meter(self, t: Text) -> None:
         st = self.store

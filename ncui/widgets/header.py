@@ -15,7 +15,9 @@ from ..store import Store
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-WATCH = ("whoami", "summary", "balance", "bid", "cluster", "spend", "transactions", LIMIT_SLICE)
+# (the meters read the cluster's watches, the VM capacity and the research node's status too)
+WATCH: tuple[str, ...] = ("whoami", "summary", "balance", "bid", "cluster", "spend", "transactions", LIMIT_SLICE)
+WATCH += ("k8s_nodes", "k8s_pods", "k8s_deployments", "vm_capacity", "research", "research_typed")
 STALE_AFTER = 45.0  # seconds without a fresh balance before the header says stale
 # What the light names when a slice the header shows could not be read ("● stale 12s: limit").
 LABELS = {
@@ -89,11 +91,15 @@ class StatusHeader(Static):
             elif who.org_kind == "public_research":
                 top.append(" · public research (no clusters)")
         light = self._liveness()
+        meters = self.meters_text()  # on the top line, before the light: the cluster's name gives way to them
+        if meters.cell_len:
+            meters.append(" ")
+            light = meters + light
         # (Textual wraps a Text however no_wrap it is: the CSS above keeps each line one row, and the top line
         # gives way here, before the first layout too, so the light and the second line always stay on screen)
         width = self.content_size.width or self.app.size.width - 2
         room = width - light.cell_len - 2
-        if 0 < room < top.cell_len:  # at 80 columns a long name gives way, never the light
+        if 0 < room < top.cell_len:  # at 80 columns a long name gives way, never the light (nor the meters)
             top.truncate(room, overflow="ellipsis")
         top.append("  ")
         top.append_text(light)
@@ -101,6 +107,8 @@ class StatusHeader(Static):
         line = self._second_line("  ", True)
         if line.cell_len > width:  # at 80 columns a standing limit price and the spending limit's share both fit
             line = self._second_line(" ", False)
+        if line.cell_len > width:  # never a figure cut short without saying so
+            line.truncate(max(1, width), overflow="ellipsis")
         out = Text(no_wrap=True)
         out.append_text(top)
         out.append("\n")
@@ -143,6 +151,23 @@ class StatusHeader(Static):
                 line.append("…", style="dim")
         self._spending_limit(line, sep, pad)
         return line
+
+    def meters_text(self) -> Text:
+        """What runs and bills besides the limit price (``meters.running_meters``), short, with what they cost an
+        hour together: "meters serve+1 idle $64.00/h"; "+?" when a figure could not be read (Lease says why)."""
+        from ..meters import running_meters, total_per_hour
+
+        meters = [x for x in running_meters(self.store) if x.kind != "bid"]
+        if not meters:
+            return Text()
+        total, unknown = total_per_hour(meters)
+        known = any(x.per_hour is not None for x in meters)  # (a figure read: the sum of those read)
+        upto = "≤" if any(x.kind == "vm" for x in meters) else ""  # (declared capacity bills up to its ceiling)
+        cost = f"{upto}{fmt_usd(total)}/h" if known else ""
+        cost += ("+?" if known else "?/h") if unknown else ""
+        out = Text()
+        out.append(f" meters {'+'.join(x.tag for x in meters)} {cost} ", style="bold black on yellow")
+        return out
 
     def _spending_limit(self, line: Text, sep: str, pad: Callable[[str], str]) -> None:
         """The spending limit, short: "cap $50 24%"; highlighted from 80%, red once reached; "?" when the
