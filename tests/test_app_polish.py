@@ -122,6 +122,12 @@ async def test_the_header_keeps_balance_burn_and_runway_at_80_columns(sim_factor
         assert "● live" in rows[0], rows
         assert "balance $" in rows[1] and "burn" in rows[1] and "runway" in rows[1], rows
         assert header.size.height == 2
+        ref = app.store.meta.get("cluster")
+        if ref is not None and ref.kind == "kubernetes":  # the cluster's facts whole; the org's name gives way
+            await until(pilot, lambda: loaded(app, "cluster"), what="the cluster")
+            info = app.store.value("cluster")
+            whole = f"({ref.kind}, {info.gpu_model}, {'market' if info.market else 'fixed'})"
+            await until(pilot, lambda: whole in screen_text(app).splitlines()[0], what=whole)
 
 
 async def test_a_flat_balance_chart_gets_an_axis_around_its_value(sim):

@@ -78,21 +78,27 @@ class StatusHeader(Static):
             top.append(f"[{self.mode}] ", style="bold magenta")
         if who is None:
             top.append("connecting…", style="dim")
-        else:
-            top.append(who.org_name, style="bold")
-            if cluster_ref is not None:
-                top.append(f" · {cluster_ref.name} ({cluster_ref.kind}")
-                if info is not None and info.name == cluster_ref.name:
-                    top.append(f", {info.gpu_model}")
-                    top.append(", market" if info.market else ", fixed")
-                top.append(")")
-            elif who.org_kind == "public_research":
-                top.append(" · public research (no clusters)")
         light = self._liveness()
         # (Textual wraps a Text however no_wrap it is: the CSS above keeps each line one row, and the top line
         # gives way here, before the first layout too, so the light and the second line always stay on screen)
         width = self.content_size.width or self.app.size.width - 2
         room = width - light.cell_len - 2
+        if who is not None:
+            where = Text()
+            if cluster_ref is not None:
+                where.append(f" · {cluster_ref.name} ({cluster_ref.kind}")
+                if info is not None and info.name == cluster_ref.name:
+                    where.append(f", {info.gpu_model}")
+                    where.append(", market" if info.market else ", fixed")
+                where.append(")")
+            elif who.org_kind == "public_research":
+                where.append(" · public research (no clusters)")
+            org = Text(who.org_name, style="bold", no_wrap=True, overflow="ellipsis")
+            spare = room - top.cell_len - where.cell_len
+            if 0 < room and spare < org.cell_len:  # the organization's name gives way first: the cluster's
+                org.truncate(max(8, spare), overflow="ellipsis")  # kind, GPU class and market stay whole
+            top.append_text(org)
+            top.append_text(where)
         if 0 < room < top.cell_len:  # at 80 columns a long name gives way, never the light
             top.truncate(room, overflow="ellipsis")
         top.append("  ")
