@@ -95,7 +95,7 @@ class LeaseView(View):
         Binding("l", "limit", "Limit price"),
         Binding("w", "withdraw", "Withdraw"),
         Binding("b", "spending_limit", "Spend cap"),
-        Binding("k", "vm('keys')", "Keys", show=False),
+        Binding("k", "vm('keys')", "Key"),  # (registers one ssh key; "Keys" cut q Quit at 80 columns)
         Binding("d", "vm('declare')", "Declare"),
         Binding("R", "vm('release')", "Release"),
     ]
