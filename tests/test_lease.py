@@ -97,7 +97,7 @@ async def test_lease_says_what_stands_on_every_scenario(sim_factory, scenario):
         await pilot.press("5")
         await until(pilot, lambda: SENTENCES[scenario] in screen_text(app), what=SENTENCES[scenario])
         keys = {"k8s-market": ["l Limit price", "w Withdraw"], "k8s-packing": ["l Limit price", "w Withdraw"]}
-        keys["vm"] = ["d Declare", "R Release"]
+        keys["vm"] = ["k Key", "d Declare", "R Release"]  # every key a VM cluster offers, k too
         # every key of the footer read whole at 80 columns, this cluster's first, q Quit last
         await until(pilot, lambda: footer_keys(app)[-1:] == ["q Quit"], what=f"q Quit in {footer_keys(app)}")
         assert sorted(footer_keys(app)) == sorted(
