@@ -71,7 +71,10 @@ class KeyHoldMixin(_Base):
         if (
             isinstance(event, events.Key)
             and (
-                (not getattr(event, "_ncui_replayed", False) and (getattr(self, "_held", None) or self._question_coming()))
+                (
+                    not getattr(event, "_ncui_replayed", False)
+                    and (getattr(self, "_held", None) or self._question_coming())
+                )
                 or self._opened_since(event)
             )
             and self._hold_state() != self._no_hold
@@ -89,7 +92,12 @@ class KeyHoldMixin(_Base):
         """A key back unused from the screen it was handed to, under a question (a form) opened since: the
         question's (a form pushed by the binding of a key typed just before it)."""
         under = getattr(event, "_ncui_under", None)
-        return event.is_forwarded and under is not None and under is not self.screen and isinstance(self.screen, ModalScreen)
+        return (
+            event.is_forwarded
+            and under is not None
+            and under is not self.screen
+            and isinstance(self.screen, ModalScreen)
+        )
 
     def _check_held(self) -> None:
         now = time.monotonic()

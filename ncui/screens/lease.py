@@ -130,7 +130,7 @@ class LeaseView(View):
         return True
 
     def action_refresh_quietly(self) -> None:
-        self.app.action_refresh()
+        self.ncapp.action_refresh()
 
     def refresh_view(self) -> None:
         self.refresh_bindings()
