@@ -223,7 +223,8 @@ class NCApp(
             self.store.fail("balance", f"Cannot start: {e}" if not isinstance(e, NCError) else str(e))
             return
         assert self.backend.endpoints is not None
-        self.history = history.History(self.backend.endpoints.api)  # every change, as its command (h)
+        # every change, as its command (h), dated on the clock the Report dates by (the box's in the demo)
+        self.history = history.History(self.backend.endpoints.api, clock=self.backend.now)
         history.activate(self.history)
         self.limit_start()  # the spending limit: loaded with the organization, checked on every update
         self._state_notices()

@@ -33,7 +33,7 @@ import logging
 import os
 import re
 import shlex
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ncui.history")
 
-Kind = Literal["curl", "kubectl", "ssh", "shell"]
+Kind = Literal["curl", "kubectl", "ssh", "scp", "shell"]
 KINDS: tuple[str, ...] = get_args(Kind)
 TOKEN_VAR = "$NC_TOKEN"
 FILE_NAME = "history.jsonl"
@@ -73,7 +73,7 @@ def _scrub(text: str) -> str:
 
 @dataclass(frozen=True)
 class Entry:
-    at: datetime  # when it was done (UTC, the wall clock: when the human did it)
+    at: datetime  # when it was done (UTC, on the service's clock: the box's in the demo, as the Report's dates)
     origin: str  # the API origin (origin_of)
     kind: Kind  # the program the command runs
     command: str  # one line a person can type
@@ -110,8 +110,8 @@ class Entry:
         return cls(at, origin, cast("Kind", kind), command, what, ok)
 
     def comment(self) -> str:
-        """``# 2026-11-02 10:02:11 — set the limit price … (failed)``: when (local time) and what."""
-        when = self.at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        """``# 2026-11-02 10:02:11 UTC — set the limit price … (failed)``: when (UTC, as the Report says) and what."""
+        when = self.at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
         return f"# {when} — {self.what}" + ("" if self.ok else " (failed)")
 
 
@@ -168,9 +168,10 @@ class History:
     ``record`` never raises: a history that cannot be written (a read-only home, a full disk) is logged, kept
     in memory for this session (``session``) and said by ``write_error``; the action it records stands."""
 
-    def __init__(self, origin: str, path: Path | None = None) -> None:
+    def __init__(self, origin: str, path: Path | None = None, clock: Callable[[], datetime] | None = None) -> None:
         self.origin = origin_of(origin)
         self.path = path or history_path()
+        self.clock = clock  # the service's now (Backend.now: the box's in the demo); None: the wall clock
         self.session: list[Entry] = []  # what this process recorded, oldest first
         self.write_error = ""
 
@@ -178,9 +179,7 @@ class History:
         return f"History(origin={self.origin!r}, path={str(self.path)!r})"
 
     def record(self, kind: Kind, command: str, what: str, ok: bool) -> Entry:
-        entry = Entry(
-            datetime.now(timezone.utc), self.origin, kind, _scrub(" ".join(command.splitlines())), _scrub(what), ok
-        )
+        entry = Entry(self._now(), self.origin, kind, _scrub(" ".join(command.splitlines())), _scrub(what), ok)
         self.session.append(entry)
         line = (json.dumps(entry.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
         try:
@@ -196,6 +195,15 @@ class History:
             self.write_error = f"Cannot write {self.path}: {e.strerror or e}."
             log.warning("%s", self.write_error)
         return entry
+
+    def _now(self) -> datetime:
+        """When: on the clock the Report dates by (one clock in the demo, whose box may run 60x), else the wall's."""
+        if self.clock is not None:
+            try:
+                return self.clock().astimezone(timezone.utc)
+            except Exception:  # a clock that cannot say: the entry still stands
+                log.exception("the history's clock")
+        return datetime.now(timezone.utc)
 
     def read(self, origin: str | None = "") -> Read:
         """This origin's entries (``origin=""``), another's, or every origin's (None). When the file could not
@@ -218,6 +226,7 @@ def activate(h: History | None) -> None:
     """The app's history (set once it has connected, None when it ends)."""
     global _active
     _active = h
+    _kubeconfigs.clear()  # (the clusters' files are the app's, said again once it connects)
 
 
 def active() -> History | None:
@@ -225,15 +234,43 @@ def active() -> History | None:
 
 
 def note(kind: Kind, command: str, what: str, ok: bool) -> Entry | None:
-    """Record into the process's history, when there is one; never raises."""
+    """Record into the process's history, when there is one; never raises. A kubectl line for a cluster whose
+    context is not in ~/.kube/config (``kubeconfig_for``) is recorded as ``KUBECONFIG=<its file> kubectl …``."""
     h = _active
     if h is None:
         return None
     try:
-        return h.record(kind, command, what, ok)
+        return h.record(kind, with_kubeconfig(command) if kind == "kubectl" else command, what, ok)
     except Exception:  # the action it records stands whatever happens here
         log.exception("recording %r", what)
         return None
+
+
+# Where a cluster's kubeconfig is when ~/.kube/config has no context for it (the merge declined, or not asked yet):
+# cluster → its file as a person writes it (~/.kube/halcyon.yaml). Set by the app (screens/connect.py).
+_kubeconfigs: dict[str, str] = {}
+
+
+def kubeconfig_for(cluster: str, path: str) -> None:
+    """``cluster``'s context is only in ``path`` (``""``: it is in ~/.kube/config, or no file was written): its
+    kubectl lines then read ``KUBECONFIG=<path> kubectl --context <cluster> …``, which works as typed, where
+    ``kubectl --context <cluster> …`` alone finds no such context."""
+    if path:
+        _kubeconfigs[cluster] = path
+    else:
+        _kubeconfigs.pop(cluster, None)
+
+
+def with_kubeconfig(command: str) -> str:
+    """``kubectl --context C …`` with ``KUBECONFIG=<C's file>`` before it when C's context is only there."""
+    words = command.split(" ", 3)
+    if len(words) >= 3 and words[:2] == ["kubectl", "--context"]:
+        path = _kubeconfigs.get(shlex.split(words[2])[0] if words[2] else "")
+        if path:
+            # (~/ left unquoted: the shell expands it after KUBECONFIG=)
+            value = "~/" + shlex.quote(path[2:]) if path.startswith("~/") else shlex.quote(path)
+            return f"KUBECONFIG={value} {command}"
+    return command
 
 
 # ---- the commands --------------------------------------------------------------------------------
@@ -333,10 +370,12 @@ __all__ = [
     "curl_command",
     "history_path",
     "join",
+    "kubeconfig_for",
     "kubectl_command",
     "note",
     "origin_of",
     "read_file",
     "save_manifest",
     "stopped",
+    "with_kubeconfig",
 ]

@@ -131,6 +131,11 @@ async def test_no_leaves_the_config_alone_and_is_remembered(sim, tmp_path):
         await until(pilot, lambda: getattr(app.store.value("kube_files"), "context", "") == "declined")
         # Account: how to use the file instead (the seed's manual path)
         await until(pilot, lambda: "not in config: export KUBECONFIG=↑" in screen_text(app))
+        # the history's kubectl lines then name the file: kubectl --context halcyon alone finds no such context
+        from ncui import history
+
+        line = history.note("kubectl", history.kubectl_command("halcyon", "get", "pods"), "a read", True).command
+        assert line == f"KUBECONFIG={app.store.value('kube_files').file} kubectl --context halcyon get pods"
     assert (tmp_path / ".kube" / "halcyon.yaml").is_file() and not (tmp_path / ".kube" / "config").exists()
     assert home.answer(sim.api_url, "halcyon") is False
 

@@ -329,3 +329,23 @@ async def test_the_box_tune_passes_by_default_and_a_defective_one_is_asked_for(s
         assert r.json() == {"defective": None, "count": 2}
         r = await h.post(sim.api_url + "/_sim/k8s/tune", json={"defective": True}, headers=auth)
         assert r.json() == {"defective": True, "count": 0}
+
+
+async def test_workloads_footer_offers_L_while_kimi_serves_at_80_columns(sim):
+    """At 80×24 Workloads' footer shows L Load test once Kimi K3 is READY 1/1 (not before), with ? Help and q Quit
+    still read whole."""
+    from .apphelp import footer_keys
+
+    world = sim.world
+    app = app_for(sim)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await signed_in(pilot, app, sim)
+        await bid(app, sim)
+        await pilot.press("4")
+        await until(pilot, lambda: "q Quit" in footer_keys(app), what="the footer")
+        assert "L Load test" not in footer_keys(app)
+        await apply_files(app, "kimi-k3-weights-to-shared.yaml", "kimi-k3-serve-nvidia.yaml")
+        view = app.query_one("#workloads")
+        await run_until(pilot, world, lambda: view._service() == "infera", "Kimi K3 READY 1/1", step=120)
+        await until(pilot, lambda: "L Load test" in footer_keys(app), what=f"L in {footer_keys(app)}")
+        assert {"? Help", "q Quit"} <= set(footer_keys(app)), footer_keys(app)

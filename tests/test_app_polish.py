@@ -122,6 +122,12 @@ async def test_the_header_keeps_balance_burn_and_runway_at_80_columns(sim_factor
         assert "● live" in rows[0], rows
         assert "balance $" in rows[1] and "burn" in rows[1] and "runway" in rows[1], rows
         assert header.size.height == 2
+        ref = app.store.meta.get("cluster")
+        if ref is not None and ref.kind == "kubernetes":  # the cluster's facts whole; the org's name gives way
+            await until(pilot, lambda: loaded(app, "cluster"), what="the cluster")
+            info = app.store.value("cluster")
+            whole = f"({ref.kind}, {info.gpu_model}, {'market' if info.market else 'fixed'})"
+            await until(pilot, lambda: whole in screen_text(app).splitlines()[0], what=whole)
 
 
 async def test_a_flat_balance_chart_gets_an_axis_around_its_value(sim):
@@ -151,3 +157,35 @@ async def test_keys_typed_as_the_ceiling_box_opens_reach_it(kube_factory, tmux_f
     term.keys("a", "4", ".", "1", "0", "Enter", "y", "y")
     await term.until(lambda s: "· GPU nodes" in s and "job/nanogpt" in s, timeout=60, what="the job, on Workloads")
     assert k.world.main_org.k8s["halcyon"].bid == 4_100_000, term.screen()
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+async def test_keys_typed_ahead_reach_every_form_in_order(sim, tmux_factory, tmp_path):
+    """In a real terminal at 80×24, keys sent at once as a form opens: Enter on Something else, then the image,
+    Tab, the command, Tab, a node count; Lease's b, then an amount, Tab, a date. Each lands in its field in
+    order (the Tab was lost, the command went into Image; before the form was up, h opened History and the
+    amount was lost), and the form shows whole: its title, each label, the reclaim box's words."""
+    env = env_for(tmp_path, NC_TOKEN=sim.token)
+    term = tmux_factory(env, width=80, height=24)
+    assert term.tmux("display", "-p", "-t", "t", "#{window_width}x#{window_height}").strip() == "80x24"
+    term.run(sys.executable, "-m", "ncui.cli", "--api", sim.api_url, "--access", sim.access_url)
+    await term.until(lambda s: "Halcyon" in s and "limit none" in s, what="the app with its limit read")
+    term.keys("3")
+    await term.until(lambda s: "What will be applied" in s, what="the Train preview")
+    term.keys("Down", "Down", "Down", "Down")
+    await term.until(lambda s: "Press Enter for the form" in s, what="Something else")
+    term.keys("Enter", "ghcr.io/you/trainer:1.2", "Tab", "echo hi", "Tab", "BSpace", "2")
+
+    def row(screen: str, label: str) -> str:  # the line of a field, its label beside it
+        return next((line for line in screen.splitlines() if f"  {label}  " in line), "")
+
+    shown = await term.until(lambda s: "▊  2 " in row(s, "Nodes"), what="the node count typed")
+    assert "▊  ghcr.io/you/trainer:1.2 " in row(shown, "Image") and "▊  echo hi " in row(shown, "Command"), shown
+    assert "Something else: your container as one Job on whole nodes" in shown
+    assert "Survive reclaims (ignore DisruptionTarget and exit 143)" in shown and "History" not in shown
+    term.keys("Escape")
+    await term.until(lambda s: "Press Enter for the form" in s, what="the form closed")
+    term.keys("5")
+    await term.until(lambda s: "Lease · everything that costs money" in s, what="Lease")
+    term.keys("b", "50", "Tab", "2027-01-01")
+    await term.until(lambda s: "✓ $50.00 until 2027-01-0" in s, what="the amount and the date, each in its field")

@@ -95,6 +95,9 @@ async def test_the_sign_in_is_checked_by_itself_missing_expired_then_valid(sim_f
         new.rename(tmp_path / "id")
         (tmp_path / "new-cert.pub").rename(tmp_path / "id-cert.pub")
         await until(pilot, lambda: app.store.value("slurm_signin").ok, what="signed in, found by itself")
+        signed = [e for e in app.history.session if "slurm-login" in e.command]  # in the history, as the seed's
+        assert [e.command for e in signed] == [f"curl -fsSL {sim.access_url}/setup.sh | sh -s -- plover && slurm-login"]
+        assert signed[0].what.startswith("sign in to plover: the setup script, then slurm-login (an ssh certificate")
         signin = app.store.value("slurm_signin")  # its end on the box's clock (the screen's), which ticks
         until_at = (signin.ends or signin.valid_before).strftime("%H:%M")
         await pilot.press("1")

@@ -137,3 +137,24 @@ async def test_the_curl_line_replays_the_request_and_the_file_survives_two_write
     # A token that somehow reached a command is never written.
     History("http://two", path).record("curl", "curl -H 'Authorization: Bearer s3cret' http://two/x", "x", True)
     assert b"s3cret" not in path.read_bytes()
+
+
+def test_kubectl_lines_name_the_kubeconfig_while_config_has_no_such_context(tmp_path):
+    """The context merge declined (or not asked yet): ``kubectl --context halcyon …`` alone finds no context, so
+    the history's line is ``KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon …``; once config has it,
+    the seed's line as it is."""
+    h = History("http://box", path=tmp_path / "history.jsonl")
+    history.activate(h)
+    try:
+        history.kubeconfig_for("halcyon", "~/.kube/halcyon.yaml")
+        history.note("kubectl", history.kubectl_command("halcyon", "get", "nodes"), "signed in", True)
+        history.note("kubectl", "kubectl --context other delete job nanogpt", "stop", True)
+        history.kubeconfig_for("halcyon", "")
+        history.note("kubectl", history.kubectl_command("halcyon", "delete", "job", "nanogpt"), "stop", True)
+    finally:
+        history.activate(None)
+    assert [e.command for e in h.session] == [
+        "KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon get nodes",
+        "kubectl --context other delete job nanogpt",
+        "kubectl --context halcyon delete job nanogpt",
+    ]

@@ -348,3 +348,28 @@ async def test_copy_from_with_progress_a_file_and_a_folder(sshd, tmp_path):
         with pytest.raises(CopyFailed, match="There is no"):
             await r.copy_from(str(remote / "missing.pt"), here / "missing.pt")
         assert r.connects == 1
+
+
+async def test_a_copy_off_is_in_the_history_as_its_scp_line(sshd, tmp_path):
+    """Each SFTP copy-off, copied or not, as the seed's scp line (ssh's -p as scp's -P)."""
+    from ncui import history
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "a.txt").write_text("a\n")
+    h = history.History("http://box", path=tmp_path / "history.jsonl")
+    history.activate(h)
+    try:
+        async with runner_for(sshd, trusted(sshd, tmp_path)) as r:
+            await r.copy_from(str(tmp_path / "out"), tmp_path / "here", recurse=True)
+            with pytest.raises(CopyFailed):
+                await r.copy_from(str(tmp_path / "missing.pt"), tmp_path / "here")
+    finally:
+        history.activate(None)
+    copies = [e for e in h.session if e.kind == "scp"]
+    port = f"-P {r.port} " if r.port != 22 else ""
+    host = r.shown[-1]
+    assert [e.command for e in copies] == [
+        f"scp {port}-r {host}:{tmp_path / 'out'} {tmp_path / 'here'}",
+        f"scp {port}{host}:{tmp_path / 'missing.pt'} {tmp_path / 'here'}",
+    ]
+    assert [e.ok for e in copies] == [True, False] and copies[0].what.startswith(f"copy {tmp_path / 'out'} off ")

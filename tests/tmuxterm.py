@@ -82,8 +82,8 @@ def env_for(tmp: Path, **extra: str) -> dict[str, str]:
 def tmux_factory(tmp_path):
     made: list[Tmux] = []
 
-    def make(env: dict[str, str], width: int = 120) -> Tmux:
-        t = Tmux(tmp_path, env, width)
+    def make(env: dict[str, str], width: int = 120, height: int = 40) -> Tmux:
+        t = Tmux(tmp_path, env, width, height)
         made.append(t)
         return t
 

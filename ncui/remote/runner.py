@@ -593,6 +593,7 @@ class SshRunner:
             remote = remote[2:]
         conn = await self._connection()
         shown = clean(remote)
+        ok = False
         try:
             async with conn.start_sftp_client() as sftp:
                 total = await _size(sftp, remote, recurse)
@@ -606,6 +607,7 @@ class SshRunner:
                 await sftp.get(remote, str(local), recurse=recurse, progress_handler=each)
                 if progress is not None:
                     progress(total, total)
+                ok = True
         except asyncssh.SFTPNoSuchFile:
             raise CopyFailed(f"There is no {shown} on {self.where}.") from None
         except asyncssh.SFTPPermissionDenied:
@@ -620,6 +622,15 @@ class SshRunner:
             raise RemoteError(f"{self.where} offers no SFTP: {_why(e)}.") from None
         except OSError as e:  # the local side: no room, no permission, no folder
             raise CopyFailed(f"Cannot write {local}: {clean(e.strerror or str(e))}.") from None
+        finally:  # in the history as the seed's scp line, copied or not
+            history.note("scp", self.scp_line(remote, local, recurse), f"copy {remote} off {self.where}", ok)
+
+    def scp_line(self, remote: str, local: Path, recurse: bool = False) -> str:
+        """The copy as a person types it, the seed's ``scp [-r] user@host:path .``: how ssh reaches the node, with
+        ``-P`` for ssh's ``-p`` (``scp -P 2222 -r ubuntu@203.0.113.7:first-job/nanogpt.out ./results``)."""
+        _, *opts, host = self.shown
+        opts = ["-P" if o == "-p" else o for o in opts]
+        return history.join(["scp", *opts, *(["-r"] if recurse else []), f"{host}:{remote}", str(local)])
 
 
 async def _size(sftp: asyncssh.SFTPClient, path: str, recurse: bool) -> int:

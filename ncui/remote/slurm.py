@@ -68,6 +68,8 @@ __all__ = [
     "prepare_command",
     "prepared",
     "show_job",
+    "setup_command",
+    "signin_command",
     "signin_steps",
     "submit",
     "submit_command",
@@ -495,10 +497,20 @@ def _expired(cluster: str, before: datetime, steps: str, path: Path | None) -> C
     return CertCheck(False, "expired", f"Your certificate for {clean(cluster)} expired {when}. {steps}", path, before)
 
 
+def setup_command(cluster: str, access_url: str = "https://access.nationalcompute.com") -> str:
+    """The seed's setup script, run with the cluster's name."""
+    return f"curl -fsSL {_q(access_url.rstrip('/') + '/setup.sh')} | sh -s -- {_q(cluster)}"
+
+
+def signin_command(cluster: str, access_url: str = "https://access.nationalcompute.com") -> str:
+    """The sign-in as one line, for the history: the setup script, then ``slurm-login``."""
+    return f"{setup_command(cluster, access_url)} && slurm-login"
+
+
 def signin_steps(cluster: str, access_url: str = "https://access.nationalcompute.com") -> str:
     """The seed's two steps, on the human's own machine: the setup script with the cluster name, then
     ``slurm-login`` (a certificate valid 24 hours)."""
-    setup = f"curl -fsSL {_q(access_url.rstrip('/') + '/setup.sh')} | sh -s -- {_q(cluster)}"
+    setup = setup_command(cluster, access_url)
     return (  # one step a line, the command on its own (a narrow column wraps it, never the steps into each other)
         f"Sign in to {clean(cluster)} on this machine:\n"
         f" 1. run the setup script with the cluster's name:\n    {setup}\n"

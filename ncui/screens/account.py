@@ -75,6 +75,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
                 yield DataTable(id="clusters", cursor_type="row", zebra_stripes=False, show_cursor=True)
                 yield Static(id="clusters-note", classes="note")
             yield Static(id="money", classes="card col")
+        yield Static(id="wide", classes="card")  # a Slurm cluster's sign-in steps, at full width
         with Horizontal(classes="row"):
             yield DataTable(id="transactions", cursor_type="none", classes="col")
             yield Chart(id="balance-chart", classes="col")
@@ -90,7 +91,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         """A Slurm certificate's "… left" counts down by its clock (the card is redrawn only when it changed)."""
         active = self.store.meta.get("cluster")
         if active is not None and active.kind == "slurm" and self.store.value("slurm_signin") is not None:
-            self._money()
+            self._slurm_steps()
 
     def refresh_view(self) -> None:
         st = self.store
@@ -130,7 +131,20 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         show_text(ident, t)
         self._clusters(who)
         self._money()
+        self._slurm_steps()
         self._transactions()
+
+    def _slurm_steps(self) -> None:
+        """A Slurm cluster's sign-in and next step, under both columns: the setup command, whose URL is 40-odd
+        characters, stays whole on one line at 80 columns (in the money column it broke as "setup.⏎sh")."""
+        wide = self.query_one("#wide", Static)
+        active = self.store.meta.get("cluster")
+        wide.display = active is not None and active.kind == "slurm"
+        if active is not None and active.kind == "slurm":
+            from .slurm import slurm_card
+
+            demo = self.ncapp.backend is not None and self.ncapp.backend.demo is not None
+            show_text(wide, slurm_card(self.store, active, demo=demo, now=self.ncapp.cert_now()))
 
     def _clusters(self, who: m.Whoami | None) -> None:
         table = self.query_one("#clusters", DataTable)
@@ -257,12 +271,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
                 t.append(f"{model} winners were last assessed {fmt_price(ticks[-1].price_per_gpu_hour)}.")
                 return t
             return None
-        if active.kind == "slurm":
-            from .slurm import slurm_card
-
-            demo = self.ncapp.backend is not None and self.ncapp.backend.demo is not None
-            return slurm_card(st, active, demo=demo, now=self.ncapp.cert_now())
-        return None
+        return None  # (a Slurm cluster's card is under both columns: _slurm_steps)
 
     _tx_sig: list[tuple[str, str, str]] | None = None  # the transactions shown, as text
 

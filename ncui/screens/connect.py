@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.app import SystemCommand
 
+from .. import history
 from ..textsafe import clean
 from .modals import ConfirmModal
 
@@ -197,7 +198,10 @@ class ConnectMixin(_AppBase):
         home = self._kube_home()
         if not isinstance(old, KubeFiles) or old.cluster != cluster:
             old = KubeFiles(cluster, config=shown(home[0].config) if home else "")
-        self.store.set("kube_files", replace(old, **kw))
+        new = replace(old, **kw)
+        self.store.set("kube_files", new)
+        # the history's kubectl lines: KUBECONFIG=~/.kube/<cluster>.yaml first while config has no such context
+        history.kubeconfig_for(cluster, new.file if new.context != "in config" else "")
 
     def kube_saved(self, cluster: str, text: str) -> None:
         """The portal's kubeconfig was fetched: write it to ``~/.kube/<cluster>.yaml`` (mode 600)."""

@@ -10,6 +10,12 @@ the order typed, up to a key that may answer it (Enter, Esc, y, n): the rest wai
 next question come (``4.10⏎yy``: the ceiling, then the bid's yes, then the apply's yes). Held keys never
 wait long: past ``HOLD_MAX`` seconds (a flow waiting on something slow, a sign-in approved elsewhere) they
 are replayed where they would have gone, and keys are not held again until another question or flow comes.
+
+A form opened by a key's binding (Lease's b, Recipes' Enter on Something else) is there before the keys typed
+after that key come back unused from the screen below, which they were handed to first: such a key (it left
+under one screen and comes back under a question) is held and replayed to the form, in order, as for a
+question. Within a form, Tab moves on at once (``widgets/field.py``), so what is typed after it lands in the
+next field.
 """
 
 from __future__ import annotations
@@ -60,10 +66,17 @@ class KeyHoldMixin(_Base):
         # (forwarded) when that widget did not take it, for the bindings. The terminal hands over a burst of
         # keys at once, all forwarded before the first one's binding (a's: the apply) runs: a key after it is
         # held on its way back, before the binding it would trigger on the screen below.
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            event._ncui_under = self.screen  # type: ignore[attr-defined]  # the screen it is handed to
         if (
             isinstance(event, events.Key)
-            and not getattr(event, "_ncui_replayed", False)
-            and (getattr(self, "_held", None) or self._question_coming())
+            and (
+                (
+                    not getattr(event, "_ncui_replayed", False)
+                    and (getattr(self, "_held", None) or self._question_coming())
+                )
+                or self._opened_since(event)
+            )
             and self._hold_state() != self._no_hold
         ):
             if not getattr(self, "_held", None):
@@ -74,6 +87,17 @@ class KeyHoldMixin(_Base):
             event.stop()
             return
         await super().on_event(event)
+
+    def _opened_since(self, event: events.Key) -> bool:
+        """A key back unused from the screen it was handed to, under a question (a form) opened since: the
+        question's (a form pushed by the binding of a key typed just before it)."""
+        under = getattr(event, "_ncui_under", None)
+        return (
+            event.is_forwarded
+            and under is not None
+            and under is not self.screen
+            and isinstance(self.screen, ModalScreen)
+        )
 
     def _check_held(self) -> None:
         now = time.monotonic()

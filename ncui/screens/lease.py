@@ -97,7 +97,9 @@ class LeaseView(View):
         Binding("l", "limit", "Limit price"),
         Binding("w", "withdraw", "Withdraw"),
         Binding("b", "spending_limit", "Spend cap"),
-        Binding("k", "vm('keys')", "Keys", show=False),
+        Binding("k", "vm('keys')", "Key"),  # (registers one ssh key)
+        # On a VM cluster r still refreshes but leaves the footer (in the help): at 80 columns k, d and R need it
+        Binding("r", "refresh_quietly", "Refresh", show=False),
         Binding("d", "vm('declare')", "Declare"),
         Binding("R", "vm('release')", "Release"),
     ]
@@ -125,9 +127,12 @@ class LeaseView(View):
         if action in ("limit", "withdraw"):
             info = self.store.value("cluster")
             return kind == "kubernetes" and (info is None or info.market)
-        if action == "vm":
+        if action in ("vm", "refresh_quietly"):
             return kind == "vm"
         return True
+
+    def action_refresh_quietly(self) -> None:
+        self.ncapp.action_refresh()
 
     def refresh_view(self) -> None:
         self.refresh_bindings()

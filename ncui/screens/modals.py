@@ -359,7 +359,12 @@ class CustomJobModal(ModalScreen["Plan | None"]):
     CustomJobModal { align: center middle; }
     CustomJobModal > Vertical { width: 90%; max-width: 90; height: auto; max-height: 100%; border: thick $accent;
                                 background: $surface; padding: 0 2; overflow-y: auto; }
-    CustomJobModal Horizontal { height: auto; align-horizontal: right; }
+    CustomJobModal .field-row { height: auto; }
+    CustomJobModal .field-row Label { width: 10; padding-top: 1; }
+    CustomJobModal .field-row Label.second { width: auto; padding: 1 1 0 2; }
+    CustomJobModal .field-row Field { width: 1fr; }
+    CustomJobModal #nodes { width: 8; }
+    CustomJobModal #buttons { height: auto; align-horizontal: right; }
     CustomJobModal Button { margin-left: 2; }
     """
 
@@ -372,23 +377,26 @@ class CustomJobModal(ModalScreen["Plan | None"]):
 
         from ..widgets.field import Field
 
+        # At 80×24 the whole form shows, its title first: each label beside its field, nodes and GPUs on one row.
         with Vertical():
             yield Static("[b]Something else: your container as one Job on whole nodes[/b]", markup=True)
-            yield Label("Image")
-            yield Field(placeholder="e.g. ghcr.io/you/trainer:1.2", id="image")
-            yield Label("Command (run with sh -c)")
-            yield Field(placeholder="e.g. python train.py --epochs 3", id="command")
-            yield Label("Nodes")
-            yield Field(value="1", id="nodes")
-            yield Label("GPUs per pod (blank: every GPU of a node)")
-            yield Field(value="", placeholder="whole node", id="gpus")
-            yield Label("Job name")
-            yield Field(value="my-job", id="name")
-            yield Checkbox(
-                "Survive reclaims (podFailurePolicy ignores DisruptionTarget and exit 143)", True, id="tolerant"
-            )
+            with Horizontal(classes="field-row"):
+                yield Label("Image")
+                yield Field(placeholder="e.g. ghcr.io/you/trainer:1.2", id="image")
+            with Horizontal(classes="field-row"):
+                yield Label("Command")
+                yield Field(placeholder="run with sh -c, e.g. python train.py --epochs 3", id="command")
+            with Horizontal(classes="field-row"):
+                yield Label("Nodes")
+                yield Field(value="1", id="nodes")
+                yield Label("GPUs per pod", classes="second")
+                yield Field(value="", placeholder="blank: every GPU of a node", id="gpus")
+            with Horizontal(classes="field-row"):
+                yield Label("Job name")
+                yield Field(value="my-job", id="name")
+            yield Checkbox("Survive reclaims (ignore DisruptionTarget and exit 143)", True, id="tolerant")
             yield Static("", id="why")
-            with Horizontal():
+            with Horizontal(id="buttons"):
                 yield Button("Cancel (Esc)", id="cancel")
                 yield Button("Preview and apply", id="ok", variant="primary")
 
@@ -435,8 +443,11 @@ class ResultsModal(ModalScreen[None]):
     ResultsModal { align: center middle; }
     ResultsModal > Vertical { width: 95%; max-width: 110; height: auto; max-height: 90%;
                               border: round $accent; background: $surface; padding: 0 1; }
-    ResultsModal VerticalScroll { height: auto; max-height: 100%; }
+    ResultsModal VerticalScroll { height: auto; max-height: 70vh; }
+    ResultsModal #results-keys { color: $text-muted; }
     """
+    # (the body scrolls within 70% of the terminal's height: at 80×24 the title, the body's frame and the keys
+    # line all show, and a long body, such as a chat request with its curl, scrolls under ↑/↓)
 
     def __init__(self, title: str, body: str | Text) -> None:
         super().__init__()
@@ -445,9 +456,26 @@ class ResultsModal(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static(f"[b]{self.title_text}[/b]", markup=True)
-            with VerticalScroll():
+            with VerticalScroll(id="results-body"):
                 yield Static(self.body, markup=False)
-            yield Static("[dim]Esc or Enter closes[/dim]", markup=True)
+            yield Static("Esc or Enter closes", id="results-keys", markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#results-body").focus()  # ↑/↓, PgUp/PgDn scroll it
+        self.call_after_refresh(self._say_keys)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._say_keys)
+
+    def _say_keys(self) -> None:
+        body = self.query("#results-body").results(VerticalScroll)
+        scroll = next(body, None)
+        if scroll is None:
+            return
+        more = scroll.max_scroll_y > 0
+        self.query_one("#results-keys", Static).update(
+            "↑/↓ PgUp/PgDn scroll · Esc or Enter closes" if more else "Esc or Enter closes"
+        )
 
     def action_close(self) -> None:
         self.dismiss(None)

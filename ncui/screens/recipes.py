@@ -27,6 +27,21 @@ if TYPE_CHECKING:
     from ..store import Store
 
 
+class RecipeList(OptionList):
+    """Enter on Something else opens its form at once, while this key is handled: through the selection message
+    the form came after the keys typed next had come back unused (h opened History, the image lost its first
+    letters); opened here, those keys reach the form (screens/keyhold.py)."""
+
+    def action_select(self) -> None:
+        option = self.highlighted_option
+        view = self.query_ancestor(RecipesView)
+        if option is not None and option.id == "something-else":
+            view.selected = option.id
+            view.action_open()
+            return
+        super().action_select()
+
+
 class RecipesView(View):
     NEEDS = ("catalog", "cluster", "bid", "ladder", "balance", "summary")
     TITLE = "Recipes"
@@ -57,7 +72,7 @@ after you confirm. Then the objects are created in order and you land on Workloa
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="recipes-row"):
-            yield OptionList(id="recipe-list")
+            yield RecipeList(id="recipe-list")
             with VerticalScroll(id="recipe-detail"):
                 yield Static(id="recipe-info")
                 yield Static(id="recipe-preview")

@@ -302,6 +302,7 @@ class SlurmFlowsMixin(_AppBase):
                 st.signed_in.set()
                 if was_ok is False:
                     self.notify(check.message, title="Signed in", timeout=8)
+                    self._slurm_signed_in_noted(st.ref.name, check)
                 if check.valid_before is None:
                     delay = None if check.state == "login-node" else 600.0
                 else:  # again when it ends by the service's clock (the box's may run 60x: at least each minute)
@@ -311,6 +312,18 @@ class SlurmFlowsMixin(_AppBase):
                 st.signed_in.clear()
             was_ok = check.ok
             await wait_event(st.recheck, delay)
+
+    def _slurm_signed_in_noted(self, cluster: str, check: CertCheck) -> None:
+        """The human's sign-in (the setup script, then slurm-login; in the demo L), seen while ncui runs: in the
+        history as the seed's line, as kubectl's approval is (a certificate found at start is not a change)."""
+        from .. import history
+        from ..remote.slurm import signin_command
+
+        access = self.backend.endpoints.access if self.backend is not None and self.backend.endpoints else None
+        line = signin_command(cluster, access) if access else signin_command(cluster)
+        end = check.valid_before
+        until = f" (an ssh certificate valid until {end:%Y-%m-%d %H:%M} UTC)" if end else ""
+        history.note("shell", line, f"sign in to {cluster}: the setup script, then slurm-login{until}", True)
 
     # ---- the jobs ------------------------------------------------------------------------------------
 

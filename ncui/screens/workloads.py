@@ -218,7 +218,7 @@ missing, then sbatch --nodes=1 ~/first-job/nanogpt.sbatch. Its nanogpt-<id>.out 
 chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected job (scancel, asked first).
 """
     BINDINGS = [
-        Binding("f", "follow", "Follow"),
+        Binding("f", "follow", "Follow", show=False),  # (in the help: at 80 columns the footer gives L its room)
         Binding("slash", "filter", "Filter"),
         Binding("w", "wrap", "Wrap", show=False),  # (in the help: the footer keeps q Quit at 80 columns)
         Binding("t", "timestamps", "Times", show=False),
@@ -227,6 +227,8 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         Binding("c", "container", "Container", show=False),
         Binding("m", "prompt", "Chat"),
         Binding("x", "stop", "Stop"),
+        # L is in the footer while Kimi K3 serves (READY 1/1: the load test is offered); else it says why not
+        Binding("L", "load_test('offered')", "Load test"),
         Binding("L", "load_test", "Load test", show=False),
         Binding("T", "tune_again", "Tune again", show=False),
         Binding("R", "restart_serve", "Restart serve", show=False),
@@ -329,8 +331,16 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         need the room at 80 columns)."""
         if action in self.KUBE_ONLY:
             active = self.store.meta.get("cluster")
-            return active is not None and active.kind == "kubernetes"
+            if active is None or active.kind != "kubernetes":
+                return False
+            if action == "load_test":  # the footer's L while it is offered, the hidden one otherwise
+                return (parameters == ("offered",)) == self._load_test_offered()
         return True
+
+    def _load_test_offered(self) -> bool:
+        from ..lifecycle import serve_ready
+
+        return serve_ready(self.store.value("k8s_deployments") or {}, "infera")
 
     def _on_nodes(self) -> bool:
         """The active cluster's workloads are nodes over ssh (a VM cluster, a public-research node), not pods."""
@@ -395,6 +405,10 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
             return
         active = st.meta.get("cluster")
         state = self.query_one("#wl-state", Static)
+        offered = self._load_test_offered()
+        if offered != getattr(self, "_offered_shown", False):  # L comes to the footer, or leaves it
+            self._offered_shown = offered
+            self.refresh_bindings()
         if self._on_nodes():
             self.query_one(NodesPane).refresh_view()
             return
@@ -806,7 +820,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
             done,
         )
 
-    def action_load_test(self) -> None:
+    def action_load_test(self, _offered: str = "") -> None:
         self.ncapp.load_test_flow()
 
     def action_tune_again(self) -> None:

@@ -8,6 +8,11 @@ In a field where a person types a price that is no small thing. ``Field`` runs i
 A paste of several lines is refused with a reason, field unchanged: Input keeps the first line silently, and a
 10 kB script pasted into Command became a 26-character command that was applied. One trailing line break (a
 line copied whole) is not a second line.
+
+Tab and Shift+Tab move to the next or previous field at once, here, not when the key has come back to the
+app's binding: typed in one burst ("image", Tab, "command"), the keys after Tab were already handed to this
+field, and the command landed in Image. A key handed to this field after the focus left it goes on to the
+field (or button) that has it now, in the order typed.
 """
 
 from __future__ import annotations
@@ -20,6 +25,20 @@ __all__ = ["Field"]
 
 class Field(Input):
     async def _on_key(self, event: events.Key) -> None:
+        screen = self.screen
+        if screen.focused is not self and screen.focused is not None:  # typed after a Tab that moved on
+            event.stop()
+            event.prevent_default()
+            screen.focused._forward_event(events.Key(event.key, event.character))
+            return
+        if event.key in ("tab", "shift+tab"):
+            event.stop()
+            event.prevent_default()
+            if event.key == "tab":
+                screen.focus_next()
+            else:
+                screen.focus_previous()
+            return
         if event.is_printable:
             return  # Input's own handler inserts it (Textual calls each class's handler)
         bindings = self._bindings.key_to_bindings.get(event.key)

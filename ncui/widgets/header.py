@@ -80,16 +80,6 @@ class StatusHeader(Static):
             top.append(f"[{self.mode}] ", style="bold magenta")
         if who is None:
             top.append("connecting…", style="dim")
-        else:
-            top.append(who.org_name, style="bold")
-            if cluster_ref is not None:
-                top.append(f" · {cluster_ref.name} ({cluster_ref.kind}")
-                if info is not None and info.name == cluster_ref.name:
-                    top.append(f", {info.gpu_model}")
-                    top.append(", market" if info.market else ", fixed")
-                top.append(")")
-            elif who.org_kind == "public_research":
-                top.append(" · public research (no clusters)")
         light = self._liveness()
         meters = self.meters_text()  # on the top line, before the light: the cluster's name gives way to them
         if meters.cell_len:
@@ -99,6 +89,22 @@ class StatusHeader(Static):
         # gives way here, before the first layout too, so the light and the second line always stay on screen)
         width = self.content_size.width or self.app.size.width - 2
         room = width - light.cell_len - 2
+        if who is not None:
+            where = Text()
+            if cluster_ref is not None:
+                where.append(f" · {cluster_ref.name} ({cluster_ref.kind}")
+                if info is not None and info.name == cluster_ref.name:
+                    where.append(f", {info.gpu_model}")
+                    where.append(", market" if info.market else ", fixed")
+                where.append(")")
+            elif who.org_kind == "public_research":
+                where.append(" · public research (no clusters)")
+            org = Text(who.org_name, style="bold", no_wrap=True, overflow="ellipsis")
+            spare = room - top.cell_len - where.cell_len
+            if 0 < room and spare < org.cell_len:  # the organization's name gives way first: the cluster's
+                org.truncate(max(8, spare), overflow="ellipsis")  # kind, GPU class and market stay whole
+            top.append_text(org)
+            top.append_text(where)
         if 0 < room < top.cell_len:  # at 80 columns a long name gives way, never the light (nor the meters)
             top.truncate(room, overflow="ellipsis")
         top.append("  ")
@@ -164,6 +170,8 @@ class StatusHeader(Static):
         known = any(x.per_hour is not None for x in meters)  # (a figure read: the sum of those read)
         upto = "≤" if any(x.kind == "vm" for x in meters) else ""  # (declared capacity bills up to its ceiling)
         cost = f"{upto}{fmt_usd(total)}/h" if known else ""
+        if upto and not total and not unknown:  # capacity declared, no node active yet: nothing billed, none "≤$0"
+            cost = "declared"
         cost += ("+?" if known else "?/h") if unknown else ""
         out = Text()
         out.append(f" meters {'+'.join(x.tag for x in meters)} {cost} ", style="bold black on yellow")
