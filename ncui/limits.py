@@ -57,7 +57,7 @@ class Limit:
     stop_runs: bool = False  # at 100% also stop the runs that hold GPU nodes (chosen when set)
 
     def scope(self) -> str:
-        return "for this session" if self.until is None else f"until {self.until:%Y-%m-%d %H:%M} UTC"
+        return scope_words(self.until)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -142,6 +142,16 @@ def evaluate(limit: Limit, transactions: Slice, now: datetime, store_now: float 
     elif percent >= WARN_PERCENT:
         level = "warn"
     return LimitState(limit, level, spent, percent, partial, problem)
+
+
+def scope_words(until: datetime | None) -> str:
+    """How long a limit lasts, as the human typed it: a day typed ("2027-01-01") reads as that day, through its
+    end (never "until 2027-01-02 00:00", which reads like another date); a minute typed, as that minute."""
+    if until is None:
+        return "for this session"
+    if (until.hour, until.minute, until.second) == (0, 0, 0):
+        return f"through {until - timedelta(days=1):%Y-%m-%d} (UTC)"
+    return f"until {until:%Y-%m-%d %H:%M} UTC"
 
 
 def parse_until(text: str, now: datetime) -> datetime | None:
@@ -282,6 +292,7 @@ __all__ = [
     "charged_since",
     "evaluate",
     "parse_until",
+    "scope_words",
     "load",
     "save",
     "key_for",

@@ -291,7 +291,7 @@ async def test_the_spending_limit_survives_a_restart_and_a_session_one_ends_with
         await pilot.press("5")
         await until(
             pilot,
-            lambda: "$40.00 until 2026-11-10 00:00 UTC: $0.00 charged since 09:00 (0%)." in screen_text(app),
+            lambda: "$40.00 through 2026-11-09 (UTC): $0.00 charged since 09:00 (0%)." in screen_text(app),
             what="the limit on Lease",
         )
         # replaced by a session limit; quitting with nothing standing ends it

@@ -205,7 +205,7 @@ class SpendingLimitModal(ModalScreen["tuple[int, datetime | None, bool] | str | 
             return
         stop_runs = self._stop_runs()
         self.value = (amount, until, stop_runs)
-        scope = "for this session" if until is None else f"until {until:%Y-%m-%d %H:%M} UTC"
+        scope = L.scope_words(until)
         also = "; at 100% your runs on GPU nodes are stopped too (listed first, in the countdown)" if stop_runs else ""
         said = f"✓ {fmt_usd(amount)} {scope}, counted from now{also}."
         why.update(Text(said, style="green"))
