@@ -141,6 +141,98 @@ async def first_loss_lines(kube: KubeClient, pod: str, container: str | None) ->
     return out
 
 
+def _node_of(pod: dict[str, Any] | None) -> str | None:
+    return ((pod or {}).get("spec") or {}).get("nodeName") or None
+
+
+def _disruption(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod's ``DisruptionTarget`` condition when it is true (the market took its node back), else None."""
+    conds = (pod.get("status") or {}).get("conditions") or ()
+    return next((c for c in conds if c.get("type") == "DisruptionTarget" and c.get("status") == "True"), None)
+
+
+def _current_pod(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The pod that runs now or ran last (``pods`` oldest first): the newest placed one a reclaim did not stop (the
+    replacement), else the newest not stopped, else the newest."""
+    live = [p for p in pods if _disruption(p) is None] or pods
+    placed = [p for p in live if _node_of(p)]
+    return (placed or live)[-1] if live else None
+
+
+def _job_gpus(obj: dict[str, Any]) -> int:
+    """The GPUs the job or deployment asks for: its pod template's × the pods it runs at once."""
+    spec = obj.get("spec") or {}
+    per_pod = _gpus((spec.get("template") or {}).get("spec") or {})
+    at_once = spec.get("parallelism") if obj.get("kind") == "Job" else spec.get("replicas")
+    return per_pod * max(1, at_once if isinstance(at_once, int) else 1)
+
+
+def _reclaims(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each pod a reclaim stopped (``pods`` oldest first), with the pod made after it to replace it."""
+    out: list[dict[str, Any]] = []
+    for i, p in enumerate(pods):
+        cond = _disruption(p)
+        if cond is None:
+            continue
+        after = pods[i + 1] if i + 1 < len(pods) else None
+        started = _t(((after or {}).get("status") or {}).get("startTime"))
+        out.append(
+            {
+                "pod": clean(p["metadata"]["name"]),
+                "node": clean(_node_of(p) or "") or None,
+                "at": memory.iso(_t(cond.get("lastTransitionTime"))),
+                "reason": clean(str(cond.get("message") or cond.get("reason") or "DisruptionTarget"))[:300],
+                "replaced_by": None
+                if after is None
+                else {
+                    "pod": clean(after["metadata"]["name"]),
+                    "node": clean(_node_of(after) or "") or None,
+                    "started_at": memory.iso(started),
+                },
+            }
+        )
+    return out
+
+
+async def _job_loss_lines(
+    kube: KubeClient,
+    pod: dict[str, Any] | None,
+    pods: list[dict[str, Any]],
+    mine: dict[str, Any] | None,
+    un: _Unknown,
+) -> tuple[list[str], str | None]:
+    """The first loss lines of the pod that runs now or ran (``pod``), and its name; while it has logged none, those
+    of the pod before it (one a reclaim stopped), named as theirs. What ncui remembers is used when it is that pod's
+    (it is said whose it is; an old record that does not say is taken only for a job of one pod)."""
+    kept = list((mine or {}).get("first_loss_lines") or ())
+    kept_pod = (mine or {}).get("first_loss_pod")
+    if pod is None:  # the pods are gone (deleted or cleaned up): what was seen of them
+        return kept, kept_pod
+    name = pod["metadata"]["name"]
+    if kept_pod is None and kept and len(pods) <= 1:
+        kept_pod = name
+    if kept_pod == name and len(kept) >= memory.FIRST_LINES:
+        return kept, name
+    if _node_of(pod):
+        read = await _try(un, "first_loss_lines", partial(first_loss_lines, kube, name, _container(pod)))
+        if read and (kept_pod != name or len(read) >= len(kept)):
+            return read, name
+    if kept and kept_pod is not None:  # (a pod since replaced, or this one's, read before)
+        return kept, kept_pod
+    for p in reversed([p for p in pods if p is not pod and _node_of(p)]):
+        read = await _try(
+            _Unknown(), "first_loss_lines", partial(first_loss_lines, kube, p["metadata"]["name"], _container(p))
+        )
+        if read:
+            return read, p["metadata"]["name"]
+    return [], None
+
+
+def _container(pod: dict[str, Any]) -> str | None:
+    name = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
+    return name if isinstance(name, str) else None
+
+
 async def _kubernetes(
     r: dict[str, Any],
     nc: NCClient,
@@ -167,6 +259,17 @@ async def _kubernetes(
             "as_of": memory.iso(spend.as_of),
             "source": "GET /api/k8s/market/spend (live)",
         }
+    if info is not None and not info.market:  # what the apply checked the balance against (no limit price here)
+        gpu_model = info.gpu_model
+        ticks = await _try(un, "rate.class_price", lambda: nc.ticks(gpu_model=gpu_model, limit=1))
+        if ticks is not None and ticks.ticks:
+            t = ticks.ticks[-1]
+            r["rate"]["class_price"] = {
+                "price_per_gpu_hour_ucredits": t.price_per_gpu_hour,
+                "gpu_model": clean(t.gpu_model),
+                "as_of": memory.iso(t.at),
+                "source": "GET /api/market/ticks (the market's price for the cluster's GPU class; not this cluster's)",
+            }
     if info is None or info.market:
         bid = await _try(un, "standing", lambda: nc.bid(name))
         if bid is not None and bid.max_price_per_gpu_hour:
@@ -227,41 +330,49 @@ async def _kubernetes(
     }
     mine_pods = sorted(
         (p for p in pods if owned_by(p, obj.get("kind", ""), obj["metadata"]["name"])),
-        key=lambda p: p["metadata"].get("creationTimestamp") or "",
+        key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]),
     )
-    placed = [p for p in mine_pods if (p.get("spec") or {}).get("nodeName")]
-    pod = placed[0] if placed else (mine_pods[0] if mine_pods else None)
+    pod = _current_pod(mine_pods)
     learned: dict[str, Any] = {"object": [kind, oname], "uid": uid, "recipe": r["job"]["recipe"], "stop": stop}
     learned["applied_at"] = r["job"]["applied_at"]
+    r["job"]["gpus"] = _job_gpus(obj)  # what the job asks for (never summed over the pods a reclaim replaced)
     if pod is not None:
         r["job"]["pod"] = clean(pod["metadata"]["name"])
         r["job"]["pod_status"] = pod_status(pod)
-        r["job"]["gpus"] = sum(_gpus(p.get("spec") or {}) for p in (placed or [pod]))
-    node_name = (pod.get("spec") or {}).get("nodeName") if pod else None
+    r["reclaims"] = _reclaims(mine_pods)
+    node_name = _node_of(pod)
+    first = next((p for p in mine_pods if _node_of(p)), None)  # the first pod placed on a node: the first node
+    first_node = _node_of(first)
     if mine and mine.get("node_arrived_at"):
         r["node"] = {"name": mine.get("node"), "arrived_at": mine["node_arrived_at"], "source": mine.get("node_source")}
-    elif node_name and node_name in nodes:
+    elif first is not None and first_node in nodes:
         ready = next(
-            (c for c in (nodes[node_name].get("status") or {}).get("conditions") or () if c.get("type") == "Ready"),
+            (c for c in (nodes[first_node].get("status") or {}).get("conditions") or () if c.get("type") == "Ready"),
             None,
         )
         if ready is not None and ready.get("status") == "True":
             at = memory.iso(_t(ready.get("lastTransitionTime")))
-            r["node"] = {"name": clean(node_name), "arrived_at": at, "source": "the Node's Ready condition"}
-            learned.update(node=r["node"]["name"], node_arrived_at=at, node_source=r["node"]["source"])
+            r["node"] = {"name": clean(first_node), "arrived_at": at, "source": "the Node's Ready condition"}
         else:
-            un.setdefault("node", f"{clean(node_name)} is joining: not Ready yet")
+            un.setdefault("node", f"{clean(first_node)} is joining: not Ready yet")
+    elif first is not None and _t((first.get("status") or {}).get("startTime")):
+        # the Node object is gone (released after the job, or reclaimed): the kubelet started the pod there, so
+        # the node had joined by then
+        at = memory.iso(_t(first["status"]["startTime"]))
+        r["node"] = {
+            "name": clean(first_node),
+            "arrived_at": at,
+            "source": f"its pod {clean(first['metadata']['name'])}'s start there (the Node object is gone)",
+        }
     else:
         un.setdefault("node", "no node yet: the job waits for one (a first node takes 10–15 minutes)")
-    lines = list((mine or {}).get("first_loss_lines") or ())
-    if len(lines) < memory.FIRST_LINES and pod is not None and node_name:
-        container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
-        read = await _try(un, "first_loss_lines", lambda: first_loss_lines(kube, pod["metadata"]["name"], container))
-        if read and len(read) > len(lines):
-            lines = read
+    if r["node"] is not None:
+        learned.update(node=r["node"]["name"], node_arrived_at=r["node"]["arrived_at"], node_source=r["node"]["source"])
+    lines, lines_pod = await _job_loss_lines(kube, pod, mine_pods, mine, un)
     r["first_loss_lines"] = lines
+    r["job"]["first_loss_pod"] = clean(lines_pod) if lines_pod else None
     if lines:
-        learned["first_loss_lines"] = lines
+        learned.update(first_loss_lines=lines, first_loss_pod=lines_pod)
     conds = (obj.get("status") or {}).get("conditions") or ()
     if kind == "Job" and state in ("Complete", "Failed"):
         done: dict[str, Any] = next((c for c in conds if c.get("type") == state and c.get("status") == "True"), {})
@@ -677,7 +788,8 @@ def empty(now: datetime) -> dict[str, Any]:
         "node": None,
         "first_loss_lines": [],
         "completion": None,
-        "rate": {"market": None, "metered": None, "charged": None},
+        "reclaims": None,
+        "rate": {"market": None, "metered": None, "charged": None, "class_price": None, "leading": None},
         "spend_so_far": None,
         "stop": [],
         "standing": [],
@@ -781,6 +893,7 @@ async def collect(
             }
     elif txs is not None:
         un.setdefault("spend_so_far", "no job to count from")
+    r["rate"]["leading"] = _leading(r)
     r["unknown"] = dict(un)
     if remember and learned:
         fresh = learned.pop("_new", False) or (
@@ -789,6 +902,17 @@ async def collect(
         where = ref.name if ref is not None else ""  # (a research node's: "", as the app keeps it)
         memory.remember_job(key, where, {k: v for k, v in learned.items() if v is not None}, new=fresh or not mem)
     return r
+
+
+def _leading(r: dict[str, Any]) -> str | None:
+    """Which rate the report leads with (the guide's Ceiling step): on a Kubernetes market cluster the market's live
+    rate, on a VM cluster what winners are assessed (the ticks) and a research node its lease's price: ``market``;
+    where no market prices the nodes (a fixed cluster, Slurm) the human's own charges, else the metered rate."""
+    rate, c = r["rate"], r.get("cluster") or {}
+    priced = c.get("kind") == "vm" or (c.get("kind") == "kubernetes" and c.get("market") is not False)
+    if (priced or c == {}) and rate["market"] is not None:
+        return "market"
+    return next((k for k in ("charged", "metered") if rate.get(k) is not None), None)
 
 
 # ---- drawing: markdown and the screen -----------------------------------------------------------
@@ -805,17 +929,98 @@ def _lag(seconds: int | None) -> str:
     return f"about {max(0, seconds) // 60} min behind" if seconds >= 60 else "just assessed"
 
 
+REPORT_THIS = "the one to report"
+
+
+def rate_lines(r: dict[str, Any]) -> list[str]:
+    """The assessed rates, one line each saying what it is: the one the guide reports for the cluster's kind first
+    (``rate.leading``), then the others."""
+    un = r.get("unknown") or {}
+    rate, c = r["rate"], r.get("cluster") or {}
+    lead = rate.get("leading")
+    fixed = c.get("kind") == "kubernetes" and c.get("market") is False
+    lines: dict[str, str] = {}
+    mk, mt, ch = rate["market"], rate["metered"], rate.get("charged")
+    if fixed:
+        held = f": its {mk['gpus']} GPUs are not priced by the market" if mk and mk.get("gpus") else ""
+        lines["market"] = f"market rate: none — {c.get('name')} is a fixed cluster{held}"
+    elif mk:
+        held = f" on {mk['gpus']} GPUs ({fmt_usd(mk['ucredits_per_hour'])}/h)" if mk.get("gpus") else ""
+        asof = f", as of {_when(mk['as_of'])}" if mk.get("as_of") else ""
+        what = {
+            "vm": "what winners are assessed now (the market's ticks)",
+            "kubernetes": "the market's live rate for the cluster",
+        }.get(str(c.get("kind")), "the lease's price")
+        price = (
+            fmt_price(mk["price_per_gpu_hour_ucredits"])
+            if mk["price_per_gpu_hour_ucredits"] is not None
+            else "none: no market node held now"
+        )
+        lines["market"] = f"running rate, {what}: {price}{held}{asof}"
+    else:
+        lines["market"] = f"market rate: {unknown_text(un, 'rate.market')}"
+    if ch:
+        lines["charged"] = (
+            f"charged: {fmt_price(ch['price_per_gpu_hour_ucredits'])} in your newest charge since the job began, "
+            f"{_when(ch['at'])}"
+        )
+    if mt:
+        per = (
+            f"{fmt_price(mt['per_gpu_hour_ucredits'])} over {mt['gpus']} GPUs, "
+            if mt.get("per_gpu_hour_ucredits") is not None
+            else ""
+        )
+        lines["metered"] = (
+            f"metered: {per}{fmt_usd(mt['ucredits_per_hour'])}/h, the organization's whole ten-minute average "
+            f"(partial node hours lower it), assessed {_when(mt['assessed_at'])} ({_lag(mt['lag_seconds'])})"
+        )
+    else:
+        lines["metered"] = f"metered: {unknown_text(un, 'rate.metered')}"
+    cp = rate.get("class_price")
+    if cp:
+        lines["class_price"] = (
+            f"market price of {cp['gpu_model']} now: {fmt_price(cp['price_per_gpu_hour_ucredits'])} (what the apply "
+            "checks the balance against; not this cluster's rate)"
+        )
+    if lead in lines:
+        why = {
+            "market": "the guide's figure for a Kubernetes cluster"
+            if c.get("kind") == "kubernetes"
+            else "the guide's figure for a VM cluster"
+            if c.get("kind") == "vm"
+            else "what the lease bills",
+            "charged": "no market prices this cluster's nodes",
+            "metered": "no market prices this cluster's nodes, and no charge since the job began",
+        }[lead]
+        first = f"{lines.pop(lead)} — {REPORT_THIS} ({why})"
+        return [first, *lines.values()]
+    return list(lines.values())
+
+
+def unknown_text(un: dict[str, str], *fields: str) -> str:
+    why = next((un[f] for f in fields if f in un), "not read")
+    return f"unknown ({why})"
+
+
 def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """The report as (label, lines) rows, in the seed's order: what markdown and the screen draw."""
     un = r.get("unknown") or {}
-
-    def unknown(*fields: str) -> str:
-        why = next((un[f] for f in fields if f in un), "not read")
-        return f"unknown ({why})"
-
+    unknown = partial(unknown_text, un)
     out: list[tuple[str, list[str]]] = []
     org, c, job = r.get("organization") or {}, r.get("cluster"), r.get("job")
-    where = f"{c['name']} ({c['kind']}{', market' if c.get('market') else ''})" if c else unknown("cluster")
+    if c:
+        kind = (
+            f"{c['kind']}, market"
+            if c.get("market")
+            else f"{c['kind']}, fixed"
+            if c.get("market") is False
+            else c["kind"]
+        )
+        where = f"{c['name']} ({kind})"
+    elif org.get("kind") == "public_research" and "cluster" not in un:
+        where = "none: a public-research organization has no cluster (one whole node from Marshall's workspace)"
+    else:
+        where = unknown("cluster")
     out.append(("Cluster", [f"{where} · {org.get('name', '?')}"]))
     if job:
         what = f"{job['kind']} {job['name']}"
@@ -827,6 +1032,9 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
         if job.get("applied_at"):
             by = "by ncui" if job.get("applied_by") == "ncui" else "not by ncui (kubectl or another tool)"
             bits.append(f"applied {_when(job['applied_at'])}, {by}")
+        if job.get("pod"):
+            gpus = f", {job['gpus']} GPUs" if job.get("gpus") else ""
+            bits.append(f"pod {job['pod']}: {job.get('pod_status') or '?'}{gpus}")
         out.append(("Job", bits))
     else:
         out.append(("Job", [unknown("job")]))
@@ -838,42 +1046,29 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
             [f"{_when(n['arrived_at'])} — {n['name'] or '?'} ({n['source']})"] if n else [unknown("node", "job")],
         )
     )
+    reclaims: list[str] = []
+    for rc in r.get("reclaims") or ():
+        reclaims.append(f"{rc['pod']} on {rc['node'] or '?'} at {_when(rc['at'])}: {rc['reason']}")
+        rep = rc.get("replaced_by")
+        if rep is None:
+            reclaims.append("not replaced")
+        elif rep.get("started_at"):
+            reclaims.append(f"replaced by {rep['pod']}, started on {rep['node'] or '?'} at {_when(rep['started_at'])}")
+        else:
+            reclaims.append(f"replaced by {rep['pod']}: it waits for a node")
+    if reclaims:
+        out.append(("Reclaimed", reclaims))
     if r.get("first_loss_lines"):
         out.append(("First loss lines", list(r["first_loss_lines"])))
+        whose = (job or {}).get("first_loss_pod")
+        if whose and whose != (job or {}).get("pod"):
+            out.append(("Logged by", [f"{whose}, the pod before {job['pod']} (which has logged no loss line yet)"]))
     if r.get("completion"):
         comp = r["completion"]
         out.append(("Completion", [f"{comp['state']}" + (f" at {_when(comp['at'])}" if comp.get("at") else "")]))
     if not r.get("first_loss_lines") and not r.get("completion"):
         out.append(("First loss lines", [unknown("first_loss_lines", "job")]))
-    rate: list[str] = []
-    mk, mt = r["rate"]["market"], r["rate"]["metered"]
-    if mk:
-        held = f" on {mk['gpus']} GPUs ({fmt_usd(mk['ucredits_per_hour'])}/h)" if mk.get("gpus") else ""
-        asof = f", as of {_when(mk['as_of'])}" if mk.get("as_of") else ""
-        price = (
-            fmt_price(mk["price_per_gpu_hour_ucredits"])
-            if mk["price_per_gpu_hour_ucredits"] is not None
-            else "none (no node held)"
-        )
-        rate.append(f"market, live: {price}{held}{asof}")
-    else:
-        rate.append(f"market: {unknown('rate.market')}")
-    if mt:
-        per = (
-            f"{fmt_price(mt['per_gpu_hour_ucredits'])} over {mt['gpus']} GPUs, "
-            if mt.get("per_gpu_hour_ucredits") is not None
-            else ""
-        )
-        rate.append(
-            f"metered: {per}{fmt_usd(mt['ucredits_per_hour'])}/h org-wide, assessed {_when(mt['assessed_at'])} "
-            f"({_lag(mt['lag_seconds'])})"
-        )
-    else:
-        rate.append(f"metered: {unknown('rate.metered')}")
-    ch = r["rate"].get("charged")
-    if ch:
-        rate.append(f"charged: {fmt_price(ch['price_per_gpu_hour_ucredits'])} in the newest charge, {_when(ch['at'])}")
-    out.append(("Assessed rate", rate))
+    out.append(("Assessed rate", rate_lines(r)))
     s = r.get("spend_so_far")
     if s:
         spent = f"{'at least ' if s['at_least'] else ''}{fmt_usd(s['ucredits'])}"

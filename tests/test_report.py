@@ -28,13 +28,27 @@ TOP = {
     "node",
     "first_loss_lines",
     "completion",
+    "reclaims",
     "rate",
     "spend_so_far",
     "stop",
     "standing",
     "unknown",
 }
-JOB = {"kind", "name", "recipe", "title", "state", "applied_at", "applied_by", "pod", "pod_status", "gpus"}
+JOB = {
+    "kind",
+    "name",
+    "recipe",
+    "title",
+    "state",
+    "applied_at",
+    "applied_by",
+    "pod",
+    "pod_status",
+    "gpus",
+    "first_loss_pod",
+}
+RATE = {"market", "metered", "charged", "class_price", "leading"}
 NODE = {"name", "arrived_at", "source"}
 MARKET = {"price_per_gpu_hour_ucredits", "gpus", "ucredits_per_hour", "as_of", "source"}
 METERED = {"ucredits_per_hour", "per_gpu_hour_ucredits", "gpus", "assessed_at", "lag_seconds", "source"}
@@ -103,7 +117,7 @@ def test_report_of_a_train_job_applied_by_hand_with_kubectl(kube_factory, tmp_pa
 
     # the shape, as documented
     assert set(r) == TOP and r["schema"] == SCHEMA
-    assert set(r["job"]) == JOB and set(r["node"]) == NODE and set(r["rate"]) == {"market", "metered", "charged"}
+    assert set(r["job"]) == JOB and set(r["node"]) == NODE and set(r["rate"]) == RATE
     assert set(r["rate"]["market"]) == MARKET and set(r["rate"]["metered"]) == METERED
     assert len(r["standing"]) == 1 and set(r["standing"][0]) == STANDING
     assert set(r["spend_so_far"]) == {"ucredits", "since", "at_least"} and isinstance(r["unknown"], dict)
@@ -295,3 +309,105 @@ def test_two_ncui_processes_writing_at_once_lose_nothing(tmp_path):
     jobs = memory.recall("k", path)["jobs"]  # valid JSON, every write of both landed
     assert sorted(jobs) == sorted(f"{w}-{i}" for w in "ab" for i in range(40))
     assert not list(path.parent.glob(".*.tmp")) and not list(path.parent.glob("*.bad-*"))
+
+
+# ---- a reclaim, a completion -----------------------------------------------------------------------------
+
+
+def pods_of(k, prefix: str = "nanogpt-") -> list[dict]:
+    items = k.api("/api/v1/namespaces/default/pods")["items"]
+    return sorted(
+        (p for p in items if p["metadata"]["name"].startswith(prefix)), key=lambda p: p["metadata"]["creationTimestamp"]
+    )
+
+
+def loss_lines_of(k, pod: str) -> list[str]:
+    return [x for x in k.kubectl("--context", k.cluster, "logs", pod).stdout.splitlines() if parse_loss(x)][:3]
+
+
+def test_report_of_a_train_job_through_a_reclaim_and_its_completion(kube_factory, tmp_path):
+    """Train applied with the real kubectl; the market reclaims its node while it trains; the Job replaces the pod
+    and runs it on the next node to completion. The report says the job's 8 GPUs (never summed over the pods),
+    the first node's arrival (from its pod's start once the Node is gone), the reclaim and its replacement, the
+    loss lines of the pod that ran, and the end."""
+    k = kube_factory("k8s-market")
+    k.set_bid(6.0)
+    k.kubectl("--context", k.cluster, "apply", "-f", k.file("nanogpt-job-nvidia.yaml"))
+    k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="Running")
+    k.advance_until(lambda: loss_lines_of(k, pods_of(k)[0]["metadata"]["name"]), step=30, what="a loss line")
+    (first,) = pods_of(k)
+    node = first["spec"]["nodeName"]
+    assert k.sim_post("/_sim/k8s/reclaim", {"node": node}).json()["reclaimed"] == [node]
+    k.advance_until(lambda: len(pods_of(k)) == 2, step=10, what="the replacement pod")
+    env = {**k.env, "NC_TOKEN": k.sim.token, "XDG_STATE_HOME": str(tmp_path / "state")}
+
+    def report() -> dict:
+        p = run_report(env, "--json", "--api", k.sim.api_url, "--access", k.sim.access_url)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    r = report()  # the replacement waits for its node: the reclaimed pod's lines, said as its
+    assert r["job"]["gpus"] == 8 and r["job"]["pod"] != first["metadata"]["name"]
+    assert r["node"]["name"] == node and same_time(r["node"]["arrived_at"], first["status"]["startTime"])
+    assert r["first_loss_lines"] and r["job"]["first_loss_pod"] == first["metadata"]["name"]
+    (rc,) = r["reclaims"]
+    assert rc["pod"] == first["metadata"]["name"] and rc["node"] == node and rc["replaced_by"]["pod"] == r["job"]["pod"]
+    assert "reclaimed" in rc["reason"] and rc["at"]
+
+    k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="Running again")
+    second = pods_of(k)[-1]["metadata"]["name"]
+    k.advance_until(lambda: len(loss_lines_of(k, second)) >= 3, step=30, what="three loss lines of the replacement")
+    r = report()
+    assert r["job"]["pod"] == second and r["job"]["pod_status"] == "Running" and r["job"]["gpus"] == 8
+    assert r["first_loss_lines"] == loss_lines_of(k, second) and r["job"]["first_loss_pod"] == second
+    assert r["node"]["name"] == node  # the first node's arrival stays the report's
+    (rc,) = r["reclaims"]
+    started = k.api(f"/api/v1/namespaces/default/pods/{second}")["status"]["startTime"]
+    assert rc["replaced_by"]["node"] not in (None, node) and same_time(rc["replaced_by"]["started_at"], started)
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    assert f"{first['metadata']['name']} on {node}" in text and f"replaced by {second}" in text, text
+
+    k.advance_until(
+        lambda: k.api("/apis/batch/v1/namespaces/default/jobs/nanogpt")["status"].get("completionTime"),
+        step=120,
+        what="the Job complete",
+    )
+    k.advance_until(
+        lambda: not [n for n in k.api("/api/v1/nodes")["items"] if "h100" in n["metadata"]["name"]],
+        step=120,
+        what="the node released",
+    )
+    r = report()
+    assert r["completion"]["state"] == "Complete" and r["job"]["pod"] == second
+    assert r["job"]["pod_status"] == "Completed" and r["job"]["gpus"] == 8 and len(r["reclaims"]) == 1
+    assert r["first_loss_lines"] == loss_lines_of(k, second) and r["node"]["name"] == node
+    assert "node" not in r["unknown"] and "first_loss_lines" not in r["unknown"]
+
+
+def test_a_completed_train_whose_node_was_released_says_when_the_node_arrived(kube_factory, tmp_path):
+    """No reclaim; the Job completes and the market releases its node (the Node object is gone): the node's arrival
+    is its pod's start there, never "no node yet". (No state dir remembered it: the cluster alone says it.)"""
+    k = kube_factory("k8s-market")
+    k.set_bid(6.0)
+    k.kubectl("--context", k.cluster, "apply", "-f", k.file("nanogpt-job-nvidia.yaml"))
+    k.advance_until(
+        lambda: k.api("/apis/batch/v1/namespaces/default/jobs/nanogpt")["status"].get("completionTime"),
+        step=120,
+        what="the Job complete",
+    )
+    (pod,) = pods_of(k)
+    k.advance_until(
+        lambda: not [n for n in k.api("/api/v1/nodes")["items"] if "h100" in n["metadata"]["name"]],
+        step=120,
+        what="the node released",
+    )
+    env = {**k.env, "NC_TOKEN": k.sim.token, "XDG_STATE_HOME": str(tmp_path / "state")}
+    p = run_report(env, "--json", "--api", k.sim.api_url, "--access", k.sim.access_url)
+    r = json.loads(p.stdout)
+    assert r["node"]["name"] == pod["spec"]["nodeName"] and same_time(
+        r["node"]["arrived_at"], pod["status"]["startTime"]
+    )
+    assert "the Node object is gone" in r["node"]["source"] and "node" not in r["unknown"]
+    assert r["reclaims"] == [] and r["completion"]["state"] == "Complete" and r["job"]["gpus"] == 8
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    assert "no node yet" not in text and pod["spec"]["nodeName"] in text
