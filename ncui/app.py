@@ -395,7 +395,13 @@ class NCApp(
 
         try:
             report = await collect(
-                nc, now=self.backend.now(), cluster=ref.name if ref else None, kube=kube, slurm=slurm, node=node
+                nc,
+                now=self.backend.now(),
+                cluster=ref.name if ref else None,
+                kube=kube,
+                slurm=slurm,
+                node=node,
+                token_from=self.store.meta.get("token_from"),
             )
         finally:
             for runner in made:

@@ -37,7 +37,16 @@ if TYPE_CHECKING:
 
 SCHEMA = "ncui.report/1"
 T = TypeVar("T")
-TOKEN_CMD = '"Authorization: Bearer $(cat ~/.config/nationalcompute/token)"'
+TOKEN_FILE_AUTH = '"Authorization: Bearer $(cat ~/.config/nationalcompute/token)"'
+ENV_AUTH = '"Authorization: Bearer $NC_TOKEN"'
+
+
+def auth_header(token_from: str | None) -> str:
+    """The ``-H`` a printed curl command authenticates with: the credential this session used (``token_from``, as
+    ``config.TokenSource.origin`` names it: ``NC_TOKEN`` or the token file), never the token itself."""
+    return ENV_AUTH if token_from == "NC_TOKEN" else TOKEN_FILE_AUTH
+
+
 LOG_LINES_READ = 20_000  # at most this many lines of a pod's log are read for its first loss lines
 
 
@@ -67,15 +76,15 @@ def _t(text: str | None) -> datetime | None:
         return None
 
 
-def _withdraw_bid(api: str, cluster: str) -> str:
+def _withdraw_bid(api: str, cluster: str, auth: str) -> str:
     url = f"{api.rstrip('/')}/api/k8s/bid?cluster={cluster}"
     return (
-        f"curl -X PUT -H {TOKEN_CMD} -H 'Content-Type: application/json' "
+        f"curl -X PUT -H {auth} -H 'Content-Type: application/json' "
         f"-d '{{\"max_price_per_gpu_hour\": 0}}' {shlex.quote(url)}"
     )
 
 
-def _release_vm(api: str, cap: m.VmCapacity) -> str:
+def _release_vm(api: str, cap: m.VmCapacity, auth: str) -> str:
     body = json.dumps(
         {
             "max_gpus": 0,
@@ -84,7 +93,7 @@ def _release_vm(api: str, cap: m.VmCapacity) -> str:
         }
     )
     url = f"{api.rstrip('/')}/api/vm/capacity"
-    return f"curl -X PUT -H {TOKEN_CMD} -H 'Content-Type: application/json' -d {shlex.quote(body)} {shlex.quote(url)}"
+    return f"curl -X PUT -H {auth} -H 'Content-Type: application/json' -d {shlex.quote(body)} {shlex.quote(url)}"
 
 
 # ---- Kubernetes --------------------------------------------------------------------------------------
@@ -240,6 +249,7 @@ async def _kubernetes(
     ref: m.ClusterRef,
     mem: dict[str, Any] | None,
     un: _Unknown,
+    auth: str,
 ) -> dict[str, Any]:
     """Fill ``r`` for a Kubernetes cluster; returns what to remember of the job."""
     from . import recipes as R
@@ -279,7 +289,7 @@ async def _kubernetes(
                     "cluster": name,
                     "price_per_gpu_hour_ucredits": bid.max_price_per_gpu_hour,
                     "note": "it keeps pulling nodes for any GPU job applied on the cluster",
-                    "withdraw": _withdraw_bid(nc.endpoints.api, name),
+                    "withdraw": _withdraw_bid(nc.endpoints.api, name, auth),
                     "in_ncui": "Lease (5), w",
                 }
             )
@@ -540,7 +550,13 @@ def _same_node(mem: dict[str, Any] | None, node_id: str) -> dict[str, Any] | Non
 
 
 async def _vm(
-    r: dict[str, Any], nc: NCClient, ref: m.ClusterRef, mem: dict[str, Any] | None, node: NodeFor | None, un: _Unknown
+    r: dict[str, Any],
+    nc: NCClient,
+    ref: m.ClusterRef,
+    mem: dict[str, Any] | None,
+    node: NodeFor | None,
+    un: _Unknown,
+    auth: str,
 ) -> dict[str, Any]:
     cap = await _try(un, "node", nc.vm_capacity)
     if cap is None:
@@ -556,7 +572,7 @@ async def _vm(
                 "gpus": cap.max_gpus,
                 "price_per_gpu_hour_ucredits": cap.max_price_per_gpu_hour,
                 "note": "nodes are granted and billed until it is released (a released node loses its disk)",
-                "withdraw": _release_vm(nc.endpoints.api, cap),
+                "withdraw": _release_vm(nc.endpoints.api, cap, auth),
                 "in_ncui": "Lease (5), R",
             }
         )
@@ -810,13 +826,15 @@ async def collect(
     slurm: RunnerFor | None = None,
     node: NodeFor | None = None,
     remember: bool = True,
+    token_from: str | None = None,
 ) -> dict[str, Any]:
     """The report for ``cluster`` (default: the one ncui remembers as active, else the first Kubernetes one).
     ``kube(name)``: a signed-in client of that cluster (it may raise ``KubeError``, ``NotSignedIn`` with the link:
     the job is then unknown with that reason, and the service's facts stay); ``slurm(name)``: a runner on its
     login node; ``node(id, host, port, user, alias)``: a runner on a VM or research node (``NodeFor``). With
     ``remember``, what it learned of the job (its node's arrival, its first loss lines) is kept
-    in ``memory`` so the report holds once the pod is gone and after a restart."""
+    in ``memory`` so the report holds once the pod is gone and after a restart. ``token_from``: where the session's
+    token came from (``TokenSource.origin``): the printed withdraw commands use that credential."""
     r = empty(now)  # (generated_at: moved to the service's clock below, when it says it)
     un = _Unknown()
     who = await _try(un, "organization", nc.whoami)
@@ -843,9 +861,9 @@ async def collect(
         if ref.kind == "kubernetes":
             name = ref.name
             client = await _try(un, "job", lambda: kube(name)) if kube is not None else None
-            learned = await _kubernetes(r, nc, client, ref, mem, un)
+            learned = await _kubernetes(r, nc, client, ref, mem, un, auth_header(token_from))
         elif ref.kind == "vm":
-            learned = await _vm(r, nc, ref, mem, node, un)
+            learned = await _vm(r, nc, ref, mem, node, un, auth_header(token_from))
         elif ref.kind == "slurm":
             name = ref.name
             runner = await _try(un, "job", lambda: slurm(name)) if slurm is not None else None
@@ -929,72 +947,71 @@ def _lag(seconds: int | None) -> str:
     return f"about {max(0, seconds) // 60} min behind" if seconds >= 60 else "just assessed"
 
 
-REPORT_THIS = "the one to report"
-
-
 def rate_lines(r: dict[str, Any]) -> list[str]:
-    """The assessed rates, one line each saying what it is: the one the guide reports for the cluster's kind first
-    (``rate.leading``), then the others."""
+    """The assessed rates, one line each saying what it is: first the ``running rate``, the one the guide reports for
+    the cluster's kind (``rate.leading``), then the others."""
     un = r.get("unknown") or {}
     rate, c = r["rate"], r.get("cluster") or {}
-    lead = rate.get("leading")
-    fixed = c.get("kind") == "kubernetes" and c.get("market") is False
-    lines: dict[str, str] = {}
+    kind, lead = c.get("kind"), rate.get("leading")
+    fixed = kind == "kubernetes" and c.get("market") is False
+    said: dict[str, tuple[str, str]] = {}  # rate → (what it is, its figure)
     mk, mt, ch = rate["market"], rate["metered"], rate.get("charged")
     if fixed:
         held = f": its {mk['gpus']} GPUs are not priced by the market" if mk and mk.get("gpus") else ""
-        lines["market"] = f"market rate: none — {c.get('name')} is a fixed cluster{held}"
+        said["market"] = ("market rate", f"none — {c.get('name')} is a fixed cluster{held}")
     elif mk:
         held = f" on {mk['gpus']} GPUs ({fmt_usd(mk['ucredits_per_hour'])}/h)" if mk.get("gpus") else ""
         asof = f", as of {_when(mk['as_of'])}" if mk.get("as_of") else ""
-        what = {
-            "vm": "what winners are assessed now (the market's ticks)",
-            "kubernetes": "the market's live rate for the cluster",
-        }.get(str(c.get("kind")), "the lease's price")
         price = (
             fmt_price(mk["price_per_gpu_hour_ucredits"])
             if mk["price_per_gpu_hour_ucredits"] is not None
             else "none: no market node held now"
         )
-        lines["market"] = f"running rate, {what}: {price}{held}{asof}"
+        what = {
+            "kubernetes": "the market's live rate, as the guide reports it on Kubernetes",
+            "vm": "what winners are assessed now, as the guide reports it on a VM cluster",
+        }.get(str(kind), "the lease's price")
+        said["market"] = (what if lead == "market" else "market rate", f"{price}{held}{asof}")
     else:
-        lines["market"] = f"market rate: {unknown_text(un, 'rate.market')}"
+        said["market"] = ("market rate", unknown_text(un, "rate.market"))
     if ch:
-        lines["charged"] = (
-            f"charged: {fmt_price(ch['price_per_gpu_hour_ucredits'])} in your newest charge since the job began, "
-            f"{_when(ch['at'])}"
+        said["charged"] = (
+            "charged",
+            f"{fmt_price(ch['price_per_gpu_hour_ucredits'])} in your newest charge, {_when(ch['at'])}",
         )
     if mt:
+        hourly = f"{fmt_usd(mt['ucredits_per_hour'])}/h"
         per = (
-            f"{fmt_price(mt['per_gpu_hour_ucredits'])} over {mt['gpus']} GPUs, "
+            f"{fmt_price(mt['per_gpu_hour_ucredits'])} over {mt['gpus']} GPUs ({hourly})"
             if mt.get("per_gpu_hour_ucredits") is not None
-            else ""
+            else hourly
         )
-        lines["metered"] = (
-            f"metered: {per}{fmt_usd(mt['ucredits_per_hour'])}/h, the organization's whole ten-minute average "
-            f"(partial node hours lower it), assessed {_when(mt['assessed_at'])} ({_lag(mt['lag_seconds'])})"
+        said["metered"] = (
+            "metered",
+            f"{per}: the organization's last ten-minute average (lower when a "
+            f"node ran part of it), assessed {_when(mt['assessed_at'])}, {_lag(mt['lag_seconds'])}",
         )
     else:
-        lines["metered"] = f"metered: {unknown_text(un, 'rate.metered')}"
+        said["metered"] = ("metered", unknown_text(un, "rate.metered"))
     cp = rate.get("class_price")
     if cp:
-        lines["class_price"] = (
-            f"market price of {cp['gpu_model']} now: {fmt_price(cp['price_per_gpu_hour_ucredits'])} (what the apply "
-            "checks the balance against; not this cluster's rate)"
+        said["class_price"] = (
+            f"market price of {cp['gpu_model']}",
+            f"{fmt_price(cp['price_per_gpu_hour_ucredits'])} now (what an apply checks the balance against; not "
+            "this cluster's rate)",
         )
-    if lead in lines:
-        why = {
-            "market": "the guide's figure for a Kubernetes cluster"
-            if c.get("kind") == "kubernetes"
-            else "the guide's figure for a VM cluster"
-            if c.get("kind") == "vm"
-            else "what the lease bills",
-            "charged": "no market prices this cluster's nodes",
-            "metered": "no market prices this cluster's nodes, and no charge since the job began",
-        }[lead]
-        first = f"{lines.pop(lead)} — {REPORT_THIS} ({why})"
-        return [first, *lines.values()]
-    return list(lines.values())
+    out: list[str] = []
+    if lead in said:
+        what, figure = said.pop(lead)
+        if lead == "charged":
+            what = "your newest charge: no market prices this cluster's nodes"
+        elif lead == "metered":
+            what = (
+                "the organization's metered rate: no market prices this cluster's nodes, and no charge since the job "
+                "began"
+            )
+        out.append(f"running rate ({what}): {figure}")
+    return out + [f"{what}: {figure}" for what, figure in said.values()]
 
 
 def unknown_text(un: dict[str, str], *fields: str) -> str:

@@ -87,6 +87,18 @@ def box_facts(k) -> dict:
     }
 
 
+def row(text: str, label: str) -> list[str]:
+    """The lines of one row of ``ncui report``'s plain text (its label in the first 18 columns)."""
+    lines = text.splitlines()
+    i = next(i for i, x in enumerate(lines) if x.startswith(label + " "))
+    out = [lines[i][18:]]
+    for x in lines[i + 1 :]:
+        if x[:18].strip():
+            break
+        out.append(x[18:])
+    return out
+
+
 def same_time(a: str, b: str) -> bool:
     from ncui.kube.status import parse_time
 
@@ -155,17 +167,34 @@ def test_report_of_a_train_job_applied_by_hand_with_kubectl(kube_factory, tmp_pa
     # the plain text too
     text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
     assert "Node arrived" in text and box["loss_lines"][0] in text
+    # three rates, the guide's for a Kubernetes cluster first (the market's live rate), each saying what it is
+    assert r["rate"]["leading"] == "market" and r["rate"]["class_price"] is None
+    live, charged, metered = row(text, "Assessed rate")
+    assert live.startswith("running rate (the market's live rate, as the guide reports it on Kubernetes): $")
+    assert "on 8 GPUs" in live and charged.startswith("charged: $") and "in your newest charge" in charged
+    assert metered.startswith("metered: $") and "the organization's last ten-minute average" in metered
 
     # what it learned is remembered (mode 600), the token nowhere in the state dir
     saved = state / "ncui" / "session.json"
     assert saved.stat().st_mode & 0o077 == 0
     assert k.sim.token not in "".join(f.read_text(errors="replace") for f in (state / "ncui").iterdir() if f.is_file())
 
-    # the withdraw command works as printed (the token from its file, as the seed keeps it)
+    # the withdraw command works as printed, with the credential the report ran on: NC_TOKEN here, while the token
+    # file holds another organization's
     home = Path(k.env["HOME"])
     (home / ".config" / "nationalcompute").mkdir(parents=True)
+    (home / ".config" / "nationalcompute" / "token").write_text("ncsim_another_org_0000")
+    assert '"Authorization: Bearer $NC_TOKEN"' in standing["withdraw"] and "token)" not in standing["withdraw"]
+    subprocess.run(["sh", "-c", standing["withdraw"]], env=env, check=True, capture_output=True, timeout=30)
+    assert box_facts(k)["bid"]["max_price_per_gpu_hour"] == 0
+    # a report run on the token file prints a command that reads the file (as the guide keeps the token)
+    k.set_bid(6.0)
     (home / ".config" / "nationalcompute" / "token").write_text(k.sim.token)
-    subprocess.run(["sh", "-c", standing["withdraw"]], env=k.env, check=True, capture_output=True, timeout=30)
+    on_file = {key: v for key, v in env.items() if key != "NC_TOKEN"}
+    p = run_report(on_file, "--json", "--api", k.sim.api_url, "--access", k.sim.access_url)
+    (standing,) = json.loads(p.stdout)["standing"]
+    assert "$(cat ~/.config/nationalcompute/token)" in standing["withdraw"]
+    subprocess.run(["sh", "-c", standing["withdraw"]], env=on_file, check=True, capture_output=True, timeout=30)
     assert box_facts(k)["bid"]["max_price_per_gpu_hour"] == 0
 
 
@@ -411,3 +440,48 @@ def test_a_completed_train_whose_node_was_released_says_when_the_node_arrived(ku
     assert r["reclaims"] == [] and r["completion"]["state"] == "Complete" and r["job"]["gpus"] == 8
     text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
     assert "no node yet" not in text and pod["spec"]["nodeName"] in text
+
+
+def test_a_fixed_clusters_report_leads_with_the_meter_and_says_the_market_does_not_price_it(kube_factory, tmp_path):
+    """A fixed cluster (k8s-fixed-amd): its reserved nodes host Train with no limit price. The market's spend read
+    says 16 GPUs held at no price: the report says the cluster is fixed and its nodes are not priced by the market
+    (never "no node held"), leads with the organization's meter, and names the GPU class's market price the apply
+    checks the balance against."""
+    k = kube_factory("k8s-fixed-amd")
+    k.kubectl("--context", k.cluster, "apply", "-f", k.file("nanogpt-job.yaml"))  # (no AMD variant: the default)
+    k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="Running")
+    k.world.advance(600)  # the meter assesses
+    env = {**k.env, "NC_TOKEN": k.sim.token, "XDG_STATE_HOME": str(tmp_path / "state")}
+    r = json.loads(run_report(env, "--json", "--api", k.sim.api_url, "--access", k.sim.access_url).stdout)
+    tick = httpx.get(
+        f"{k.sim.api_url}/api/market/ticks", params={"gpu_model": "MI300X-192GB"}, headers=k.headers
+    ).json()["ticks"][-1]
+    assert r["cluster"] == {"name": k.cluster, "kind": "kubernetes", "market": False}
+    assert r["rate"]["market"]["gpus"] == 16 and r["rate"]["market"]["price_per_gpu_hour_ucredits"] is None
+    assert r["rate"]["leading"] in ("metered", "charged") and r["rate"]["metered"] is not None
+    cp = r["rate"]["class_price"]
+    assert cp["gpu_model"] == "MI300X-192GB" and cp["price_per_gpu_hour_ucredits"] == round(
+        tick["price_per_gpu_hour"] * 1e6
+    )
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    assert row(text, "Cluster")[0].startswith(f"{k.cluster} (kubernetes, fixed)")
+    rates = row(text, "Assessed rate")
+    assert rates[0].startswith("running rate (the organization's metered rate: no market prices this cluster's nodes")
+    assert f"market rate: none — {k.cluster} is a fixed cluster: its 16 GPUs are not priced by the market" in rates
+    assert any(x.startswith("market price of MI300X-192GB: $") for x in rates)
+    assert "no node held" not in text, text
+
+
+def test_a_public_research_report_says_the_organization_has_no_cluster_by_design(sim_factory, tmp_path):
+    sim = sim_factory("public-research")
+    env = {**os.environ, "NC_TOKEN": sim.token, "XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path)}
+    r = json.loads(run_report(env, "--json", "--api", sim.api_url, "--access", sim.access_url).stdout)
+    assert r["cluster"] is None and r["organization"]["kind"] == "public_research" and "cluster" not in r["unknown"]
+    text = run_report(env, "--api", sim.api_url, "--access", sim.access_url).stdout
+    (cluster,) = row(text, "Cluster")
+    assert cluster.startswith("none: a public-research organization has no cluster (one whole node from Marshall")
+    assert "unknown" not in cluster
+    if r["rate"]["market"] is not None:  # a node is leased: its price is the running rate
+        assert r["rate"]["leading"] == "market" and row(text, "Assessed rate")[0].startswith(
+            "running rate (the lease's price): $"
+        )
