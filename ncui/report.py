@@ -372,7 +372,7 @@ async def _kubernetes(
         r["node"] = {
             "name": clean(first_node),
             "arrived_at": at,
-            "source": f"its pod {clean(first['metadata']['name'])}'s start there (the Node object is gone)",
+            "source": f"its pod {clean(first['metadata']['name'])}'s start there; the Node object is gone",
         }
     else:
         un.setdefault("node", "no node yet: the job waits for one (a first node takes 10–15 minutes)")
@@ -928,7 +928,10 @@ def _leading(r: dict[str, Any]) -> str | None:
     where no market prices the nodes (a fixed cluster, Slurm) the human's own charges, else the metered rate."""
     rate, c = r["rate"], r.get("cluster") or {}
     priced = c.get("kind") == "vm" or (c.get("kind") == "kubernetes" and c.get("market") is not False)
-    if (priced or c == {}) and rate["market"] is not None:
+    mk = rate["market"]
+    if (priced or c == {}) and mk is not None:
+        if mk.get("price_per_gpu_hour_ucredits") is None and rate.get("charged") is not None:
+            return "charged"  # no market node held now (the job ended, or waits again): what it ran at
         return "market"
     return next((k for k in ("charged", "metered") if rate.get(k) is not None), None)
 
@@ -1003,7 +1006,9 @@ def rate_lines(r: dict[str, Any]) -> list[str]:
     out: list[str] = []
     if lead in said:
         what, figure = said.pop(lead)
-        if lead == "charged":
+        if lead == "charged" and not fixed and kind in ("kubernetes", "vm"):
+            what = "your newest charge: the market holds no node for the cluster now"
+        elif lead == "charged":
             what = "your newest charge: no market prices this cluster's nodes"
         elif lead == "metered":
             what = (
@@ -1068,7 +1073,8 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
         reclaims.append(f"{rc['pod']} on {rc['node'] or '?'} at {_when(rc['at'])}: {rc['reason']}")
         rep = rc.get("replaced_by")
         if rep is None:
-            reclaims.append("not replaced")
+            ended = r.get("completion") is not None or not (job or {}).get("state")
+            reclaims.append("not replaced" if ended else "no replacement pod yet")
         elif rep.get("started_at"):
             reclaims.append(f"replaced by {rep['pod']}, started on {rep['node'] or '?'} at {_when(rep['started_at'])}")
         else:

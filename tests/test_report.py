@@ -411,6 +411,12 @@ def test_report_of_a_train_job_through_a_reclaim_and_its_completion(kube_factory
     assert r["job"]["pod_status"] == "Completed" and r["job"]["gpus"] == 8 and len(r["reclaims"]) == 1
     assert r["first_loss_lines"] == loss_lines_of(k, second) and r["node"]["name"] == node
     assert "node" not in r["unknown"] and "first_loss_lines" not in r["unknown"]
+    # the market holds no node now: the running rate reported is what it ran at (the newest charge)
+    assert r["rate"]["market"]["price_per_gpu_hour_ucredits"] is None and r["rate"]["leading"] == "charged"
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    rates = row(text, "Assessed rate")
+    assert rates[0].startswith("running rate (your newest charge: the market holds no node for the cluster now): $")
+    assert rates[1].startswith("market rate: none: no market node held now")
 
 
 def test_a_completed_train_whose_node_was_released_says_when_the_node_arrived(kube_factory, tmp_path):
