@@ -352,7 +352,7 @@ async def _kubernetes(
     r["reclaims"] = _reclaims(mine_pods)
     node_name = _node_of(pod)
     first = next((p for p in mine_pods if _node_of(p)), None)  # the first pod placed on a node: the first node
-    first_node = _node_of(first)
+    first_node = _node_of(first) or ""
     if mine and mine.get("node_arrived_at"):
         r["node"] = {"name": mine.get("node"), "arrived_at": mine["node_arrived_at"], "source": mine.get("node_source")}
     elif first is not None and first_node in nodes:
@@ -735,6 +735,7 @@ async def _research(
     r["gpu_class"] = s.gpu_model
     if s.state != "assigned" or not s.public_ip:
         un.setdefault("node", f"the node is {clean(s.state)}")
+        un.setdefault("rate.market", f"the node is {clean(s.state)}: no lease price until one is assigned")
         return {}
     node_id = s.hostname or s.ssh_host or "research-node"
     mine = _same_node(mem, node_id)
@@ -976,11 +977,11 @@ def rate_lines(r: dict[str, Any]) -> list[str]:
         }.get(str(kind), "the lease's price")
         said["market"] = (what if lead == "market" else "market rate", f"{price}{held}{asof}")
     else:
-        said["market"] = ("market rate", unknown_text(un, "rate.market"))
+        said["market"] = ("market rate" if c else "lease price", unknown_text(un, "rate.market"))
     if ch:
         said["charged"] = (
-            "charged",
-            f"{fmt_price(ch['price_per_gpu_hour_ucredits'])} in your newest charge, {_when(ch['at'])}",
+            "charged, your newest charge",
+            f"{fmt_price(ch['price_per_gpu_hour_ucredits'])}, {_when(ch['at'])}",
         )
     if mt:
         hourly = f"{fmt_usd(mt['ucredits_per_hour'])}/h"
@@ -989,19 +990,18 @@ def rate_lines(r: dict[str, Any]) -> list[str]:
             if mt.get("per_gpu_hour_ucredits") is not None
             else hourly
         )
-        said["metered"] = (
-            "metered",
-            f"{per}: the organization's last ten-minute average (lower when a "
-            f"node ran part of it), assessed {_when(mt['assessed_at'])}, {_lag(mt['lag_seconds'])}",
+        said["metered"] = (  # (a node up for part of the ten minutes lowers the average)
+            "metered, the organization's ten-minute average",
+            f"{per}, assessed {_when(mt['assessed_at'])}, {_lag(mt['lag_seconds'])}",
         )
     else:
-        said["metered"] = ("metered", unknown_text(un, "rate.metered"))
+        said["metered"] = ("metered, the organization's ten-minute average", unknown_text(un, "rate.metered"))
     cp = rate.get("class_price")
     if cp:
         said["class_price"] = (
             f"market price of {cp['gpu_model']}",
-            f"{fmt_price(cp['price_per_gpu_hour_ucredits'])} now (what an apply checks the balance against; not "
-            "this cluster's rate)",
+            f"{fmt_price(cp['price_per_gpu_hour_ucredits'])} now (an apply's balance check uses it; not this "
+            "cluster's rate)",
         )
     out: list[str] = []
     if lead in said:
@@ -1010,11 +1010,10 @@ def rate_lines(r: dict[str, Any]) -> list[str]:
             what = "your newest charge: the market holds no node for the cluster now"
         elif lead == "charged":
             what = "your newest charge: no market prices this cluster's nodes"
+        elif lead == "metered" and not c:
+            what = "the organization's meter: no node leased now"
         elif lead == "metered":
-            what = (
-                "the organization's metered rate: no market prices this cluster's nodes, and no charge since the job "
-                "began"
-            )
+            what = "the organization's meter: no market prices this cluster's nodes"
         out.append(f"running rate ({what}): {figure}")
     return out + [f"{what}: {figure}" for what, figure in said.values()]
 
@@ -1083,9 +1082,9 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
         out.append(("Reclaimed", reclaims))
     if r.get("first_loss_lines"):
         out.append(("First loss lines", list(r["first_loss_lines"])))
-        whose = (job or {}).get("first_loss_pod")
-        if whose and whose != (job or {}).get("pod"):
-            out.append(("Logged by", [f"{whose}, the pod before {job['pod']} (which has logged no loss line yet)"]))
+        whose, now_pod = (job or {}).get("first_loss_pod"), (job or {}).get("pod")
+        if whose and now_pod and whose != now_pod:
+            out.append(("Logged by", [f"{whose}, the pod before {now_pod} (which has logged no loss line yet)"]))
     if r.get("completion"):
         comp = r["completion"]
         out.append(("Completion", [f"{comp['state']}" + (f" at {_when(comp['at'])}" if comp.get("at") else "")]))

@@ -171,8 +171,8 @@ def test_report_of_a_train_job_applied_by_hand_with_kubectl(kube_factory, tmp_pa
     assert r["rate"]["leading"] == "market" and r["rate"]["class_price"] is None
     live, charged, metered = row(text, "Assessed rate")
     assert live.startswith("running rate (the market's live rate, as the guide reports it on Kubernetes): $")
-    assert "on 8 GPUs" in live and charged.startswith("charged: $") and "in your newest charge" in charged
-    assert metered.startswith("metered: $") and "the organization's last ten-minute average" in metered
+    assert "on 8 GPUs" in live and charged.startswith("charged, your newest charge: $")
+    assert metered.startswith("metered, the organization's ten-minute average: $") and "min behind" in metered
 
     # what it learned is remembered (mode 600), the token nowhere in the state dir
     saved = state / "ncui" / "session.json"
@@ -382,6 +382,10 @@ def test_report_of_a_train_job_through_a_reclaim_and_its_completion(kube_factory
     (rc,) = r["reclaims"]
     assert rc["pod"] == first["metadata"]["name"] and rc["node"] == node and rc["replaced_by"]["pod"] == r["job"]["pod"]
     assert "reclaimed" in rc["reason"] and rc["at"]
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    assert row(text, "Logged by") == [
+        f"{first['metadata']['name']}, the pod before {r['job']['pod']} (which has logged no loss line yet)"
+    ]
 
     k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="Running again")
     second = pods_of(k)[-1]["metadata"]["name"]
@@ -472,7 +476,7 @@ def test_a_fixed_clusters_report_leads_with_the_meter_and_says_the_market_does_n
     text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
     assert row(text, "Cluster")[0].startswith(f"{k.cluster} (kubernetes, fixed)")
     rates = row(text, "Assessed rate")
-    assert rates[0].startswith("running rate (the organization's metered rate: no market prices this cluster's nodes")
+    assert rates[0].startswith("running rate (the organization's meter: no market prices this cluster's nodes): $")
     assert f"market rate: none — {k.cluster} is a fixed cluster: its 16 GPUs are not priced by the market" in rates
     assert any(x.startswith("market price of MI300X-192GB: $") for x in rates)
     assert "no node held" not in text, text
@@ -487,7 +491,16 @@ def test_a_public_research_report_says_the_organization_has_no_cluster_by_design
     (cluster,) = row(text, "Cluster")
     assert cluster.startswith("none: a public-research organization has no cluster (one whole node from Marshall")
     assert "unknown" not in cluster
-    if r["rate"]["market"] is not None:  # a node is leased: its price is the running rate
-        assert r["rate"]["leading"] == "market" and row(text, "Assessed rate")[0].startswith(
-            "running rate (the lease's price): $"
-        )
+    headers = {"Authorization": f"Bearer {sim.token}"}
+    if httpx.get(f"{sim.api_url}/_sim/research/status", headers=headers).json()["state"] == "queued":
+        # queued: no lease price yet, so the meter leads, said as the organization's (no cluster to name)
+        assert r["rate"]["leading"] == "metered" and r["rate"]["market"] is None
+        rates = row(text, "Assessed rate")
+        assert rates[0].startswith("running rate (the organization's meter: no node leased now): $"), rates
+        assert any(x.startswith("lease price: unknown (the node is queued") for x in rates), rates
+        httpx.post(f"{sim.api_url}/_sim/research/assign", headers=headers).raise_for_status()
+        r = json.loads(run_report(env, "--json", "--api", sim.api_url, "--access", sim.access_url).stdout)
+        text = run_report(env, "--api", sim.api_url, "--access", sim.access_url).stdout
+    # a node is leased: its price is the running rate
+    assert r["rate"]["leading"] == "market" and r["rate"]["market"]["source"] == "the lease's price"
+    assert row(text, "Assessed rate")[0].startswith("running rate (the lease's price): $")
