@@ -361,14 +361,15 @@ class NCApp(
         if job is None or self._losses_kept >= memory.FIRST_LINES:
             return
         obj = job.get("object") or ["", ""]
-        ours = owner == job.get("container") or owner == str(job.get("slurm_job")) or owner.startswith(f"{obj[1]}-")
-        have = list(job.get("first_loss_lines") or ())
+        pod = bool(obj[1]) and owner.startswith(f"{obj[1]}-")  # (a Kubernetes job's pod: its lines say whose)
+        ours = owner == job.get("container") or owner == str(job.get("slurm_job")) or pod
+        have = list(job.get("first_loss_lines") or ()) if not pod or job.get("first_loss_pod") in (None, owner) else []
         if not ours or len(have) >= memory.FIRST_LINES:
             self._losses_kept = memory.FIRST_LINES
             return
         found = have + [x for x in lines if parse_loss(x) is not None][: memory.FIRST_LINES - len(have)]
         self._losses_kept = len(found)
-        self.remember_job({"first_loss_lines": found})
+        self.remember_job({"first_loss_lines": found} | ({"first_loss_pod": owner} if pod else {}))
         if not have:  # the first loss line: the node is there; the report remembers its arrival
             self.start_worker(self.read_report, name="report", group="report")
 
@@ -410,7 +411,13 @@ class NCApp(
 
         try:
             report = await collect(
-                nc, now=self.backend.now(), cluster=ref.name if ref else None, kube=kube, slurm=slurm, node=node
+                nc,
+                now=self.backend.now(),
+                cluster=ref.name if ref else None,
+                kube=kube,
+                slurm=slurm,
+                node=node,
+                token_from=self.store.meta.get("token_from"),
             )
         finally:
             for runner in made:

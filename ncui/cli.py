@@ -287,6 +287,7 @@ def run_app(args: argparse.Namespace) -> int:
     store = Store()
     if src.warning:  # shown in the app (a notification at start, a line on Account): stderr is hidden by the screen
         store.meta["token_warning"] = src.warning
+    store.meta["token_from"] = src.origin  # (the commands ncui prints authenticate with the same credential)
     endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
     backend = Backend(endpoints, src.token, kube_home=KubeHome.default())  # ~/.kube, as the seed's Connect step
     NCApp(backend, store=store, handoff=_handoff(args)).run()
@@ -310,7 +311,7 @@ def run_report(args: argparse.Namespace) -> int:
         )
         return 2
     endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
-    report = asyncio.run(_report(endpoints, src.token, args.cluster))
+    report = asyncio.run(_report(endpoints, src.token, args.cluster, src.origin))
     for said in statefile.notices():  # a state file set aside
         print(f"ncui: {said}", file=sys.stderr)
     from .report import markdown, rows, to_json
@@ -345,7 +346,7 @@ def plugin_refused(kubeconfig: str, api: str, cluster: str) -> str:
     return verdict.reason if verdict.action == "refuse" else ""
 
 
-async def _report(endpoints: object, token: object, cluster: str | None) -> dict:
+async def _report(endpoints: object, token: object, cluster: str | None, token_from: str) -> dict:
     """Read the service and the cluster for ``ncui report`` (kubectl's sign-in as cached; the Slurm login node, a VM
     node or the research node over ssh with ncui's known_hosts, never asking: an unknown host key is said)."""
     from datetime import datetime, timezone
@@ -390,7 +391,15 @@ async def _report(endpoints: object, token: object, cluster: str | None) -> dict
         return runner
 
     try:
-        return await collect(nc, now=datetime.now(timezone.utc), cluster=cluster, kube=kube, slurm=slurm, node=node)
+        return await collect(
+            nc,
+            now=datetime.now(timezone.utc),
+            cluster=cluster,
+            kube=kube,
+            slurm=slurm,
+            node=node,
+            token_from=token_from,
+        )
     finally:
         for k in kubes:
             await k.aclose()

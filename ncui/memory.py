@@ -75,11 +75,13 @@ def remember_job(
 ) -> None:
     """Merge ``fields`` into the cluster's last job; ``new`` starts a new record (a new apply or submit). A
     few facts keep what was seen first: ``node``/``node_arrived_at`` once set, ``first_loss_lines`` unless the new
-    list is longer (up to ``FIRST_LINES``)."""
+    list is longer (up to ``FIRST_LINES``) or is another pod's (``first_loss_pod``: whose log they are)."""
 
     def fn(org: dict[str, Any]) -> None:
         jobs = statefile.obj(org.get("jobs"))
         rec = {} if new else statefile.obj(jobs.get(cluster))
+        if fields.get("first_loss_pod") not in (None, rec.get("first_loss_pod")):
+            rec.pop("first_loss_lines", None)  # another pod's lines (the one a reclaim replaced): this pod's instead
         for k, v in fields.items():
             if k == "first_loss_lines":
                 v = [clean(str(x)) for x in v][:FIRST_LINES]

@@ -37,7 +37,16 @@ if TYPE_CHECKING:
 
 SCHEMA = "ncui.report/1"
 T = TypeVar("T")
-TOKEN_CMD = '"Authorization: Bearer $(cat ~/.config/nationalcompute/token)"'
+TOKEN_FILE_AUTH = '"Authorization: Bearer $(cat ~/.config/nationalcompute/token)"'
+ENV_AUTH = '"Authorization: Bearer $NC_TOKEN"'
+
+
+def auth_header(token_from: str | None) -> str:
+    """The ``-H`` a printed curl command authenticates with: the credential this session used (``token_from``, as
+    ``config.TokenSource.origin`` names it: ``NC_TOKEN`` or the token file), never the token itself."""
+    return ENV_AUTH if token_from == "NC_TOKEN" else TOKEN_FILE_AUTH
+
+
 LOG_LINES_READ = 20_000  # at most this many lines of a pod's log are read for its first loss lines
 
 
@@ -67,15 +76,15 @@ def _t(text: str | None) -> datetime | None:
         return None
 
 
-def _withdraw_bid(api: str, cluster: str) -> str:
+def _withdraw_bid(api: str, cluster: str, auth: str) -> str:
     url = f"{api.rstrip('/')}/api/k8s/bid?cluster={cluster}"
     return (
-        f"curl -X PUT -H {TOKEN_CMD} -H 'Content-Type: application/json' "
+        f"curl -X PUT -H {auth} -H 'Content-Type: application/json' "
         f"-d '{{\"max_price_per_gpu_hour\": 0}}' {shlex.quote(url)}"
     )
 
 
-def _release_vm(api: str, cap: m.VmCapacity) -> str:
+def _release_vm(api: str, cap: m.VmCapacity, auth: str) -> str:
     body = json.dumps(
         {
             "max_gpus": 0,
@@ -84,7 +93,7 @@ def _release_vm(api: str, cap: m.VmCapacity) -> str:
         }
     )
     url = f"{api.rstrip('/')}/api/vm/capacity"
-    return f"curl -X PUT -H {TOKEN_CMD} -H 'Content-Type: application/json' -d {shlex.quote(body)} {shlex.quote(url)}"
+    return f"curl -X PUT -H {auth} -H 'Content-Type: application/json' -d {shlex.quote(body)} {shlex.quote(url)}"
 
 
 # ---- Kubernetes --------------------------------------------------------------------------------------
@@ -141,6 +150,98 @@ async def first_loss_lines(kube: KubeClient, pod: str, container: str | None) ->
     return out
 
 
+def _node_of(pod: dict[str, Any] | None) -> str | None:
+    return ((pod or {}).get("spec") or {}).get("nodeName") or None
+
+
+def _disruption(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod's ``DisruptionTarget`` condition when it is true (the market took its node back), else None."""
+    conds = (pod.get("status") or {}).get("conditions") or ()
+    return next((c for c in conds if c.get("type") == "DisruptionTarget" and c.get("status") == "True"), None)
+
+
+def _current_pod(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The pod that runs now or ran last (``pods`` oldest first): the newest placed one a reclaim did not stop (the
+    replacement), else the newest not stopped, else the newest."""
+    live = [p for p in pods if _disruption(p) is None] or pods
+    placed = [p for p in live if _node_of(p)]
+    return (placed or live)[-1] if live else None
+
+
+def _job_gpus(obj: dict[str, Any]) -> int:
+    """The GPUs the job or deployment asks for: its pod template's × the pods it runs at once."""
+    spec = obj.get("spec") or {}
+    per_pod = _gpus((spec.get("template") or {}).get("spec") or {})
+    at_once = spec.get("parallelism") if obj.get("kind") == "Job" else spec.get("replicas")
+    return per_pod * max(1, at_once if isinstance(at_once, int) else 1)
+
+
+def _reclaims(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each pod a reclaim stopped (``pods`` oldest first), with the pod made after it to replace it."""
+    out: list[dict[str, Any]] = []
+    for i, p in enumerate(pods):
+        cond = _disruption(p)
+        if cond is None:
+            continue
+        after = pods[i + 1] if i + 1 < len(pods) else None
+        started = _t(((after or {}).get("status") or {}).get("startTime"))
+        out.append(
+            {
+                "pod": clean(p["metadata"]["name"]),
+                "node": clean(_node_of(p) or "") or None,
+                "at": memory.iso(_t(cond.get("lastTransitionTime"))),
+                "reason": clean(str(cond.get("message") or cond.get("reason") or "DisruptionTarget"))[:300],
+                "replaced_by": None
+                if after is None
+                else {
+                    "pod": clean(after["metadata"]["name"]),
+                    "node": clean(_node_of(after) or "") or None,
+                    "started_at": memory.iso(started),
+                },
+            }
+        )
+    return out
+
+
+async def _job_loss_lines(
+    kube: KubeClient,
+    pod: dict[str, Any] | None,
+    pods: list[dict[str, Any]],
+    mine: dict[str, Any] | None,
+    un: _Unknown,
+) -> tuple[list[str], str | None]:
+    """The first loss lines of the pod that runs now or ran (``pod``), and its name; while it has logged none, those
+    of the pod before it (one a reclaim stopped), named as theirs. What ncui remembers is used when it is that pod's
+    (it is said whose it is; an old record that does not say is taken only for a job of one pod)."""
+    kept = list((mine or {}).get("first_loss_lines") or ())
+    kept_pod = (mine or {}).get("first_loss_pod")
+    if pod is None:  # the pods are gone (deleted or cleaned up): what was seen of them
+        return kept, kept_pod
+    name = pod["metadata"]["name"]
+    if kept_pod is None and kept and len(pods) <= 1:
+        kept_pod = name
+    if kept_pod == name and len(kept) >= memory.FIRST_LINES:
+        return kept, name
+    if _node_of(pod):
+        read = await _try(un, "first_loss_lines", partial(first_loss_lines, kube, name, _container(pod)))
+        if read and (kept_pod != name or len(read) >= len(kept)):
+            return read, name
+    if kept and kept_pod is not None:  # (a pod since replaced, or this one's, read before)
+        return kept, kept_pod
+    for p in reversed([p for p in pods if p is not pod and _node_of(p)]):
+        read = await _try(
+            _Unknown(), "first_loss_lines", partial(first_loss_lines, kube, p["metadata"]["name"], _container(p))
+        )
+        if read:
+            return read, p["metadata"]["name"]
+    return [], None
+
+
+def _container(pod: dict[str, Any]) -> str | None:
+    name = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
+    return name if isinstance(name, str) else None
+
+
 async def _kubernetes(
     r: dict[str, Any],
     nc: NCClient,
@@ -148,6 +249,7 @@ async def _kubernetes(
     ref: m.ClusterRef,
     mem: dict[str, Any] | None,
     un: _Unknown,
+    auth: str,
 ) -> dict[str, Any]:
     """Fill ``r`` for a Kubernetes cluster; returns what to remember of the job."""
     from . import recipes as R
@@ -167,6 +269,17 @@ async def _kubernetes(
             "as_of": memory.iso(spend.as_of),
             "source": "GET /api/k8s/market/spend (live)",
         }
+    if info is not None and not info.market:  # what the apply checked the balance against (no limit price here)
+        gpu_model = info.gpu_model
+        ticks = await _try(un, "rate.class_price", lambda: nc.ticks(gpu_model=gpu_model, limit=1))
+        if ticks is not None and ticks.ticks:
+            t = ticks.ticks[-1]
+            r["rate"]["class_price"] = {
+                "price_per_gpu_hour_ucredits": t.price_per_gpu_hour,
+                "gpu_model": clean(t.gpu_model),
+                "as_of": memory.iso(t.at),
+                "source": "GET /api/market/ticks (the market's price for the cluster's GPU class; not this cluster's)",
+            }
     if info is None or info.market:
         bid = await _try(un, "standing", lambda: nc.bid(name))
         if bid is not None and bid.max_price_per_gpu_hour:
@@ -176,7 +289,7 @@ async def _kubernetes(
                     "cluster": name,
                     "price_per_gpu_hour_ucredits": bid.max_price_per_gpu_hour,
                     "note": "it keeps pulling nodes for any GPU job applied on the cluster",
-                    "withdraw": _withdraw_bid(nc.endpoints.api, name),
+                    "withdraw": _withdraw_bid(nc.endpoints.api, name, auth),
                     "in_ncui": "Lease (5), w",
                 }
             )
@@ -227,41 +340,49 @@ async def _kubernetes(
     }
     mine_pods = sorted(
         (p for p in pods if owned_by(p, obj.get("kind", ""), obj["metadata"]["name"])),
-        key=lambda p: p["metadata"].get("creationTimestamp") or "",
+        key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]),
     )
-    placed = [p for p in mine_pods if (p.get("spec") or {}).get("nodeName")]
-    pod = placed[0] if placed else (mine_pods[0] if mine_pods else None)
+    pod = _current_pod(mine_pods)
     learned: dict[str, Any] = {"object": [kind, oname], "uid": uid, "recipe": r["job"]["recipe"], "stop": stop}
     learned["applied_at"] = r["job"]["applied_at"]
+    r["job"]["gpus"] = _job_gpus(obj)  # what the job asks for (never summed over the pods a reclaim replaced)
     if pod is not None:
         r["job"]["pod"] = clean(pod["metadata"]["name"])
         r["job"]["pod_status"] = pod_status(pod)
-        r["job"]["gpus"] = sum(_gpus(p.get("spec") or {}) for p in (placed or [pod]))
-    node_name = (pod.get("spec") or {}).get("nodeName") if pod else None
+    r["reclaims"] = _reclaims(mine_pods)
+    node_name = _node_of(pod)
+    first = next((p for p in mine_pods if _node_of(p)), None)  # the first pod placed on a node: the first node
+    first_node = _node_of(first) or ""
     if mine and mine.get("node_arrived_at"):
         r["node"] = {"name": mine.get("node"), "arrived_at": mine["node_arrived_at"], "source": mine.get("node_source")}
-    elif node_name and node_name in nodes:
+    elif first is not None and first_node in nodes:
         ready = next(
-            (c for c in (nodes[node_name].get("status") or {}).get("conditions") or () if c.get("type") == "Ready"),
+            (c for c in (nodes[first_node].get("status") or {}).get("conditions") or () if c.get("type") == "Ready"),
             None,
         )
         if ready is not None and ready.get("status") == "True":
             at = memory.iso(_t(ready.get("lastTransitionTime")))
-            r["node"] = {"name": clean(node_name), "arrived_at": at, "source": "the Node's Ready condition"}
-            learned.update(node=r["node"]["name"], node_arrived_at=at, node_source=r["node"]["source"])
+            r["node"] = {"name": clean(first_node), "arrived_at": at, "source": "the Node's Ready condition"}
         else:
-            un.setdefault("node", f"{clean(node_name)} is joining: not Ready yet")
+            un.setdefault("node", f"{clean(first_node)} is joining: not Ready yet")
+    elif first is not None and _t((first.get("status") or {}).get("startTime")):
+        # the Node object is gone (released after the job, or reclaimed): the kubelet started the pod there, so
+        # the node had joined by then
+        at = memory.iso(_t(first["status"]["startTime"]))
+        r["node"] = {
+            "name": clean(first_node),
+            "arrived_at": at,
+            "source": f"its pod {clean(first['metadata']['name'])}'s start there; the Node object is gone",
+        }
     else:
         un.setdefault("node", "no node yet: the job waits for one (a first node takes 10–15 minutes)")
-    lines = list((mine or {}).get("first_loss_lines") or ())
-    if len(lines) < memory.FIRST_LINES and pod is not None and node_name:
-        container = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("name")
-        read = await _try(un, "first_loss_lines", lambda: first_loss_lines(kube, pod["metadata"]["name"], container))
-        if read and len(read) > len(lines):
-            lines = read
+    if r["node"] is not None:
+        learned.update(node=r["node"]["name"], node_arrived_at=r["node"]["arrived_at"], node_source=r["node"]["source"])
+    lines, lines_pod = await _job_loss_lines(kube, pod, mine_pods, mine, un)
     r["first_loss_lines"] = lines
+    r["job"]["first_loss_pod"] = clean(lines_pod) if lines_pod else None
     if lines:
-        learned["first_loss_lines"] = lines
+        learned.update(first_loss_lines=lines, first_loss_pod=lines_pod)
     conds = (obj.get("status") or {}).get("conditions") or ()
     if kind == "Job" and state in ("Complete", "Failed"):
         done: dict[str, Any] = next((c for c in conds if c.get("type") == state and c.get("status") == "True"), {})
@@ -429,7 +550,13 @@ def _same_node(mem: dict[str, Any] | None, node_id: str) -> dict[str, Any] | Non
 
 
 async def _vm(
-    r: dict[str, Any], nc: NCClient, ref: m.ClusterRef, mem: dict[str, Any] | None, node: NodeFor | None, un: _Unknown
+    r: dict[str, Any],
+    nc: NCClient,
+    ref: m.ClusterRef,
+    mem: dict[str, Any] | None,
+    node: NodeFor | None,
+    un: _Unknown,
+    auth: str,
 ) -> dict[str, Any]:
     cap = await _try(un, "node", nc.vm_capacity)
     if cap is None:
@@ -445,7 +572,7 @@ async def _vm(
                 "gpus": cap.max_gpus,
                 "price_per_gpu_hour_ucredits": cap.max_price_per_gpu_hour,
                 "note": "nodes are granted and billed until it is released (a released node loses its disk)",
-                "withdraw": _release_vm(nc.endpoints.api, cap),
+                "withdraw": _release_vm(nc.endpoints.api, cap, auth),
                 "in_ncui": "Lease (5), R",
             }
         )
@@ -608,6 +735,7 @@ async def _research(
     r["gpu_class"] = s.gpu_model
     if s.state != "assigned" or not s.public_ip:
         un.setdefault("node", f"the node is {clean(s.state)}")
+        un.setdefault("rate.market", f"the node is {clean(s.state)}: no lease price until one is assigned")
         return {}
     node_id = s.hostname or s.ssh_host or "research-node"
     mine = _same_node(mem, node_id)
@@ -677,7 +805,8 @@ def empty(now: datetime) -> dict[str, Any]:
         "node": None,
         "first_loss_lines": [],
         "completion": None,
-        "rate": {"market": None, "metered": None, "charged": None},
+        "reclaims": None,
+        "rate": {"market": None, "metered": None, "charged": None, "class_price": None, "leading": None},
         "spend_so_far": None,
         "stop": [],
         "standing": [],
@@ -698,13 +827,15 @@ async def collect(
     slurm: RunnerFor | None = None,
     node: NodeFor | None = None,
     remember: bool = True,
+    token_from: str | None = None,
 ) -> dict[str, Any]:
     """The report for ``cluster`` (default: the one ncui remembers as active, else the first Kubernetes one).
     ``kube(name)``: a signed-in client of that cluster (it may raise ``KubeError``, ``NotSignedIn`` with the link:
     the job is then unknown with that reason, and the service's facts stay); ``slurm(name)``: a runner on its
     login node; ``node(id, host, port, user, alias)``: a runner on a VM or research node (``NodeFor``). With
     ``remember``, what it learned of the job (its node's arrival, its first loss lines) is kept
-    in ``memory`` so the report holds once the pod is gone and after a restart."""
+    in ``memory`` so the report holds once the pod is gone and after a restart. ``token_from``: where the session's
+    token came from (``TokenSource.origin``): the printed withdraw commands use that credential."""
     r = empty(now)  # (generated_at: moved to the service's clock below, when it says it)
     un = _Unknown()
     who = await _try(un, "organization", nc.whoami)
@@ -731,9 +862,9 @@ async def collect(
         if ref.kind == "kubernetes":
             name = ref.name
             client = await _try(un, "job", lambda: kube(name)) if kube is not None else None
-            learned = await _kubernetes(r, nc, client, ref, mem, un)
+            learned = await _kubernetes(r, nc, client, ref, mem, un, auth_header(token_from))
         elif ref.kind == "vm":
-            learned = await _vm(r, nc, ref, mem, node, un)
+            learned = await _vm(r, nc, ref, mem, node, un, auth_header(token_from))
         elif ref.kind == "slurm":
             name = ref.name
             runner = await _try(un, "job", lambda: slurm(name)) if slurm is not None else None
@@ -781,6 +912,7 @@ async def collect(
             }
     elif txs is not None:
         un.setdefault("spend_so_far", "no job to count from")
+    r["rate"]["leading"] = _leading(r)
     r["unknown"] = dict(un)
     if remember and learned:
         fresh = learned.pop("_new", False) or (
@@ -789,6 +921,20 @@ async def collect(
         where = ref.name if ref is not None else ""  # (a research node's: "", as the app keeps it)
         memory.remember_job(key, where, {k: v for k, v in learned.items() if v is not None}, new=fresh or not mem)
     return r
+
+
+def _leading(r: dict[str, Any]) -> str | None:
+    """Which rate the report leads with (the guide's Ceiling step): on a Kubernetes market cluster the market's live
+    rate, on a VM cluster what winners are assessed (the ticks) and a research node its lease's price: ``market``;
+    where no market prices the nodes (a fixed cluster, Slurm) the human's own charges, else the metered rate."""
+    rate, c = r["rate"], r.get("cluster") or {}
+    priced = c.get("kind") == "vm" or (c.get("kind") == "kubernetes" and c.get("market") is not False)
+    mk = rate["market"]
+    if (priced or c == {}) and mk is not None:
+        if mk.get("price_per_gpu_hour_ucredits") is None and rate.get("charged") is not None:
+            return "charged"  # no market node held now (the job ended, or waits again): what it ran at
+        return "market"
+    return next((k for k in ("charged", "metered") if rate.get(k) is not None), None)
 
 
 # ---- drawing: markdown and the screen -----------------------------------------------------------
@@ -805,17 +951,97 @@ def _lag(seconds: int | None) -> str:
     return f"about {max(0, seconds) // 60} min behind" if seconds >= 60 else "just assessed"
 
 
+def rate_lines(r: dict[str, Any]) -> list[str]:
+    """The assessed rates, one line each saying what it is: first the ``running rate``, the one the guide reports for
+    the cluster's kind (``rate.leading``), then the others."""
+    un = r.get("unknown") or {}
+    rate, c = r["rate"], r.get("cluster") or {}
+    kind, lead = c.get("kind"), rate.get("leading")
+    fixed = kind == "kubernetes" and c.get("market") is False
+    said: dict[str, tuple[str, str]] = {}  # rate → (what it is, its figure)
+    mk, mt, ch = rate["market"], rate["metered"], rate.get("charged")
+    if fixed:
+        held = f": its {mk['gpus']} GPUs are not priced by the market" if mk and mk.get("gpus") else ""
+        said["market"] = ("market rate", f"none — {c.get('name')} is a fixed cluster{held}")
+    elif mk:
+        held = f" on {mk['gpus']} GPUs ({fmt_usd(mk['ucredits_per_hour'])}/h)" if mk.get("gpus") else ""
+        asof = f", as of {_when(mk['as_of'])}" if mk.get("as_of") else ""
+        price = (
+            fmt_price(mk["price_per_gpu_hour_ucredits"])
+            if mk["price_per_gpu_hour_ucredits"] is not None
+            else "none: no market node held now"
+        )
+        what = {
+            "kubernetes": "the market's live rate, as the guide reports it on Kubernetes",
+            "vm": "what winners are assessed now, as the guide reports it on a VM cluster",
+        }.get(str(kind), "the lease's price")
+        said["market"] = (what if lead == "market" else "market rate", f"{price}{held}{asof}")
+    else:
+        said["market"] = ("market rate" if c else "lease price", unknown_text(un, "rate.market"))
+    if ch:
+        said["charged"] = (
+            "charged, your newest charge",
+            f"{fmt_price(ch['price_per_gpu_hour_ucredits'])}, {_when(ch['at'])}",
+        )
+    if mt:
+        hourly = f"{fmt_usd(mt['ucredits_per_hour'])}/h"
+        per = (
+            f"{fmt_price(mt['per_gpu_hour_ucredits'])} over {mt['gpus']} GPUs ({hourly})"
+            if mt.get("per_gpu_hour_ucredits") is not None
+            else hourly
+        )
+        said["metered"] = (  # (a node up for part of the ten minutes lowers the average)
+            "metered, the organization's ten-minute average",
+            f"{per}, assessed {_when(mt['assessed_at'])}, {_lag(mt['lag_seconds'])}",
+        )
+    else:
+        said["metered"] = ("metered, the organization's ten-minute average", unknown_text(un, "rate.metered"))
+    cp = rate.get("class_price")
+    if cp:
+        said["class_price"] = (
+            f"market price of {cp['gpu_model']}",
+            f"{fmt_price(cp['price_per_gpu_hour_ucredits'])} now (an apply's balance check uses it; not this "
+            "cluster's rate)",
+        )
+    out: list[str] = []
+    if lead in said:
+        what, figure = said.pop(lead)
+        if lead == "charged" and not fixed and kind in ("kubernetes", "vm"):
+            what = "your newest charge: the market holds no node for the cluster now"
+        elif lead == "charged":
+            what = "your newest charge: no market prices this cluster's nodes"
+        elif lead == "metered" and not c:
+            what = "the organization's meter: no node leased now"
+        elif lead == "metered":
+            what = "the organization's meter: no market prices this cluster's nodes"
+        out.append(f"running rate ({what}): {figure}")
+    return out + [f"{what}: {figure}" for what, figure in said.values()]
+
+
+def unknown_text(un: dict[str, str], *fields: str) -> str:
+    why = next((un[f] for f in fields if f in un), "not read")
+    return f"unknown ({why})"
+
+
 def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """The report as (label, lines) rows, in the seed's order: what markdown and the screen draw."""
     un = r.get("unknown") or {}
-
-    def unknown(*fields: str) -> str:
-        why = next((un[f] for f in fields if f in un), "not read")
-        return f"unknown ({why})"
-
+    unknown = partial(unknown_text, un)
     out: list[tuple[str, list[str]]] = []
     org, c, job = r.get("organization") or {}, r.get("cluster"), r.get("job")
-    where = f"{c['name']} ({c['kind']}{', market' if c.get('market') else ''})" if c else unknown("cluster")
+    if c:
+        kind = (
+            f"{c['kind']}, market"
+            if c.get("market")
+            else f"{c['kind']}, fixed"
+            if c.get("market") is False
+            else c["kind"]
+        )
+        where = f"{c['name']} ({kind})"
+    elif org.get("kind") == "public_research" and "cluster" not in un:
+        where = "none: a public-research organization has no cluster (one whole node from Marshall's workspace)"
+    else:
+        where = unknown("cluster")
     out.append(("Cluster", [f"{where} · {org.get('name', '?')}"]))
     if job:
         what = f"{job['kind']} {job['name']}"
@@ -827,6 +1053,9 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
         if job.get("applied_at"):
             by = "by ncui" if job.get("applied_by") == "ncui" else "not by ncui (kubectl or another tool)"
             bits.append(f"applied {_when(job['applied_at'])}, {by}")
+        if job.get("pod"):
+            gpus = f", {job['gpus']} GPUs" if job.get("gpus") else ""
+            bits.append(f"pod {job['pod']}: {job.get('pod_status') or '?'}{gpus}")
         out.append(("Job", bits))
     else:
         out.append(("Job", [unknown("job")]))
@@ -838,42 +1067,30 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
             [f"{_when(n['arrived_at'])} — {n['name'] or '?'} ({n['source']})"] if n else [unknown("node", "job")],
         )
     )
+    reclaims: list[str] = []
+    for rc in r.get("reclaims") or ():
+        reclaims.append(f"{rc['pod']} on {rc['node'] or '?'} at {_when(rc['at'])}: {rc['reason']}")
+        rep = rc.get("replaced_by")
+        if rep is None:
+            ended = r.get("completion") is not None or not (job or {}).get("state")
+            reclaims.append("not replaced" if ended else "no replacement pod yet")
+        elif rep.get("started_at"):
+            reclaims.append(f"replaced by {rep['pod']}, started on {rep['node'] or '?'} at {_when(rep['started_at'])}")
+        else:
+            reclaims.append(f"replaced by {rep['pod']}: it waits for a node")
+    if reclaims:
+        out.append(("Reclaimed", reclaims))
     if r.get("first_loss_lines"):
         out.append(("First loss lines", list(r["first_loss_lines"])))
+        whose, now_pod = (job or {}).get("first_loss_pod"), (job or {}).get("pod")
+        if whose and now_pod and whose != now_pod:
+            out.append(("Logged by", [f"{whose}, the pod before {now_pod} (which has logged no loss line yet)"]))
     if r.get("completion"):
         comp = r["completion"]
         out.append(("Completion", [f"{comp['state']}" + (f" at {_when(comp['at'])}" if comp.get("at") else "")]))
     if not r.get("first_loss_lines") and not r.get("completion"):
         out.append(("First loss lines", [unknown("first_loss_lines", "job")]))
-    rate: list[str] = []
-    mk, mt = r["rate"]["market"], r["rate"]["metered"]
-    if mk:
-        held = f" on {mk['gpus']} GPUs ({fmt_usd(mk['ucredits_per_hour'])}/h)" if mk.get("gpus") else ""
-        asof = f", as of {_when(mk['as_of'])}" if mk.get("as_of") else ""
-        price = (
-            fmt_price(mk["price_per_gpu_hour_ucredits"])
-            if mk["price_per_gpu_hour_ucredits"] is not None
-            else "none (no node held)"
-        )
-        rate.append(f"market, live: {price}{held}{asof}")
-    else:
-        rate.append(f"market: {unknown('rate.market')}")
-    if mt:
-        per = (
-            f"{fmt_price(mt['per_gpu_hour_ucredits'])} over {mt['gpus']} GPUs, "
-            if mt.get("per_gpu_hour_ucredits") is not None
-            else ""
-        )
-        rate.append(
-            f"metered: {per}{fmt_usd(mt['ucredits_per_hour'])}/h org-wide, assessed {_when(mt['assessed_at'])} "
-            f"({_lag(mt['lag_seconds'])})"
-        )
-    else:
-        rate.append(f"metered: {unknown('rate.metered')}")
-    ch = r["rate"].get("charged")
-    if ch:
-        rate.append(f"charged: {fmt_price(ch['price_per_gpu_hour_ucredits'])} in the newest charge, {_when(ch['at'])}")
-    out.append(("Assessed rate", rate))
+    out.append(("Assessed rate", rate_lines(r)))
     s = r.get("spend_so_far")
     if s:
         spent = f"{'at least ' if s['at_least'] else ''}{fmt_usd(s['ucredits'])}"

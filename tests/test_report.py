@@ -28,13 +28,27 @@ TOP = {
     "node",
     "first_loss_lines",
     "completion",
+    "reclaims",
     "rate",
     "spend_so_far",
     "stop",
     "standing",
     "unknown",
 }
-JOB = {"kind", "name", "recipe", "title", "state", "applied_at", "applied_by", "pod", "pod_status", "gpus"}
+JOB = {
+    "kind",
+    "name",
+    "recipe",
+    "title",
+    "state",
+    "applied_at",
+    "applied_by",
+    "pod",
+    "pod_status",
+    "gpus",
+    "first_loss_pod",
+}
+RATE = {"market", "metered", "charged", "class_price", "leading"}
 NODE = {"name", "arrived_at", "source"}
 MARKET = {"price_per_gpu_hour_ucredits", "gpus", "ucredits_per_hour", "as_of", "source"}
 METERED = {"ucredits_per_hour", "per_gpu_hour_ucredits", "gpus", "assessed_at", "lag_seconds", "source"}
@@ -73,6 +87,18 @@ def box_facts(k) -> dict:
     }
 
 
+def row(text: str, label: str) -> list[str]:
+    """The lines of one row of ``ncui report``'s plain text (its label in the first 18 columns)."""
+    lines = text.splitlines()
+    i = next(i for i, x in enumerate(lines) if x.startswith(label + " "))
+    out = [lines[i][18:]]
+    for x in lines[i + 1 :]:
+        if x[:18].strip():
+            break
+        out.append(x[18:])
+    return out
+
+
 def same_time(a: str, b: str) -> bool:
     from ncui.kube.status import parse_time
 
@@ -103,7 +129,7 @@ def test_report_of_a_train_job_applied_by_hand_with_kubectl(kube_factory, tmp_pa
 
     # the shape, as documented
     assert set(r) == TOP and r["schema"] == SCHEMA
-    assert set(r["job"]) == JOB and set(r["node"]) == NODE and set(r["rate"]) == {"market", "metered", "charged"}
+    assert set(r["job"]) == JOB and set(r["node"]) == NODE and set(r["rate"]) == RATE
     assert set(r["rate"]["market"]) == MARKET and set(r["rate"]["metered"]) == METERED
     assert len(r["standing"]) == 1 and set(r["standing"][0]) == STANDING
     assert set(r["spend_so_far"]) == {"ucredits", "since", "at_least"} and isinstance(r["unknown"], dict)
@@ -141,17 +167,34 @@ def test_report_of_a_train_job_applied_by_hand_with_kubectl(kube_factory, tmp_pa
     # the plain text too
     text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
     assert "Node arrived" in text and box["loss_lines"][0] in text
+    # three rates, the guide's for a Kubernetes cluster first (the market's live rate), each saying what it is
+    assert r["rate"]["leading"] == "market" and r["rate"]["class_price"] is None
+    live, charged, metered = row(text, "Assessed rate")
+    assert live.startswith("running rate (the market's live rate, as the guide reports it on Kubernetes): $")
+    assert "on 8 GPUs" in live and charged.startswith("charged, your newest charge: $")
+    assert metered.startswith("metered, the organization's ten-minute average: $") and "min behind" in metered
 
     # what it learned is remembered (mode 600), the token nowhere in the state dir
     saved = state / "ncui" / "session.json"
     assert saved.stat().st_mode & 0o077 == 0
     assert k.sim.token not in "".join(f.read_text(errors="replace") for f in (state / "ncui").iterdir() if f.is_file())
 
-    # the withdraw command works as printed (the token from its file, as the seed keeps it)
+    # the withdraw command works as printed, with the credential the report ran on: NC_TOKEN here, while the token
+    # file holds another organization's
     home = Path(k.env["HOME"])
     (home / ".config" / "nationalcompute").mkdir(parents=True)
+    (home / ".config" / "nationalcompute" / "token").write_text("ncsim_another_org_0000")
+    assert '"Authorization: Bearer $NC_TOKEN"' in standing["withdraw"] and "token)" not in standing["withdraw"]
+    subprocess.run(["sh", "-c", standing["withdraw"]], env=env, check=True, capture_output=True, timeout=30)
+    assert box_facts(k)["bid"]["max_price_per_gpu_hour"] == 0
+    # a report run on the token file prints a command that reads the file (as the guide keeps the token)
+    k.set_bid(6.0)
     (home / ".config" / "nationalcompute" / "token").write_text(k.sim.token)
-    subprocess.run(["sh", "-c", standing["withdraw"]], env=k.env, check=True, capture_output=True, timeout=30)
+    on_file = {key: v for key, v in env.items() if key != "NC_TOKEN"}
+    p = run_report(on_file, "--json", "--api", k.sim.api_url, "--access", k.sim.access_url)
+    (standing,) = json.loads(p.stdout)["standing"]
+    assert "$(cat ~/.config/nationalcompute/token)" in standing["withdraw"]
+    subprocess.run(["sh", "-c", standing["withdraw"]], env=on_file, check=True, capture_output=True, timeout=30)
     assert box_facts(k)["bid"]["max_price_per_gpu_hour"] == 0
 
 
@@ -295,3 +338,169 @@ def test_two_ncui_processes_writing_at_once_lose_nothing(tmp_path):
     jobs = memory.recall("k", path)["jobs"]  # valid JSON, every write of both landed
     assert sorted(jobs) == sorted(f"{w}-{i}" for w in "ab" for i in range(40))
     assert not list(path.parent.glob(".*.tmp")) and not list(path.parent.glob("*.bad-*"))
+
+
+# ---- a reclaim, a completion -----------------------------------------------------------------------------
+
+
+def pods_of(k, prefix: str = "nanogpt-") -> list[dict]:
+    items = k.api("/api/v1/namespaces/default/pods")["items"]
+    return sorted(
+        (p for p in items if p["metadata"]["name"].startswith(prefix)), key=lambda p: p["metadata"]["creationTimestamp"]
+    )
+
+
+def loss_lines_of(k, pod: str) -> list[str]:
+    return [x for x in k.kubectl("--context", k.cluster, "logs", pod).stdout.splitlines() if parse_loss(x)][:3]
+
+
+def test_report_of_a_train_job_through_a_reclaim_and_its_completion(kube_factory, tmp_path):
+    """Train applied with the real kubectl; the market reclaims its node while it trains; the Job replaces the pod
+    and runs it on the next node to completion. The report says the job's 8 GPUs (never summed over the pods),
+    the first node's arrival (from its pod's start once the Node is gone), the reclaim and its replacement, the
+    loss lines of the pod that ran, and the end."""
+    k = kube_factory("k8s-market")
+    k.set_bid(6.0)
+    k.kubectl("--context", k.cluster, "apply", "-f", k.file("nanogpt-job-nvidia.yaml"))
+    k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="Running")
+    k.advance_until(lambda: loss_lines_of(k, pods_of(k)[0]["metadata"]["name"]), step=30, what="a loss line")
+    (first,) = pods_of(k)
+    node = first["spec"]["nodeName"]
+    assert k.sim_post("/_sim/k8s/reclaim", {"node": node}).json()["reclaimed"] == [node]
+    k.advance_until(lambda: len(pods_of(k)) == 2, step=10, what="the replacement pod")
+    env = {**k.env, "NC_TOKEN": k.sim.token, "XDG_STATE_HOME": str(tmp_path / "state")}
+
+    def report() -> dict:
+        p = run_report(env, "--json", "--api", k.sim.api_url, "--access", k.sim.access_url)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    r = report()  # the replacement waits for its node: the reclaimed pod's lines, said as its
+    assert r["job"]["gpus"] == 8 and r["job"]["pod"] != first["metadata"]["name"]
+    assert r["node"]["name"] == node and same_time(r["node"]["arrived_at"], first["status"]["startTime"])
+    assert r["first_loss_lines"] and r["job"]["first_loss_pod"] == first["metadata"]["name"]
+    (rc,) = r["reclaims"]
+    assert rc["pod"] == first["metadata"]["name"] and rc["node"] == node and rc["replaced_by"]["pod"] == r["job"]["pod"]
+    assert "reclaimed" in rc["reason"] and rc["at"]
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    assert row(text, "Logged by") == [
+        f"{first['metadata']['name']}, the pod before {r['job']['pod']} (which has logged no loss line yet)"
+    ]
+
+    k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="Running again")
+    second = pods_of(k)[-1]["metadata"]["name"]
+    k.advance_until(lambda: len(loss_lines_of(k, second)) >= 3, step=30, what="three loss lines of the replacement")
+    r = report()
+    assert r["job"]["pod"] == second and r["job"]["pod_status"] == "Running" and r["job"]["gpus"] == 8
+    assert r["first_loss_lines"] == loss_lines_of(k, second) and r["job"]["first_loss_pod"] == second
+    assert r["node"]["name"] == node  # the first node's arrival stays the report's
+    (rc,) = r["reclaims"]
+    started = k.api(f"/api/v1/namespaces/default/pods/{second}")["status"]["startTime"]
+    assert rc["replaced_by"]["node"] not in (None, node) and same_time(rc["replaced_by"]["started_at"], started)
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    assert f"{first['metadata']['name']} on {node}" in text and f"replaced by {second}" in text, text
+
+    k.advance_until(
+        lambda: k.api("/apis/batch/v1/namespaces/default/jobs/nanogpt")["status"].get("completionTime"),
+        step=120,
+        what="the Job complete",
+    )
+    k.advance_until(
+        lambda: not [n for n in k.api("/api/v1/nodes")["items"] if "h100" in n["metadata"]["name"]],
+        step=120,
+        what="the node released",
+    )
+    r = report()
+    assert r["completion"]["state"] == "Complete" and r["job"]["pod"] == second
+    assert r["job"]["pod_status"] == "Completed" and r["job"]["gpus"] == 8 and len(r["reclaims"]) == 1
+    assert r["first_loss_lines"] == loss_lines_of(k, second) and r["node"]["name"] == node
+    assert "node" not in r["unknown"] and "first_loss_lines" not in r["unknown"]
+    # the market holds no node now: the running rate reported is what it ran at (the newest charge)
+    assert r["rate"]["market"]["price_per_gpu_hour_ucredits"] is None and r["rate"]["leading"] == "charged"
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    rates = row(text, "Assessed rate")
+    assert rates[0].startswith("running rate (your newest charge: the market holds no node for the cluster now): $")
+    assert rates[1].startswith("market rate: none: no market node held now")
+
+
+def test_a_completed_train_whose_node_was_released_says_when_the_node_arrived(kube_factory, tmp_path):
+    """No reclaim; the Job completes and the market releases its node (the Node object is gone): the node's arrival
+    is its pod's start there, never "no node yet". (No state dir remembered it: the cluster alone says it.)"""
+    k = kube_factory("k8s-market")
+    k.set_bid(6.0)
+    k.kubectl("--context", k.cluster, "apply", "-f", k.file("nanogpt-job-nvidia.yaml"))
+    k.advance_until(
+        lambda: k.api("/apis/batch/v1/namespaces/default/jobs/nanogpt")["status"].get("completionTime"),
+        step=120,
+        what="the Job complete",
+    )
+    (pod,) = pods_of(k)
+    k.advance_until(
+        lambda: not [n for n in k.api("/api/v1/nodes")["items"] if "h100" in n["metadata"]["name"]],
+        step=120,
+        what="the node released",
+    )
+    env = {**k.env, "NC_TOKEN": k.sim.token, "XDG_STATE_HOME": str(tmp_path / "state")}
+    p = run_report(env, "--json", "--api", k.sim.api_url, "--access", k.sim.access_url)
+    r = json.loads(p.stdout)
+    assert r["node"]["name"] == pod["spec"]["nodeName"] and same_time(
+        r["node"]["arrived_at"], pod["status"]["startTime"]
+    )
+    assert "the Node object is gone" in r["node"]["source"] and "node" not in r["unknown"]
+    assert r["reclaims"] == [] and r["completion"]["state"] == "Complete" and r["job"]["gpus"] == 8
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    assert "no node yet" not in text and pod["spec"]["nodeName"] in text
+
+
+def test_a_fixed_clusters_report_leads_with_the_meter_and_says_the_market_does_not_price_it(kube_factory, tmp_path):
+    """A fixed cluster (k8s-fixed-amd): its reserved nodes host Train with no limit price. The market's spend read
+    says 16 GPUs held at no price: the report says the cluster is fixed and its nodes are not priced by the market
+    (never "no node held"), leads with the organization's meter, and names the GPU class's market price the apply
+    checks the balance against."""
+    k = kube_factory("k8s-fixed-amd")
+    k.kubectl("--context", k.cluster, "apply", "-f", k.file("nanogpt-job.yaml"))  # (no AMD variant: the default)
+    k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="Running")
+    k.world.advance(600)  # the meter assesses
+    env = {**k.env, "NC_TOKEN": k.sim.token, "XDG_STATE_HOME": str(tmp_path / "state")}
+    r = json.loads(run_report(env, "--json", "--api", k.sim.api_url, "--access", k.sim.access_url).stdout)
+    tick = httpx.get(
+        f"{k.sim.api_url}/api/market/ticks", params={"gpu_model": "MI300X-192GB"}, headers=k.headers
+    ).json()["ticks"][-1]
+    assert r["cluster"] == {"name": k.cluster, "kind": "kubernetes", "market": False}
+    assert r["rate"]["market"]["gpus"] == 16 and r["rate"]["market"]["price_per_gpu_hour_ucredits"] is None
+    assert r["rate"]["leading"] in ("metered", "charged") and r["rate"]["metered"] is not None
+    cp = r["rate"]["class_price"]
+    assert cp["gpu_model"] == "MI300X-192GB" and cp["price_per_gpu_hour_ucredits"] == round(
+        tick["price_per_gpu_hour"] * 1e6
+    )
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    assert row(text, "Cluster")[0].startswith(f"{k.cluster} (kubernetes, fixed)")
+    rates = row(text, "Assessed rate")
+    assert rates[0].startswith("running rate (the organization's meter: no market prices this cluster's nodes): $")
+    assert f"market rate: none — {k.cluster} is a fixed cluster: its 16 GPUs are not priced by the market" in rates
+    assert any(x.startswith("market price of MI300X-192GB: $") for x in rates)
+    assert "no node held" not in text, text
+
+
+def test_a_public_research_report_says_the_organization_has_no_cluster_by_design(sim_factory, tmp_path):
+    sim = sim_factory("public-research")
+    env = {**os.environ, "NC_TOKEN": sim.token, "XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path)}
+    r = json.loads(run_report(env, "--json", "--api", sim.api_url, "--access", sim.access_url).stdout)
+    assert r["cluster"] is None and r["organization"]["kind"] == "public_research" and "cluster" not in r["unknown"]
+    text = run_report(env, "--api", sim.api_url, "--access", sim.access_url).stdout
+    (cluster,) = row(text, "Cluster")
+    assert cluster.startswith("none: a public-research organization has no cluster (one whole node from Marshall")
+    assert "unknown" not in cluster
+    headers = {"Authorization": f"Bearer {sim.token}"}
+    if httpx.get(f"{sim.api_url}/_sim/research/status", headers=headers).json()["state"] == "queued":
+        # queued: no lease price yet, so the meter leads, said as the organization's (no cluster to name)
+        assert r["rate"]["leading"] == "metered" and r["rate"]["market"] is None
+        rates = row(text, "Assessed rate")
+        assert rates[0].startswith("running rate (the organization's meter: no node leased now): $"), rates
+        assert any(x.startswith("lease price: unknown (the node is queued") for x in rates), rates
+        httpx.post(f"{sim.api_url}/_sim/research/assign", headers=headers).raise_for_status()
+        r = json.loads(run_report(env, "--json", "--api", sim.api_url, "--access", sim.access_url).stdout)
+        text = run_report(env, "--api", sim.api_url, "--access", sim.access_url).stdout
+    # a node is leased: its price is the running rate
+    assert r["rate"]["leading"] == "market" and r["rate"]["market"]["source"] == "the lease's price"
+    assert row(text, "Assessed rate")[0].startswith("running rate (the lease's price): $")

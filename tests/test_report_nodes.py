@@ -94,6 +94,9 @@ async def test_vm_the_starter_on_a_granted_node_reported_in_the_app_the_cli_and_
     mk = c["rate"]["market"]
     tick = node.http.get("/api/market/ticks", params={"gpu_model": "H100-SXM-80GB"}).json()["ticks"][-1]
     assert mk["price_per_gpu_hour_ucredits"] == round(tick["price_per_gpu_hour"] * 1e6) and mk["gpus"] == 8
+    assert c["rate"]["leading"] == "market"  # the guide's figure for a VM cluster: what winners are assessed
+    p = run_report({**os.environ, "NC_TOKEN": sim.token}, "--api", sim.api_url, "--access", sim.access_url)
+    assert "running rate (what winners are assessed now, as the guide reports it on a VM cluster): $" in p.stdout
     assert c["spend_so_far"]["ucredits"] > 0 and c["rate"]["charged"] is not None
     assert c["unknown"] == {}, c["unknown"]
 
@@ -119,11 +122,10 @@ async def test_vm_the_starter_on_a_granted_node_reported_in_the_app_the_cli_and_
     for field in ("gpu_class", "node", "first_loss_lines", "stop"):
         assert r2[field] == c[field], field
 
-    # the withdraw command works as printed (the token from its file, as the seed keeps it)
-    tok = human / ".config" / "nationalcompute"
-    tok.mkdir(parents=True)
-    (tok / "token").write_text(sim.token)
-    subprocess.run(["sh", "-c", st["withdraw"]], check=True, capture_output=True, timeout=30, env={**os.environ})
+    # the withdraw command works as printed, with the credential the report ran on (NC_TOKEN)
+    assert '"Authorization: Bearer $NC_TOKEN"' in st["withdraw"]
+    env = {**os.environ, "NC_TOKEN": sim.token}
+    subprocess.run(["sh", "-c", st["withdraw"]], check=True, capture_output=True, timeout=30, env=env)
     assert node.http.get("/api/vm/capacity").json()["max_gpus"] == 0
     # released: the node and its disk are gone, and the report still tells the run ncui saw there
     c = cli(sim)

@@ -25,10 +25,13 @@ class ReportView(View):
     HELP = """\
 [b]Report[/b]: what to tell your human, for the job that runs now or ran last on the active cluster.
 
-• The GPU class, when the node arrived (the Node's Ready time; an allocation's granted_at; the Slurm job's
-  start), the first loss lines (or the completion), the assessed rate per GPU hour (the market's live rate
-  beside the metered rate, which is about ten minutes behind), spend so far, the exact command to stop it, and
-  what still stands (limit price, declared capacity) with the command to withdraw it.
+• The GPU class, when the node arrived (the Node's Ready time, or its pod's start there once the Node is gone;
+  an allocation's granted_at; the Slurm job's start), each reclaim and the pod that replaced it, the first loss
+  lines of the pod that ran (or the completion), the assessed rate per GPU hour (first the running rate the
+  guide reports for the cluster's kind: the market's live rate on Kubernetes, what winners are assessed on a VM
+  cluster; then your newest charge and the organization's metered rate, about ten minutes behind), spend so
+  far, the exact command to stop it, and what still stands (limit price, declared capacity) with the command to
+  withdraw it.
 • It reads the cluster itself: a job applied by hand with kubectl is reported too. What ncui saw is remembered
   ($XDG_STATE_HOME/ncui/session.json, never the token): the report holds after a restart and once the pod is gone.
 • [b]c[/b] copies it as markdown (for a chat or an issue); [b]u[/b] reads it again now.
