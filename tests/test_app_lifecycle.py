@@ -397,6 +397,7 @@ async def test_train_applied_again_over_its_finished_job_asks_first(sim, tmp_pat
             what="a new nanogpt Job",
         )
         assert "kubectl --context halcyon delete job nanogpt" in commands(app)
+        assert "The previous run's log is saved to " + str(tmp_path / "state" / "ncui" / "logs") in notes(app)
 
         def new_pod_runs() -> bool:
             return any(
@@ -408,3 +409,17 @@ async def test_train_applied_again_over_its_finished_job_asks_first(sim, tmp_pat
         saved = list((tmp_path / "state" / "ncui" / "logs").glob("halcyon-nanogpt-*.log"))
         assert len(saved) == 1, saved
         assert "iter 2000: loss" in saved[0].read_text()  # the old run's log, whole
+
+        # The new run, running: a again says so (never a silent 'unchanged'); nothing destructive by default.
+        app.clear_notifications()
+        await open_recipes(pilot, app)
+        pushed.clear()
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, (ConfirmModal, CeilingModal)), timeout=30, what="a question")
+        assert pushed == ["ConfirmModal"], pushed
+        text = screen_text(app)
+        assert "job/nanogpt is running on halcyon" in text and "and runs now (Running since" in text
+        assert "progress is lost" in text and "Enter: Cancel" in text and app.screen.focused.id == "no"
+        await pilot.press("enter")
+        await until(pilot, lambda: "nothing was bid, deleted or applied" in notes(app), what="kept")
+        assert new_pod_runs()

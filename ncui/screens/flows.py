@@ -374,6 +374,8 @@ class FlowsMixin(_AppBase):
         except KubeError as e:
             await self.push_screen_wait(ResultsModal(f"{plan.title}: nothing was applied", Text(str(e))))
             return False
+        for saved in sorted(set(kept.values())):
+            self.notify(f"The previous run's log is saved to {saved}.", timeout=15)
         return True
 
     async def _cover(self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool) -> str | None:
