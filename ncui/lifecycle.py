@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .kube.chat import ENDPOINTS, endpoint_ready
 from .kube.kinds import KINDS
-from .kube.status import deployment_ready, human_duration, is_gpu_node, job_status, parse_time
+from .kube.status import deployment_ready, human_duration, is_gpu_node, job_status, owned_by, parse_time
 from .recipes import RECIPE_LABEL
 from .recipes import recipe_of as recipe_of_catalog
 
@@ -364,3 +365,92 @@ def runs_on_gpu_nodes(
         elif owner is not None:
             found.setdefault(owner, Run(None, *owner))
     return sorted(found.values(), key=lambda r: (r.recipe or "~", r.plural, r.name))
+
+
+# ---- an apply whose Job is already on the cluster --------------------------------------------------
+
+
+def _condition_time(job: Mapping[str, Any], ctype: str) -> str | None:
+    for c in (job.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype and c.get("status") == "True":
+            return c.get("lastTransitionTime") or None
+    return None
+
+
+def job_moment(job: Mapping[str, Any]) -> tuple[str, datetime | None]:
+    """What a Job is now (kubectl's STATUS) and since when, by the service's clock: when it completed or failed,
+    else when it started (or was created, for one still waiting for its node)."""
+    status, st = job_status(dict(job)), job.get("status") or {}
+    if status == "Complete":
+        at = st.get("completionTime") or _condition_time(job, "Complete")
+    elif status == "Failed":
+        at = _condition_time(job, "Failed")
+    elif status == "Suspended":
+        at = _condition_time(job, "Suspended") or _meta(job).get("creationTimestamp")
+    else:
+        at = st.get("startTime") or _meta(job).get("creationTimestamp")
+    return status, parse_time(at) if at else None
+
+
+def job_ended(job: Mapping[str, Any]) -> bool:
+    return job_status(dict(job)) in ("Complete", "Failed")
+
+
+def job_standing(name: str, job: Mapping[str, Any], cluster: str, now: datetime) -> str:
+    """One sentence for a Job that an apply finds already on the cluster: its state and when it got there, with
+    how long ago by the service's clock (as Workloads' AGE counts)."""
+    status, at = job_moment(job)
+    ago = f" ({human_duration(max(0.0, (now - at).total_seconds()))} ago by the service's clock)" if at else ""
+    when = f" at {at:%H:%M}{ago}" if at else " (when is not known)"
+    since = f" since {at:%H:%M}{ago}" if at else ""
+    if status == "Complete":
+        return f"job/{name} is on {cluster}: Completed{when}."
+    if status == "Failed":
+        return f"job/{name} is on {cluster}: Failed{when}."
+    if status == "Suspended":
+        return f"job/{name} is on {cluster}, waiting for its GPU node (suspended{since})."
+    if status == "Terminating":
+        return f"job/{name} is on {cluster} and is being deleted."
+    return f"job/{name} is on {cluster} and runs now ({status}{since})."
+
+
+def kept_log_path(cluster: str, name: str, job: Mapping[str, Any]) -> Path:
+    """Where the log of Job ``name`` is kept before ncui deletes it to run it again:
+    ``$XDG_STATE_HOME/ncui/logs/<cluster>-<job>-<created>.log`` (the Job's own creation time: one file per run)."""
+    from .config import state_dir
+
+    created = _meta(job).get("creationTimestamp")
+    stamp = f"{parse_time(created):%Y%m%d-%H%M%S}" if created else str(_meta(job).get("uid") or "run")[:8]
+    return state_dir() / "logs" / f"{cluster}-{name}-{stamp}.log"
+
+
+def job_pods(pods: Mapping[str, dict[str, Any]], name: str) -> list[str]:
+    """The pods of Job ``name``, oldest first."""
+    mine = [p for p in pods.values() if owned_by(p, "Job", name)]
+    mine.sort(key=lambda p: (_meta(p).get("creationTimestamp") or "", _meta(p).get("name") or ""))
+    return [str(_meta(p)["name"]) for p in mine]
+
+
+async def keep_job_log(kube: KubeClient, name: str, pods: Mapping[str, dict[str, Any]], path: Path) -> int:
+    """Write the log of every pod of Job ``name`` to ``path`` (mode 600; each pod under a ``==> pod/NAME <==``
+    line when there are several), cleaned of escape sequences as the log pane shows it. The number of pods whose
+    log was written (0: the Job has no pod, nothing written). Raises KubeError or OSError."""
+    import os
+
+    from .kube.logs import default_container
+    from .textsafe import clean
+
+    names = job_pods(pods, name)
+    if not names:
+        return 0
+    lines: list[str] = []
+    for pod in names:
+        if len(names) > 1:
+            lines.append(f"==> pod/{pod} <==")
+        async for batch in kube.pod_log_batches(pod, default_container(pods[pod]), follow=False, timestamps=False):
+            lines.extend(clean(x) for x in batch)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("".join(x + "\n" for x in lines))
+    return len(names)

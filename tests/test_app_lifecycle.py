@@ -238,8 +238,11 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
         await pilot.press("down", "down", "down")
         await until(pilot, lambda: "finance-analyst-serve-nvidia.yaml" in screen_text(app), what="Post-train")
         await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), timeout=30, what="the failed Job's question")
+        assert "job/finance-analyst-tune is on halcyon: Failed at" in screen_text(app)
+        await pilot.press("y")
         text = await confirm_apply(pilot, app)
-        assert "First delete job/finance-analyst-tune (Failed: applied unchanged it would run nothing" in text
+        assert "First delete job/finance-analyst-tune (Failed at" in text
         await pilot.press("n")
         await until(pilot, lambda: "Nothing was applied" in notes(app), what="cancelled")
         await pilot.press("4")
@@ -349,3 +352,94 @@ async def test_workloads_footer_offers_L_while_kimi_serves_at_80_columns(sim):
         await run_until(pilot, world, lambda: view._service() == "infera", "Kimi K3 READY 1/1", step=120)
         await until(pilot, lambda: "L Load test" in footer_keys(app), what=f"L in {footer_keys(app)}")
         assert {"? Help", "q Quit"} <= set(footer_keys(app)), footer_keys(app)
+
+
+async def test_train_applied_again_over_its_finished_job_asks_first(sim, tmp_path):
+    """Issue 21: a on Train once its Job completed would apply `job.batch/nanogpt unchanged` and start nothing.
+    Before any money question ncui says the Job is there (Completed at …, by the box's clock) and asks: Cancel keeps
+    it and sends nothing; "Delete it and run again" saves its log, deletes it after the money question's yes, and a
+    new pod runs."""
+    from ncui.kube.status import job_status
+
+    from .apphelp import apply_train
+
+    world = sim.world
+    app = app_for(sim)
+    pushed: list[str] = []
+    push = app.push_screen
+
+    def recording(screen, *a, **k):
+        pushed.append(type(screen).__name__ if not isinstance(screen, str) else screen)
+        return push(screen, *a, **k)
+
+    app.push_screen = recording  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await apply_train(pilot, app, sim)
+        await run_until(
+            pilot, world, lambda: "nanogpt" in jobs(app) and job_status(jobs(app)["nanogpt"]) == "Complete", "done"
+        )
+        old = jobs(app)["nanogpt"]
+        old_uid, done_at = old["metadata"]["uid"], old["status"]["completionTime"]
+        old_pods = set(app.store.value("k8s_pods") or {})
+        limit = world.main_org.k8s["halcyon"].bid
+
+        await open_recipes(pilot, app)  # Train is the first recipe
+        for answer in ("n", "y"):
+            pushed.clear()
+            await pilot.press("a")
+            await until(
+                pilot, lambda: isinstance(app.screen, (ConfirmModal, CeilingModal)), timeout=30, what="a question"
+            )
+            assert pushed == ["ConfirmModal"], pushed  # the Job's question, before any money question
+            text = screen_text(app)
+            assert "job/nanogpt already ran on halcyon" in text
+            assert f"Completed at {done_at[11:16]}" in text and "ago by the service's clock" in text
+            assert "'unchanged'" in text and "no new run starts" in text
+            assert (app.screen.yes, app.screen.no) == ("Delete it and run again", "Cancel")
+            assert app.screen.focused.id == "no"  # the safe answer, highlighted
+            assert "Enter: Cancel" in text  # the safe answer, highlighted
+            assert str(tmp_path / "state" / "ncui" / "logs") in text  # where its log is kept
+            await pilot.press(answer)
+            if answer == "n":
+                await until(pilot, lambda: "nothing was bid, deleted or applied" in notes(app), what="kept")
+                assert pushed == ["ConfirmModal"], pushed  # no ceiling, no apply question
+                assert jobs(app)["nanogpt"]["metadata"]["uid"] == old_uid
+                assert world.main_org.k8s["halcyon"].bid == limit
+        text = await confirm_apply(pilot, app)  # then the money question, as for any run
+        assert pushed[0] == "ConfirmModal" and pushed[-1] == "ConfirmModal" and len(pushed) >= 2
+        assert f"First delete job/nanogpt (Completed at {done_at[11:16]}; its log saved to" in text
+        assert jobs(app)["nanogpt"]["metadata"]["uid"] == old_uid  # nothing deleted before the apply's yes
+        await pilot.press("y")
+        await until(
+            pilot,
+            lambda: jobs(app).get("nanogpt", {}).get("metadata", {}).get("uid") not in (None, old_uid),
+            timeout=40,
+            what="a new nanogpt Job",
+        )
+        assert "kubectl --context halcyon delete job nanogpt" in commands(app)
+        assert "The previous run's log is saved to " + str(tmp_path / "state" / "ncui" / "logs") in notes(app)
+
+        def new_pod_runs() -> bool:
+            return any(
+                n not in old_pods and p["status"].get("phase") == "Running"
+                for n, p in (app.store.value("k8s_pods") or {}).items()
+            )
+
+        await run_until(pilot, world, new_pod_runs, "a new pod runs", step=30)
+        saved = list((tmp_path / "state" / "ncui" / "logs").glob("halcyon-nanogpt-*.log"))
+        assert len(saved) == 1, saved
+        assert "iter 2000: loss" in saved[0].read_text()  # the old run's log, whole
+
+        # The new run, running: a again says so (never a silent 'unchanged'); nothing destructive by default.
+        app.clear_notifications()
+        await open_recipes(pilot, app)
+        pushed.clear()
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, (ConfirmModal, CeilingModal)), timeout=30, what="a question")
+        assert pushed == ["ConfirmModal"], pushed
+        text = screen_text(app)
+        assert "job/nanogpt is running on halcyon" in text and "and runs now (Running since" in text
+        assert "progress is lost" in text and "Enter: Cancel" in text and app.screen.focused.id == "no"
+        await pilot.press("enter")
+        await until(pilot, lambda: "nothing was bid, deleted or applied" in notes(app), what="kept")
+        assert new_pod_runs()

@@ -19,7 +19,25 @@ from .client import KubeClient, KubeError, NotSignedIn
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["LogFollower", "LossCurve", "LOSS", "parse_loss", "clean_line", "entry_texts", "split_entry"]
+__all__ = [
+    "LogFollower",
+    "default_container",
+    "LossCurve",
+    "LOSS",
+    "parse_loss",
+    "clean_line",
+    "entry_texts",
+    "split_entry",
+]
+
+
+def default_container(pod: dict[str, Any]) -> str | None:
+    """The container kubectl reads a pod's log from when none is named: its default-container annotation, else
+    its first container."""
+    spec = pod.get("spec") or {}
+    ann = (pod.get("metadata") or {}).get("annotations") or {}
+    names = [c.get("name") for c in spec.get("containers") or []]
+    return ann.get("kubectl.kubernetes.io/default-container") or (names[0] if names else None)
 
 
 class LogFollower(FollowCore):
@@ -46,13 +64,7 @@ class LogFollower(FollowCore):
         pod = await self.client.get("pods", self.pod, self.namespace)
         if pod is None:
             return None, self.container
-        name = self.container
-        if not name:
-            spec = pod.get("spec") or {}
-            ann = (pod.get("metadata") or {}).get("annotations") or {}
-            names = [c.get("name") for c in spec.get("containers") or []]
-            name = ann.get("kubectl.kubernetes.io/default-container") or (names[0] if names else None)
-        return pod, name
+        return pod, self.container or default_container(pod)
 
     def _terminated(self, pod: dict[str, Any], name: str | None) -> bool:
         st = pod.get("status") or {}

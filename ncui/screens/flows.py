@@ -340,8 +340,28 @@ class FlowsMixin(_AppBase):
         import asyncio
         import time
 
+        from .. import lifecycle as L
         from ..kube.client import KubeError
 
+        ref = self.store.meta.get("cluster")
+        jobs, pods = self.store.value("k8s_jobs") or {}, self.store.value("k8s_pods") or {}
+        kept: dict[str, str] = {}
+        for kind, name, _ in plan.replace:  # a Job's log goes with it: kept first (the question said where)
+            if kind != "jobs" or name not in jobs or ref is None:
+                continue
+            path = L.kept_log_path(ref.name, name, jobs[name])
+            try:
+                if await L.keep_job_log(kube, name, pods, path):
+                    kept.update({pod: str(path) for pod in L.job_pods(pods, name)})
+            except (KubeError, OSError) as e:
+                await self.push_screen_wait(
+                    ResultsModal(
+                        f"{plan.title}: nothing was applied",
+                        Text(f"job/{name}'s log could not be saved to {path}, so it was not deleted: {e}"),
+                    )
+                )
+                return False
+        self.store.meta.setdefault("kept_logs", {}).update(kept)  # Workloads says where, once the pod is gone
         try:
             for kind, name, _ in plan.replace:
                 await kube.delete(kind, name)
@@ -354,6 +374,8 @@ class FlowsMixin(_AppBase):
         except KubeError as e:
             await self.push_screen_wait(ResultsModal(f"{plan.title}: nothing was applied", Text(str(e))))
             return False
+        for saved in sorted(set(kept.values())):
+            self.notify(f"The previous run's log is saved to {saved}.", timeout=15)
         return True
 
     async def _cover(self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool) -> str | None:

@@ -282,6 +282,7 @@ class LifecycleMixin(_AppBase):
         serve recipe serving now is stopped first, after the human's yes. The plan to apply, or None (nothing)."""
         import dataclasses
 
+        from .. import recipes as R
         from ..kube.status import job_status
 
         ref = self.store.meta.get("cluster")
@@ -298,17 +299,105 @@ class LifecycleMixin(_AppBase):
                 break
             await asyncio.sleep(0.05)
         jobs, again = self.store.value("k8s_jobs") or {}, [n for _, n, _ in plan.replace]
+        info = self.store.value("cluster")
+        standing = [
+            d["metadata"]["name"]
+            for d in plan.all_docs()
+            if d.get("kind") == "Job" and d["metadata"]["name"] in jobs and d["metadata"]["name"] not in again
+        ]
+        # A Job that holds GPUs and is already there (done, failed or running): applied unchanged it would start
+        # no run ("unchanged"), so the human is asked before any money question whether to delete it and run it
+        # again. One on the CPU worker (a weights staging) that failed simply runs again, said in the apply
+        # question; one that completed or runs is left as it is.
+        gpu = {
+            d["metadata"]["name"]
+            for d in plan.all_docs()
+            if d.get("kind") == "Job" and info is not None and R.gpus_of([d], info.gpu_vendor)
+        }
+        asked = [n for n in standing if n in gpu]
+        if asked:
+            again_too = await self._run_again(plan, asked, jobs)
+            if again_too is None:
+                return None
+            plan = dataclasses.replace(plan, replace=plan.replace + again_too)
         failed = tuple(
             ("jobs", name, "Failed: applied unchanged it would run nothing, so it runs again")
-            for d in plan.all_docs()
-            if d.get("kind") == "Job"
-            and (name := d["metadata"]["name"]) in jobs
-            and name not in again
-            and job_status(jobs[name]) == "Failed"
+            for name in standing
+            if name not in gpu and job_status(jobs[name]) == "Failed"
         )
         if failed:
             plan = dataclasses.replace(plan, replace=plan.replace + failed)
         return plan if await self.one_serving_recipe(plan) else None
+
+    async def _run_again(
+        self, plan: R.Plan, names: list[str], jobs: dict[str, dict[str, Any]]
+    ) -> tuple[tuple[str, str, str], ...] | None:
+        """Ask, before any money question, about GPU Jobs of ``plan`` already on the cluster: their state and when
+        they got there (by the service's clock), that an apply as it is would start no run, and "Delete it and run
+        again" (its log kept: saved before the delete, and shown on Workloads until the new pod's lines come) or
+        "Cancel" (the safe answer, highlighted: nothing is bid, deleted or applied). What the apply replaces, or
+        None (said) when the human cancels."""
+        ref = self.store.meta.get("cluster")
+        cluster = ref.name if ref is not None else "the cluster"
+        now = self.backend.now() if self.backend is not None else datetime.now(timezone.utc)
+        pods = self.store.value("k8s_pods") or {}
+        said, logs, replace = [], [], []
+        running = [n for n in names if not L.job_ended(jobs[n])]
+        for name in names:
+            job = jobs[name]
+            said.append(L.job_standing(name, job, cluster, now))
+            status, at = L.job_moment(job)
+            path = L.kept_log_path(cluster, name, job)
+            shown = str(path)
+            if L.job_pods(pods, name):
+                logs.append(f"job/{name}'s log is saved to {shown} first")
+                kept = f"its log saved to {shown}"
+            else:
+                kept = "it has no pod, so no log"
+            word = {"Complete": "Completed", "Failed": "Failed"}.get(status, status)
+            replace.append(("jobs", name, f"{word}{f' at {at:%H:%M}' if at else ''}; {kept}"))
+        one = len(names) == 1
+        it = "it" if one else "them"
+        body = (
+            " ".join(said)
+            + "\n\nApplied again as "
+            + ("it is" if one else "they are")
+            + ", kubectl would answer 'unchanged': "
+            + (
+                "no new run starts and nothing new is spent."
+                if not running
+                else "no new run starts; what runs goes on running."
+            )
+            + f"\n\nDelete {it} and run again: "
+            + (
+                "the run in progress stops now and its progress is lost (only what it wrote to /mnt/shared stays); "
+                if running
+                else ""
+            )
+            + (("; ".join(logs) + ", and Workloads shows it until the new run's pod comes. ") if logs else "")
+            + "Then the money question comes, as for any run; nothing is deleted before its yes.\n\n"
+            + "As kubectl: "
+            + "; ".join(f"kubectl --context {cluster} delete job {n}" for n in names)
+            + f", then apply {plan.title} again."
+        )
+        title = (
+            f"job/{names[0]} {'is running' if running else 'already ran'} on {cluster}"
+            if one
+            else f"{len(names)} of {plan.title}'s Jobs are already on {cluster}"
+        )
+        yes = await self.push_screen_wait(
+            ConfirmModal(
+                title, body, yes="Delete it and run again" if one else "Delete them and run again", no="Cancel"
+            )
+        )
+        if not yes:
+            self.notify(
+                f"{', '.join(f'job/{n}' for n in names)} kept as {'it is' if one else 'they are'}: nothing was bid, "
+                "deleted or applied.",
+                timeout=8,
+            )
+            return None
+        return tuple(replace)
 
     async def one_serving_recipe(self, plan: R.Plan) -> bool:
         """Before a serve recipe is applied: another one serving now is stopped first, after the human's yes (the

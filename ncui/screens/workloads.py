@@ -514,8 +514,12 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
             if self.follower is not None:
                 self.follower.stop()
                 self.follower = None
+            kept = (self.store.meta.get("kept_logs") or {}).get(self.pod)
             self.query_one("#explain", Static).update(
-                Text(f"{self.pod} is gone; its log so far stays below.", style="italic")
+                Text(
+                    f"{self.pod} is gone; its log so far stays below" + (f" (saved to {kept})." if kept else "."),
+                    style="italic",
+                )
             )
             self.pod = None
             return
