@@ -184,13 +184,13 @@ def run_sim(args: argparse.Namespace) -> int:
             f"KUBECONFIG={k8s[0]}.yaml kubectl --context {k8s[0]} get nodes"
         )
     slurm = [c.name for c in server.world.main_org.spec.clusters if c.kind == "slurm"]
-    if slurm:  # the seed's Slurm path by hand: slurm-login (the box's stand-in), then ssh <cluster> and four commands
+    if slurm:  # the guide's Slurm path by hand: slurm-login (the box's stand-in), then ssh <cluster> and four commands
         print(
             f'# Slurm: curl -X POST -H "Authorization: Bearer $NC_TOKEN" $NC_API/_sim/slurm/login  (slurm-login: a '
             f'24 h certificate); then ssh -F "$NC_SSH_CONFIG" {slurm[0]}'
         )
     vm = [c.name for c in server.world.main_org.spec.clusters if c.kind == "vm"]
-    if vm:  # the seed's VM path by hand: a key, capacity, then ssh to the granted node
+    if vm:  # the guide's VM path by hand: a key, capacity, then ssh to the granted node
         org = server.world.main_org.spec.org_id
         print(
             f"# VM ({vm[0]}): POST $NC_API/api/vm/orgs/{org}/ssh-keys registers a key (for later grants), PUT "
@@ -289,7 +289,7 @@ def run_app(args: argparse.Namespace) -> int:
         store.meta["token_warning"] = src.warning
     store.meta["token_from"] = src.origin  # (the commands ncui prints authenticate with the same credential)
     endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
-    backend = Backend(endpoints, src.token, kube_home=KubeHome.default())  # ~/.kube, as the seed's Connect step
+    backend = Backend(endpoints, src.token, kube_home=KubeHome.default())  # ~/.kube, as the guide's Connect step
     NCApp(backend, store=store, handoff=_handoff(args)).run()
     return 0
 

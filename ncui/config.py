@@ -57,7 +57,7 @@ def state_dir() -> Path:
 
 
 def kube_dir() -> Path:
-    """Where kubectl looks: ``~/.kube`` (the seed's ``~/.kube/<cluster>.yaml`` and ``~/.kube/config``)."""
+    """Where kubectl looks: ``~/.kube`` (the guide's ``~/.kube/<cluster>.yaml`` and ``~/.kube/config``)."""
     return Path(os.path.expanduser("~/.kube"))
 
 
@@ -65,8 +65,8 @@ WORKSPACE_ENV = "MARSHALL_WORKSPACE"  # ours: how a Marshall workspace marks the
 
 
 def in_workspace(env: Mapping[str, str] | None = None) -> bool:
-    """Inside a Marshall workspace, whose daemon holds the credential (seed: never ask for or mint a token
-    there). The seed does not say how a program tells; ncui reads ``MARSHALL_WORKSPACE`` (set, not "0")."""
+    """Inside a Marshall workspace, whose daemon holds the credential (the guide: never ask for or mint a token
+    there). The guide does not say how a program tells; ncui reads ``MARSHALL_WORKSPACE`` (set, not "0")."""
     v = (os.environ if env is None else env).get(WORKSPACE_ENV, "").strip()
     return bool(v) and v != "0"
 

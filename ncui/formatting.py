@@ -54,7 +54,7 @@ def fmt_clock(t: datetime | None) -> str:
 def plan_sentence(
     gpus: int, ceiling: int, balance: int, purchases: bool, *, hours: int = COVER_HOURS
 ) -> tuple[str, int]:
-    """The seed's money check as a sentence, and the top-up needed (0 when covered).
+    """The guide's money check as a sentence, and the top-up needed (0 when covered).
 
     "8 GPUs × $5.00 × 2 h = $80.00; you have $42.10; top up $37.90 on the console's Billing page"
     """

@@ -7,7 +7,7 @@ and whether it worked. People learn the real tools from it, and can do the same 
 - Where it is recorded: at the one place each action happens, never in a screen. The National Compute client
   records every write it sends, its ``curl`` built from the very request it sent (``api.client._curl``); the
   Kubernetes client records its deletes, scales and rollout restarts; the apply flow records each file it
-  applied (``applied``), and Stop the seed's delete commands it stands for (``stopped``); the remote layer
+  applied (``applied``), and Stop the guide's delete commands it stands for (``stopped``); the remote layer
   records what it runs on a node or a login node (``remote.runner.run_noted``) and the first ssh connection;
   the sign-in flow its approval.
 - The token never: a curl names ``$NC_TOKEN``, and ``record`` replaces anything after a ``Bearer`` that is
@@ -293,7 +293,7 @@ def curl_command(method: str, url: str, body: bytes = b"", content_type: str = "
 
 
 def kubectl_command(context: str, *args: str) -> str:
-    """``kubectl --context <cluster> …``: the seed names the context on every call."""
+    """``kubectl --context <cluster> …``: the guide names the context on every call."""
     return join(["kubectl", "--context", context, *args])
 
 
@@ -312,7 +312,7 @@ def save_manifest(name: str, text: str) -> Path:
 
 
 def applied(cluster: str, plan: Plan, results: Sequence[ApplyResult]) -> None:
-    """The apply flow's results as the seed's ``kubectl --context <cluster> apply -f <file>``, one per file
+    """The apply flow's results as the guide's ``kubectl --context <cluster> apply -f <file>``, one per file
     (``applied_step``). Files after a refusal were not sent: not recorded."""
     done = list(results)
     for step in (s for s in plan.steps if not s.optional):
@@ -338,7 +338,7 @@ def applied_step(cluster: str, title: str, step: PlanStep, results: Sequence[App
 
 
 def stopped(title: str, commands: Sequence[str], deleted: Sequence[str], failed: Collection[str] = ()) -> None:
-    """A Stop as the seed's commands it stands for (``kubectl --context <cluster> delete -f <file>``, ``… delete
+    """A Stop as the guide's commands it stands for (``kubectl --context <cluster> delete -f <file>``, ``… delete
     job NAME``), one line each with the objects it removed, ok when none of them failed: one change, the lines
     the Stop question showed. ``deleted`` holds kubectl's TYPE/NAME of each object deleted, ``failed`` those
     the cluster refused. An object goes to the command that names it (``delete job a b``), else to the first

@@ -1,10 +1,10 @@
-"""A recipe's life on a Kubernetes cluster after its apply, as the seed tells it. No Textual.
+"""A recipe's life on a Kubernetes cluster after its apply, as the guide tells it. No Textual.
 
 - Which objects are a recipe's: every object the catalog's files create carries the label
   ``first-job.nationalcompute.com/recipe: <recipe>`` (pods too, through their templates), and the catalog
   lists each recipe's ``objects``; Stop deletes all of them, as ``kubectl delete -f <file>`` and
   ``kubectl delete job …`` would, and says what stays on the shared volume.
-- One serving recipe at a time (the seed): which serve recipes have a Deployment on the cluster now.
+- One serving recipe at a time (the guide): which serve recipes have a Deployment on the cluster now.
 - Kimi K3's optional load test: running (then ncui sends none of the human's own requests), and its summary.
 - The runs that hold GPU nodes (what a spending limit stops at 100% when the human chose it): the Jobs and
   Deployments whose pods sit on GPU nodes, each by its recipe when it has one (stopped whole, as Stop does).
@@ -51,7 +51,7 @@ STAYS = {
 }
 
 LOADTEST_JOB = "kimi-k3-loadtest"
-LOADTEST_MINUTES = 17  # the seed's "about 17 minutes"
+LOADTEST_MINUTES = 17  # the guide's "about 17 minutes"
 TUNE_JOB = "finance-analyst-tune"
 TUNE_SERVE = "finance-analyst"  # the Deployment that serves the tuned model
 TUNE_LOG = "/mnt/shared/finance-analyst/last-tune.log"
@@ -163,7 +163,7 @@ def load_test_running(jobs: Mapping[str, dict[str, Any]]) -> dict[str, Any] | No
 
 
 def load_test_guard(store: Store, now: datetime | None = None) -> str | None:
-    """Why ncui must not send the human's own requests now (Kimi K3's load test runs: the seed says send none
+    """Why ncui must not send the human's own requests now (Kimi K3's load test runs: the guide says send none
     during the run), or None. The chat and the prompt call this before every request."""
     job = load_test_running(store.value("k8s_jobs") or {})
     if job is None:
@@ -174,7 +174,7 @@ def load_test_guard(store: Store, now: datetime | None = None) -> str | None:
     else:  # (a line that stays on screen: when it started, not a count that would go stale)
         ran = f"running{f' since {parse_time(since):%H:%M}' if since else ''} (about {LOADTEST_MINUTES} minutes)"
     return (
-        f"Kimi K3's load test is {ran}: ncui sends none of your own requests until it ends, as the seed asks (they "
+        f"Kimi K3's load test is {ran}: ncui sends none of your own requests until it ends, as the guide asks (they "
         "would mix into its numbers). Its summary shows when it ends."
     )
 
@@ -272,7 +272,7 @@ def stale_serve(
 
 
 def advice(store: Store) -> list[tuple[str, str]]:
-    """Lines for the Workloads screen, as (level, text) with level ``bad``, ``warn`` or ``info``: the seed's way
+    """Lines for the Workloads screen, as (level, text) with level ``bad``, ``warn`` or ``info``: the guide's way
     on from where the recipes stand, with the key that takes it."""
     jobs, pods = store.value("k8s_jobs") or {}, store.value("k8s_pods") or {}
     deps = store.value("k8s_deployments") or {}

@@ -1,6 +1,6 @@
 """Recipes: which ones a cluster can run, what exactly will be applied, and the money check. No Textual.
 
-The vendor rule (seed): where a manifest has a vendor variant, try ``<stem>-<vendor>.yaml`` first; a 404
+The vendor rule (the guide): where a manifest has a vendor variant, try ``<stem>-<vendor>.yaml`` first; a 404
 means the default ``<stem>.yaml``; a serve recipe with neither is not offered on this cluster.
 """
 
@@ -76,7 +76,7 @@ def for_kind(catalog: Iterable[m.Recipe], kind: str) -> list[m.Recipe]:
     )
 
 
-# The seed's words for a recipe in a hand-off: "run its Serve recipe" means Kimi K3.
+# The guide's words for a recipe in a hand-off: "run its Serve recipe" means Kimi K3.
 CATEGORY_PICK = {"train": DEFAULT_RECIPE, "serve": "kimi-k3", "post-train": "finance-analyst"}
 
 
@@ -131,7 +131,7 @@ class Plan:
     stop: tuple[str, ...] = ()
     summary: str = ""  # what the apply confirmation states besides the objects (Something else: image, command)
     # Objects deleted after the yes and before the apply, as (plural, name, why): a finished Job applied again
-    # would be left "unchanged" (tune again deletes the old finance-analyst-tune first, as the seed does).
+    # would be left "unchanged" (tune again deletes the old finance-analyst-tune first, as the guide does).
     replace: tuple[tuple[str, str, str], ...] = ()
 
     def all_docs(self, include_optional: bool = False) -> list[dict[str, Any]]:
@@ -277,7 +277,7 @@ class CustomJob:
 
 
 def custom_job(job: CustomJob, cluster: m.K8sCluster) -> dict[str, Any]:
-    """The seed's Something-else skeleton for ``cluster``; ValueError with every reason when invalid."""
+    """The guide's Something-else skeleton for ``cluster``; ValueError with every reason when invalid."""
     errors: list[str] = []
     image, command, name = job.image.strip(), job.command.strip(), job.name.strip()
     if not image:

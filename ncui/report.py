@@ -1,4 +1,4 @@
-"""Report back (the seed's last duty): for the job that runs now or ran last on the active cluster, the GPU class,
+"""Report back (the guide's last duty): for the job that runs now or ran last on the active cluster, the GPU class,
 when the node arrived, the first loss lines or the completion, the assessed rate per GPU hour (the market's live
 rate and the metered rate with its lag), spend so far, how to stop it, and what still stands with the command to
 withdraw it. No Textual here.
@@ -1024,7 +1024,7 @@ def unknown_text(un: dict[str, str], *fields: str) -> str:
 
 
 def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
-    """The report as (label, lines) rows, in the seed's order: what markdown and the screen draw."""
+    """The report as (label, lines) rows, in the guide's order: what markdown and the screen draw."""
     un = r.get("unknown") or {}
     unknown = partial(unknown_text, un)
     out: list[tuple[str, list[str]]] = []

@@ -1,4 +1,4 @@
-"""Talking to the tuned finance-analyst from Workloads (m): the document pasted or read from a file, the seed's
+"""Talking to the tuned finance-analyst from Workloads (m): the document pasted or read from a file, the guide's
 exact request (received so by the box), the memo streamed, and a file that cannot be read said in words."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ async def test_post_train_chat_sends_the_seeds_request(sim, tmp_path):
         await until(pilot, lambda: chat.turns, timeout=30, what="the memo")
         server, body = kube.chat_requests[-1]
         assert server == "finance-analyst"
-        assert body == {  # the seed's request, exactly, with stream added
+        assert body == {  # the guide's request, exactly, with stream added
             "model": "finance-analyst",
             "max_tokens": 700,
             "chat_template_kwargs": {"enable_thinking": False},

@@ -1,4 +1,4 @@
-"""Connect and start as the seed does (screens/connect.py): the kubeconfig where the human's own kubectl
+"""Connect and start as the guide does (screens/connect.py): the kubeconfig where the human's own kubectl
 finds it, the hand-off's --recipe/--cluster, a Marshall workspace's credential, the demo's sign-in."""
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ async def test_no_leaves_the_config_alone_and_is_remembered(sim, tmp_path):
         )
         await pilot.press("n")
         await until(pilot, lambda: getattr(app.store.value("kube_files"), "context", "") == "declined")
-        # Account: how to use the file instead (the seed's manual path)
+        # Account: how to use the file instead (the guide's manual path)
         await until(pilot, lambda: "not in config: export KUBECONFIG=↑" in screen_text(app))
         # the history's kubectl lines then name the file: kubectl --context halcyon alone finds no such context
         from ncui import history

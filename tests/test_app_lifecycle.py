@@ -1,4 +1,4 @@
-"""The recipes' lifecycle as the seed tells it, in the TUI against the box: Stop removes the whole recipe after one
+"""The recipes' lifecycle as the guide tells it, in the TUI against the box: Stop removes the whole recipe after one
 question (what goes, what stays), one serving recipe at a time, Kimi K3's load test (no own requests meanwhile,
 its summary at the end), a defective tune and tuning again, and a serve left on the previous model after a
 re-tune (rollout restart)."""
@@ -207,7 +207,7 @@ async def test_kimi_load_test_holds_own_requests_and_shows_its_summary(sim):
 
 async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factory):
     """Points 2, 6 and 3: the default demo's tune passes, so this scenario asks for one defective tune: the job
-    fails, the serve leg keeps waiting and Workloads says the seed's way on; T deletes the Job and tunes again (a
+    fails, the serve leg keeps waiting and Workloads says the guide's way on; T deletes the Job and tunes again (a
     new outcome: it passes, the serve comes up). A re-tune while it serves leaves it on the previous model: said,
     and R restarts it after a yes. Then x stops Post-train whole (launcher's RBAC included), the model staying."""
     sim = sim_factory("k8s-bad-tune")
@@ -307,7 +307,7 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
         for kind in ("deployments", "services", "serviceaccounts", "roles", "rolebindings", "jobs"):
             items, _ = await kube.list(kind, label_selector="first-job.nationalcompute.com/recipe=finance-analyst")
             assert items == [], kind
-        # The seed's two stop lines, each once; the launcher's RBAC goes with the file, not as lines of its own.
+        # The guide's two stop lines, each once; the launcher's RBAC goes with the file, not as lines of its own.
         stops = [c for c in commands(app) if " delete " in c][-2:]
         assert stops == [
             f"kubectl --context halcyon delete -f {sim.access_url}/first-job/finance-analyst-serve-nvidia.yaml",

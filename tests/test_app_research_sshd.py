@@ -8,7 +8,7 @@ it (``docker rm -f nanogpt``), ``c`` copying the checkpoint folder and the log b
 The ssh host is a plain machine: ``docker`` and ``nvidia-smi`` are stand-ins on its PATH (sshd's ``SetEnv``), and
 nanoGPT's sources are already in its ``~/first-job`` (as after an earlier start), so the starter fetches nothing
 from the internet. The starter itself runs unchanged: its GPU check, its docker checks, its ``docker run -d``;
-the stand-in's "container" is a background loop that writes the seed's loss lines into the ``-v`` folder's
+the stand-in's "container" is a background loop that writes the guide's loss lines into the ``-v`` folder's
 ``nanogpt.out`` (one every 0.5 s, for about a minute) and a small ``ckpt.pt`` into ``out-shakespeare-char``.
 """
 

@@ -78,7 +78,7 @@ async def test_the_sign_in_is_checked_by_itself_missing_expired_then_valid(sim_f
     app.slurm_signin_interval = 0.2  # "every minute" in the app
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "slurm_signin"), what="the sign-in checked")
-        text = screen_text(app)  # Account: the seed's two steps, where the human is
+        text = screen_text(app)  # Account: the guide's two steps, where the human is
         assert "There is no ssh certificate for plover here yet" in text
         assert f"curl -fsSL {sim.access_url}/setup.sh | sh -s -- plover" in text and "run slurm-login" in text
         await pilot.press("4", "n")  # the first job waits for the sign-in: said, nothing asked
@@ -95,7 +95,7 @@ async def test_the_sign_in_is_checked_by_itself_missing_expired_then_valid(sim_f
         new.rename(tmp_path / "id")
         (tmp_path / "new-cert.pub").rename(tmp_path / "id-cert.pub")
         await until(pilot, lambda: app.store.value("slurm_signin").ok, what="signed in, found by itself")
-        signed = [e for e in app.history.session if "slurm-login" in e.command]  # in the history, as the seed's
+        signed = [e for e in app.history.session if "slurm-login" in e.command]  # in the history, as the guide's
         assert [e.command for e in signed] == [f"curl -fsSL {sim.access_url}/setup.sh | sh -s -- plover && slurm-login"]
         assert signed[0].what.startswith("sign in to plover: the setup script, then slurm-login (an ssh certificate")
         signin = app.store.value("slurm_signin")  # its end on the box's clock (the screen's), which ticks

@@ -81,7 +81,7 @@ async def test_the_first_job_on_the_boxs_login_node(sim_factory, tmp_path, monke
 
 async def test_the_demo_at_80x24_the_steps_the_time_the_node_and_how_the_job_ended(tmp_path, monkeypatch):
     """``ncui --demo --scenario slurm`` as a person walks it at 80×24 (the box is the login node, its clock stopped
-    and moved by the test): the seed's two sign-in steps one a line with the setup command whole on its own; the
+    and moved by the test): the guide's two sign-in steps one a line with the setup command whole on its own; the
     job's elapsed time counted on the box's clock (not this machine's, which the box's runs ahead of); its node's
     whole name in the table; once it left the queue, how it ended; and the login node's host key, trusted, kept in
     the box's own known_hosts (gone with it), never in ncui's."""

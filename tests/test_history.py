@@ -142,7 +142,7 @@ async def test_the_curl_line_replays_the_request_and_the_file_survives_two_write
 def test_kubectl_lines_name_the_kubeconfig_while_config_has_no_such_context(tmp_path):
     """The context merge declined (or not asked yet): ``kubectl --context halcyon …`` alone finds no context, so
     the history's line is ``KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon …``; once config has it,
-    the seed's line as it is."""
+    the guide's line as it is."""
     h = History("http://box", path=tmp_path / "history.jsonl")
     history.activate(h)
     try:

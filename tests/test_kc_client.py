@@ -145,7 +145,7 @@ async def _inkling_streams(k, kc) -> None:
     kube = k.sim.app.state.kube
     k.sim_post("/_sim/k8s/chat", {"rate": 2000})  # a quick engine: the test reads chunks, not time
     body = request_body(ep, [], "hi")
-    assert body["max_tokens"] == 1024 and body["stream"] is True  # the seed's room to reason
+    assert body["max_tokens"] == 1024 and body["stream"] is True  # the guide's room to reason
     a = Answer()
     order = [("r" if c.reasoning else "c") async for c in stream_chat(kc, ep, body, a)]
     assert kube.chat_requests[-1] == ("inkling", body)  # what the box received is what was built

@@ -1,4 +1,4 @@
-"""Events on the box's cluster, as the real kubectl and the Python client read them: the seed's Train run from
+"""Events on the box's cluster, as the real kubectl and the Python client read them: the guide's Train run from
 a waiting Job to a reclaim, `describe` explaining a waiting pod, `get events -w`, and expiry after an hour."""
 
 from __future__ import annotations

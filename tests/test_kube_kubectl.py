@@ -1,4 +1,4 @@
-"""The real kubectl against the simulated cluster: the seed's Train and Serve flows, admission, vendors."""
+"""The real kubectl against the simulated cluster: the guide's Train and Serve flows, admission, vendors."""
 
 from __future__ import annotations
 

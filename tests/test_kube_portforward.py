@@ -1,4 +1,4 @@
-"""The real ``kubectl port-forward`` against the box (WebSocket + SPDY/3.1), and the seed's curl through it."""
+"""The real ``kubectl port-forward`` against the box (WebSocket + SPDY/3.1), and the guide's curl through it."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _forward(k: KubeEnv, target: str) -> tuple[Watcher, int]:
 
 
 def _curl(port: int, body: dict, *more: str) -> subprocess.CompletedProcess:
-    """The seed's request, as it prints it."""
+    """The guide's request, as it prints it."""
     return subprocess.run(
         ["curl", "-s", *more, "-m", "20", f"localhost:{port}/v1/chat/completions"]
         + ["-H", "content-type: application/json", "-d", json.dumps(body)],
@@ -118,7 +118,7 @@ def test_port_forward_svc_pod_deploy_to_the_engine(kube_factory, monkeypatch):
     assert "error forwarding port 8000 to pod " + loading in err and "connection refused" in err, err
     assert "lost connection to pod" in err
 
-    # READY 1/1: the seed's port-forward svc/inkling, then its curl, answered by the engine
+    # READY 1/1: the guide's port-forward svc/inkling, then its curl, answered by the engine
     k.advance_until(lambda: engine_pod("Running 1/1"), step=120, what="Running 1/1")
     w, port = _forward(k, "svc/inkling")
     r = _curl(port, INKLING)

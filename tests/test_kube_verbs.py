@@ -1,4 +1,4 @@
-"""What a kubectl user types beyond the seed, against the box's cluster with the real kubectl (and the Python
+"""What a kubectl user types beyond the guide, against the box's cluster with the real kubectl (and the Python
 client): auth can-i, run, a rolling update and rollout status, Terminating, "(no change)", typed create."""
 
 from __future__ import annotations

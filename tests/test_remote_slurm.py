@@ -2,10 +2,10 @@
 (tests/slurm_support.py), reached two ways: here (``LocalRunner``, ncui on the login node) and through a real
 OpenSSH server (``SshRunner``; sshd's ``SetEnv`` gives the session ``SLURM_CONF``).
 
-The flow is the seed's: ``prepare.sh`` served by the box (``NC_FIRST_JOB_URL`` points it at the box and
+The flow is the guide's: ``prepare.sh`` served by the box (``NC_FIRST_JOB_URL`` points it at the box and
 ``NC_FIRST_JOB_SIMULATE=1`` keeps it off the internet), then the box's own ``nanogpt.sbatch`` submitted as
 it is (its ``--gpus-per-node=8 --exclusive`` accepted by a node with 8 GPUs by count), which without GPUs
-prints its CPU stand-in: the seed's loss lines every ``NC_FIRST_JOB_SIM_DELAY`` seconds into
+prints its CPU stand-in: the guide's loss lines every ``NC_FIRST_JOB_SIM_DELAY`` seconds into
 ``nanogpt-<id>.out`` (sbatch passes the submitter's environment to the job).
 """
 
@@ -64,7 +64,7 @@ def file_lines(path: Path) -> list[str]:
 
 
 async def first_job(r, box: SimServer, home: Path) -> None:
-    """The seed's four commands through ``r``, then a cancel; ``home`` is the login node's home folder."""
+    """The guide's four commands through ``r``, then a cancel; ``home`` is the login node's home folder."""
     ran = await slurm.prepare(r, box.access_url)
     assert ran is not None and "prepare: ready" in ran.stdout  # prepare.sh from the box ran
     assert (home / "first-job" / "nanogpt.sbatch").read_bytes().startswith(b"#!/bin/bash\n#SBATCH --job-name=nanogpt")

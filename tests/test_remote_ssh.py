@@ -351,7 +351,7 @@ async def test_copy_from_with_progress_a_file_and_a_folder(sshd, tmp_path):
 
 
 async def test_a_copy_off_is_in_the_history_as_its_scp_line(sshd, tmp_path):
-    """Each SFTP copy-off, copied or not, as the seed's scp line (ssh's -p as scp's -P)."""
+    """Each SFTP copy-off, copied or not, as the guide's scp line (ssh's -p as scp's -P)."""
     from ncui import history
 
     (tmp_path / "out").mkdir()

@@ -1,5 +1,5 @@
 """The box's public-research node: Marshall's assignment stood in for (a queue position and an estimate, then
-the node's address), then the seed's lines over OpenSSH's own ssh and scp: the starter, tail -F, scp -r of the
+the node's address), then the guide's lines over OpenSSH's own ssh and scp: the starter, tail -F, scp -r of the
 results, docker rm -f; and the starter's answer when docker is missing.
 """
 
@@ -70,7 +70,7 @@ def test_the_queue_then_the_assignment_by_the_clock(research):
     assert "Host research-node 127.12.0.1\n" in config and f"IdentityFile {research.sim.ssh.key_path}" in config
     r = research.ssh("whoami; hostname")  # the workspace key is on the node; its host key is pinned
     assert r.returncode == 0 and r.stdout == f"ubuntu\n{s['hostname']}\n", r.stderr
-    # the seed's own form, ssh <ssh_user>@<public_ip>: the Host block names the address too (its port, key, pin)
+    # the guide's own form, ssh <ssh_user>@<public_ip>: the Host block names the address too (its port, key, pin)
     argv = ["ssh", "-F", research.config, *NO_AGENT, f"{s['ssh_user']}@{s['public_ip']}", "whoami"]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert r.returncode == 0 and r.stdout == "ubuntu\n", r.stderr
@@ -87,7 +87,7 @@ def test_the_starter_the_log_the_results_and_the_stop(research, tmp_path):
     assert research.http.post(f"/api/vm/orgs/{org}/ssh-keys", json=body).status_code == 201
     s = research.assign()
     assert s["state"] == "assigned"
-    # As the seed says it: ssh <ssh_user>@<public_ip>, here with the human's own key (registered before assignment).
+    # As the guide says it: ssh <ssh_user>@<public_ip>, here with the human's own key (registered before assignment).
     ssh = ["ssh", "-F", "/dev/null", *NO_AGENT, "-o", "IdentitiesOnly=yes", "-i", str(key)]
     ssh += ["-o", f"UserKnownHostsFile={research.sim.ssh.known_hosts_path}", "-p", str(s["ssh_port"])]
     login = f"{s['ssh_user']}@{s['public_ip']}"

@@ -1,4 +1,4 @@
-"""The box's Slurm login node, reached as the seed says: ``ssh <cluster>`` with a slurm-login certificate, then
+"""The box's Slurm login node, reached as the guide says: ``ssh <cluster>`` with a slurm-login certificate, then
 prepare.sh, sbatch, squeue --me and tail -F, all typed through OpenSSH's own ``ssh -F "$NC_SSH_CONFIG"``.
 
 The certificate comes from the box's stand-in for slurm-login (``POST /_sim/slurm/login``); jobs move on the

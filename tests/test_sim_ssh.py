@@ -1,4 +1,4 @@
-"""The box's VM nodes are real ssh endpoints: OpenSSH's own ssh, scp and sftp reach them as the seed says.
+"""The box's VM nodes are real ssh endpoints: OpenSSH's own ssh, scp and sftp reach them as the guide says.
 
 Each test declares VM capacity in the box over loopback HTTP, lets the box's clock bring the node up, and
 talks to it with the real OpenSSH client (keys made by ssh-keygen in tmp_path, registered through the API).
@@ -146,7 +146,7 @@ def test_a_key_registered_before_the_grant_gets_in_one_registered_after_is_refus
     bars = {tuple(i for i, c in enumerate(x) if c in "|+") for x in table if "NVIDIA-SMI" not in x and "---" not in x}
     assert len(table) == 6 + 8 * 3 and bars == {(0, 42, 67, 90)}, table  # every row's columns line up
 
-    # As the seed says it, plus -p: ssh <ssh_user>@<public_ip>, the host key checked against the box's file.
+    # As the guide says it, plus -p: ssh <ssh_user>@<public_ip>, the host key checked against the box's file.
     known = str(box.sim.ssh.known_hosts_path)
     pinned = ["-o", f"UserKnownHostsFile={known}", "-o", "StrictHostKeyChecking=yes"]
     login = ["-p", str(alloc["ssh_port"]), f"ubuntu@{alloc['public_ip']}", "echo $HOME"]
@@ -224,7 +224,7 @@ def test_the_starter_runs_and_its_log_tails(node):
     r = box.ssh(alloc["id"], "tail -n 5 ~/first-job/nanogpt.out", a)
     lines = r.stdout.splitlines()
     assert r.returncode == 0 and len(lines) == 5 and LOSS.fullmatch(lines[-1]), r.stdout
-    # The seed's own command line (the real catalog's address) works the same; a second start says it runs.
+    # The guide's own command line (the real catalog's address) works the same; a second start says it runs.
     r = box.ssh(alloc["id"], "curl -fsSL https://access.nationalcompute.com/first-job/nanogpt-node.sh | sh", a)
     assert "already running" in r.stdout
     r = box.ssh(alloc["id"], "curl -fsSL https://example.com/x.sh | sh", a)

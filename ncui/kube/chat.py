@@ -1,7 +1,7 @@
-"""Talking to a served model: each serve recipe's request as the seed writes it, and an OpenAI-compatible
+"""Talking to a served model: each serve recipe's request as the guide writes it, and an OpenAI-compatible
 streaming (SSE) client through the cluster's service proxy. No Textual here.
 
-The seed's requests (first-job, Serve and Post-train):
+The guide's requests (first-job, Serve and Post-train):
 - Kimi K3 (``svc/infera``): the model and the messages, nothing else.
 - Inkling (``svc/inkling``): ``max_tokens`` 1024, room for it to reason before it answers; the thinking arrives
   in a separate field of the message (``reasoning_content``).
@@ -9,8 +9,8 @@ The seed's requests (first-job, Serve and Post-train):
   700; ``chat_template_kwargs: {"enable_thinking": false}``; sampling left unset (never ``temperature`` 0:
   greedy decoding makes it repeat itself). The user content is a document.
 
-A chat adds ``stream: true`` (and asks for the final usage) to the seed's body; the curl a person copies is the
-seed's own (one JSON answer, after ``kubectl port-forward`` as the seed does it).
+A chat adds ``stream: true`` (and asks for the final usage) to the guide's body; the curl a person copies is the
+guide's own (one JSON answer, after ``kubectl port-forward`` as the guide does it).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ __all__ = [
     "ready_endpoint",
 ]
 
-# The seed's system prompt for the tuned finance-analyst, verbatim: the one the model was tuned with.
+# The guide's system prompt for the tuned finance-analyst, verbatim: the one the model was tuned with.
 FINANCE_SYSTEM_PROMPT = (
     "You are the organization's financial risk analyst. Given a filing or financial document, write a concise "
     "risk memo: overall severity, risk categories, a grounded analysis, financial impact, key metrics, and "
@@ -52,14 +52,14 @@ FINANCE_SYSTEM_PROMPT = (
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A serve recipe's endpoint and the request the seed sends it."""
+    """A serve recipe's endpoint and the request the guide sends it."""
 
     service: str  # the Service (kubectl port-forward svc/<service> 8000:8000)
     port: int
     model: str
     recipe: str  # the recipe's name as a person reads it
     behind: tuple[str, ...]  # the Deployments that must be READY 1/1 before it answers
-    params: Mapping[str, Any] = field(default_factory=dict)  # the seed's other fields, in its order
+    params: Mapping[str, Any] = field(default_factory=dict)  # the guide's other fields, in its order
     system: str | None = None  # the system prompt sent with every request
     document: bool = False  # the user content is a document (one request per document, no history)
     reasoning: bool = False  # the thinking arrives apart (reasoning_content)
@@ -106,7 +106,7 @@ class Turn:
 
 
 def request_body(ep: Endpoint, history: Sequence[Turn], text: str, *, stream: bool = True) -> dict[str, Any]:
-    """The body the seed's request would carry for ``text`` after ``history`` (a document endpoint sends each
+    """The body the guide's request would carry for ``text`` after ``history`` (a document endpoint sends each
     document alone, as the model was tuned), plus ``stream`` for a chat that reads the answer as it comes."""
     messages: list[dict[str, str]] = []
     if ep.system is not None:
@@ -125,7 +125,7 @@ def request_body(ep: Endpoint, history: Sequence[Turn], text: str, *, stream: bo
 
 
 def curl_command(ep: Endpoint, body: Mapping[str, Any], context: str) -> str:
-    """The seed's two lines for ``body``: the port-forward, then curl (without ``stream``: one JSON answer)."""
+    """The guide's two lines for ``body``: the port-forward, then curl (without ``stream``: one JSON answer)."""
     plain = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
     data = json.dumps(plain, ensure_ascii=False)
     return (
@@ -162,7 +162,7 @@ class Answer:
     finish_reason: str | None = None
     completion_tokens: int | None = None  # the server's usage (None: it sent none)
     prompt_tokens: int | None = None
-    chunks: int = 0  # events that carried text (a token each on the engines the seed names)
+    chunks: int = 0  # events that carried text (a token each on the engines the guide names)
 
     @property
     def ttft(self) -> float | None:

@@ -634,7 +634,7 @@ class KubeClient:
             out = await self._merge_patch(self._path("deployments", namespace, name), patch, "kubectl-rollout")
             ok = True
             return out
-        finally:  # (deploy/NAME: as the seed writes it, and the restart question shows it)
+        finally:  # (deploy/NAME: as the guide writes it, and the restart question shows it)
             self._noted(f"restart deployment/{name} (rollout)", ok, "rollout", "restart", f"deploy/{name}", *ns)
 
     # ---- logs -------------------------------------------------------------------------------------

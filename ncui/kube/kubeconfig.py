@@ -1,6 +1,6 @@
-"""The kubeconfig where the human's own kubectl finds it, as the seed's Connect step leaves it. No Textual.
+"""The kubeconfig where the human's own kubectl finds it, as the guide's Connect step leaves it. No Textual.
 
-The seed's manual path writes the portal's kubeconfig to ``~/.kube/<cluster>.yaml``; its setup script also
+The guide's manual path writes the portal's kubeconfig to ``~/.kube/<cluster>.yaml``; its setup script also
 merges a ``<cluster>`` context into ``~/.kube/config``. ncui does the first whenever it fetches a cluster's
 kubeconfig, and the second only when the human said yes (asked once per cluster; the answer is kept in
 ncui's state dir, never in the kubeconfig). Neither file holds a secret: the kubeconfig's user signs in

@@ -216,7 +216,7 @@ def is_gpu_node(node: dict[str, Any]) -> bool:
     return any(k.endswith(".com/gpu") for k in ((node.get("status") or {}).get("capacity") or {}))
 
 
-# ---- explanations (the seed's words, live numbers) ------------------------------------------------
+# ---- explanations (the guide's words, live numbers) ------------------------------------------------
 
 FIRST_NODE = "10–15 minutes for a first node"
 
@@ -277,7 +277,7 @@ def explain(
     limit_price_ucredits: int | None = None,
     price_to_win_ucredits: int | None = None,
 ) -> str:
-    """One line on what the pod is doing and what comes next, in the seed's words with live numbers."""
+    """One line on what the pod is doing and what comes next, in the guide's words with live numbers."""
     status, ready, total, restarts = pod_reason(pod)
     rd = f"{ready}/{total}"
     if status == "SchedulingGated":

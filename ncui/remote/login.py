@@ -2,7 +2,7 @@
 
 ``r = await slurm_runner("plover", ssh_config=Path(os.environ["NC_SSH_CONFIG"]), known_hosts=known_hosts_path(),
 confirm_host_key=ask)`` → a ``LocalRunner`` when ``on_login_node(login_node)`` (``NCUI_LOGIN_NODE``, or sbatch and
-a Slurm configuration here), else an ``SshRunner`` to the cluster's name as the seed's ``ssh <cluster>`` would
+a Slurm configuration here), else an ``SshRunner`` to the cluster's name as the guide's ``ssh <cluster>`` would
 reach it: ``resolve`` reads the human's ssh config with OpenSSH's own ``ssh -G`` (HostName, Port, User,
 IdentityFile, CertificateFile; Include and Match included), so the certificate ``slurm-login`` refreshed is
 offered. Host keys stay ncui's: its known_hosts, the first use asked (``runner.SshRunner``).
@@ -103,5 +103,5 @@ async def slurm_runner(
             "ssh",
             *(["-F", str(ssh_config)] if ssh_config is not None else []),
             cluster,
-        ),  # the seed's ssh <cluster>
+        ),  # the guide's ssh <cluster>
     )

@@ -55,7 +55,7 @@ __all__ = [
     "tail_command",
 ]
 
-STARTER = "first-job/nanogpt-node.sh"  # under the access origin (the seed's research-node line)
+STARTER = "first-job/nanogpt-node.sh"  # under the access origin (the guide's research-node line)
 NODE_LOG = "~/first-job/nanogpt.out"  # where the starter's run writes its log
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")  # Docker's rule for a container name
 _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}")  # registry/name:tag@digest, never an option
@@ -80,7 +80,7 @@ def _check_name(name: str) -> str:
 
 
 def curl_sh_command(access_url: str, script: str) -> str:
-    """``curl -fsSL <access>/<script> | sh``: how the seed runs a script of the access origin on a node."""
+    """``curl -fsSL <access>/<script> | sh``: how the guide runs a script of the access origin on a node."""
     url = access_url.rstrip("/") + "/" + script
     if not _URL.fullmatch(url):
         raise BadInput(f"{access_url!r} is not an http(s) address ncui can hand to curl on the node.")
@@ -88,14 +88,14 @@ def curl_sh_command(access_url: str, script: str) -> str:
 
 
 def starter_command(access_url: str) -> str:
-    """``curl -fsSL <access>/first-job/nanogpt-node.sh | sh``: the seed's research-node line (a VM node's too)."""
+    """``curl -fsSL <access>/first-job/nanogpt-node.sh | sh``: the guide's research-node line (a VM node's too)."""
     return curl_sh_command(access_url, STARTER)
 
 
 async def start_starter(runner: Runner, access_url: str, *, timeout: float | None = 600.0) -> Result:
     """Run the starter on the node (it starts the run detached and returns); a failure is ``CommandFailed``."""
     return await run_noted(
-        runner, starter_command(access_url), "run the seed's starter (nanoGPT, detached)", timeout=timeout
+        runner, starter_command(access_url), "run the guide's starter (nanoGPT, detached)", timeout=timeout
     )
 
 

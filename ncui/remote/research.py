@@ -1,10 +1,10 @@
-"""A public-research node (the seed's "Public Research node"): the login a human types, what ssh would offer it
+"""A public-research node (the guide's "Public Research node"): the login a human types, what ssh would offer it
 and which host key pins it, and whether the balance covers one full lease. No Textual here.
 
 Only Marshall's workspace requests and releases the node (``public_research_request`` / ``_release``: no API,
 no MCP tool), and its status (``public_research_status``: ``public_ip``, ``ssh_user``) lives inside the
 workspace; nothing defines a file where the workspace leaves it, so ncui reads none: the node comes from the
-box's stand-in status (the demo) or is typed in as ``user@ip``. Port 22 is the only way in (the seed); the box
+box's stand-in status (the demo) or is typed in as ``user@ip``. Port 22 is the only way in (the guide); the box
 serves its node on a port of its own, which ``parse_login`` allows when told.
 
 ``ssh_setup(host, user, port, ssh_config)`` asks OpenSSH's own ``ssh -G`` what it would use for the node: its
@@ -31,7 +31,7 @@ from .slurm import _output
 
 __all__ = ["Login", "SshSetup", "config_ports", "lease_cover", "parse_login", "pinned_keys", "ssh_setup"]
 
-RESEARCH_PORT = 22  # the seed: "Port 22 is the only way in"
+RESEARCH_PORT = 22  # the guide: "Port 22 is the only way in"
 _USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # a POSIX login name, never an option
 _HOSTNAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
@@ -51,7 +51,7 @@ class Login:
 
 
 def parse_login(text: str, *, box_ports: Collection[int] = ()) -> Login:
-    """``user@ip`` as the seed's ``ssh <ssh_user>@<public_ip>`` names it (also ``ssh user@ip``, and ``user@ip:PORT``
+    """``user@ip`` as the guide's ``ssh <ssh_user>@<public_ip>`` names it (also ``ssh user@ip``, and ``user@ip:PORT``
     or ``-p PORT`` when the port is 22 or one of ``box_ports``, the box's own). ``BadInput`` says what is wrong."""
     words = text.strip().split()
     if words[:1] == ["ssh"]:
@@ -147,7 +147,7 @@ def pinned_keys(files: tuple[Path, ...], host: str, port: int) -> list[asyncssh.
 
 def lease_cover(price_per_gpu_hour: int, gpus: int, lease_seconds: int, balance: int) -> tuple[int, int]:
     """One full lease (price × GPUs × its length, in micro-credits, rounded up) and what the balance lacks (0
-    when it covers it): the seed's "a node request needs a balance for one full lease"."""
+    when it covers it): the guide's "a node request needs a balance for one full lease"."""
     need = -(-price_per_gpu_hour * gpus * lease_seconds // 3600)
     return need, max(0, need - balance)
 

@@ -622,11 +622,11 @@ class SshRunner:
             raise RemoteError(f"{self.where} offers no SFTP: {_why(e)}.") from None
         except OSError as e:  # the local side: no room, no permission, no folder
             raise CopyFailed(f"Cannot write {local}: {clean(e.strerror or str(e))}.") from None
-        finally:  # in the history as the seed's scp line, copied or not
+        finally:  # in the history as the guide's scp line, copied or not
             history.note("scp", self.scp_line(remote, local, recurse), f"copy {remote} off {self.where}", ok)
 
     def scp_line(self, remote: str, local: Path, recurse: bool = False) -> str:
-        """The copy as a person types it, the seed's ``scp [-r] user@host:path .``: how ssh reaches the node, with
+        """The copy as a person types it, the guide's ``scp [-r] user@host:path .``: how ssh reaches the node, with
         ``-P`` for ssh's ``-p`` (``scp -P 2222 -r ubuntu@203.0.113.7:first-job/nanogpt.out ./results``)."""
         _, *opts, host = self.shown
         opts = ["-P" if o == "-p" else o for o in opts]

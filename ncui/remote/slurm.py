@@ -1,4 +1,4 @@
-"""A Slurm cluster through its login node, over any ``Runner`` (ssh, or here on the login node): the seed's
+"""A Slurm cluster through its login node, over any ``Runner`` (ssh, or here on the login node): the guide's
 four commands and what ncui needs around them.
 
 ``await prepare(r, access)`` runs ``curl -fsSL <access>/first-job/prepare.sh | sh`` when
@@ -11,7 +11,7 @@ it with ``tail -F``, resuming after a drop with nothing lost or repeated (``node
 
 The sign in (``check_certificate``): the human's ssh user certificate for the cluster (``slurm-login``
 refreshes one valid 24 hours), found as OpenSSH finds it (``ssh -G``: CertificateFile, or IdentityFile with
-``-cert.pub``) and read with ``ssh-keygen -L``; when it is missing or expired, ``signin_steps`` are the seed's
+``-cert.pub``) and read with ``ssh-keygen -L``; when it is missing or expired, ``signin_steps`` are the guide's
 two steps. Every word built from input is quoted; what Slurm says is returned as it came (the caller cleans
 it for the screen with ``textsafe``), what this module writes in its own sentences is cleaned here.
 No Textual here.
@@ -133,7 +133,7 @@ def _check_id(job_id: str | int) -> str:
 
 
 def prepare_command(access_url: str) -> str:
-    """``curl -fsSL <access>/first-job/prepare.sh | sh``: the seed's first line on the login node."""
+    """``curl -fsSL <access>/first-job/prepare.sh | sh``: the guide's first line on the login node."""
     return curl_sh_command(access_url, PREPARE)
 
 
@@ -148,7 +148,7 @@ async def prepare(runner: Runner, access_url: str, *, timeout: float | None = 60
     if await prepared(runner):
         return None
     return await run_noted(
-        runner, prepare_command(access_url), "prepare ~/first-job (the seed's prepare.sh)", timeout=timeout
+        runner, prepare_command(access_url), "prepare ~/first-job (the guide's prepare.sh)", timeout=timeout
     )
 
 
@@ -457,7 +457,7 @@ def output_follower(
 class CertCheck:
     """Is the human signed in to the cluster: ``ok``; ``state`` one of valid, missing, expired, not-yet-valid;
     the certificate's ``path`` and ``valid_before`` (UTC) when there is one; ``message``: a sentence, the
-    seed's two steps when not signed in."""
+    guide's two steps when not signed in."""
 
     ok: bool
     state: str
@@ -498,7 +498,7 @@ def _expired(cluster: str, before: datetime, steps: str, path: Path | None) -> C
 
 
 def setup_command(cluster: str, access_url: str = "https://access.nationalcompute.com") -> str:
-    """The seed's setup script, run with the cluster's name."""
+    """The guide's setup script, run with the cluster's name."""
     return f"curl -fsSL {_q(access_url.rstrip('/') + '/setup.sh')} | sh -s -- {_q(cluster)}"
 
 
@@ -508,7 +508,7 @@ def signin_command(cluster: str, access_url: str = "https://access.nationalcompu
 
 
 def signin_steps(cluster: str, access_url: str = "https://access.nationalcompute.com") -> str:
-    """The seed's two steps, on the human's own machine: the setup script with the cluster name, then
+    """The guide's two steps, on the human's own machine: the setup script with the cluster name, then
     ``slurm-login`` (a certificate valid 24 hours)."""
     setup = setup_command(cluster, access_url)
     return (  # one step a line, the command on its own (a narrow column wraps it, never the steps into each other)

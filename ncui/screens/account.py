@@ -122,7 +122,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
                 if kf is not None and kf.cluster == active.name:
                     t.append("\n")
                     t.append_text(kube_files_text(kf))
-        if self.store.meta.get("workspace"):  # the daemon holds the credential (seed): never asked for here
+        if self.store.meta.get("workspace"):  # the daemon holds the credential (the guide): never asked for here
             from ..config import WORKSPACE_NOTE
 
             t.append(f"\n{WORKSPACE_NOTE}", style="dim")
@@ -225,7 +225,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         show_text(money, t)
 
     def _plan(self, balance: int, purchases: bool) -> Text | None:
-        """The seed's money check for a first job on the active cluster."""
+        """The guide's money check for a first job on the active cluster."""
         st = self.store
         active = st.meta.get("cluster")
         info, bid, ladder = st.value("cluster"), st.value("bid"), st.value("ladder")

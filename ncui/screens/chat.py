@@ -1,6 +1,6 @@
 """Talking to a served model (Workloads, ``m`` at READY 1/1): the conversation so far, each answer streamed as it
 arrives with its thinking apart, time to first token and tokens per second under it, the exact request on
-demand and the seed's curl to copy. The request itself is the seed's (``ncui/kube/chat.py``)."""
+demand and the guide's curl to copy. The request itself is the guide's (``ncui/kube/chat.py``)."""
 
 from __future__ import annotations
 
@@ -125,11 +125,11 @@ class ChatScreen(ModalScreen[None]):
         if self.ep.document:
             t.append(
                 "Paste or type a document (or Ctrl+O to read a file); Ctrl+S sends it with the system prompt the "
-                "model was tuned with, as the seed's request does. Each document is asked on its own."
+                "model was tuned with, as the guide's request does. Each document is asked on its own."
             )
         else:
             t.append("Type a message; Enter sends it with the conversation so far (Ctrl+S too).")
-        t.append(f"\nThe seed's request: {params or 'the model and the messages only'}; sampling left unset.")
+        t.append(f"\nThe guide's request: {params or 'the model and the messages only'}; sampling left unset.")
         if self.ep.reasoning:
             t.append(" It thinks before it answers: the thinking is shown apart.")
         return t
@@ -193,7 +193,7 @@ class ChatScreen(ModalScreen[None]):
             self.notify("kubectl is not signed in to the cluster: press s on the main screen.", timeout=6)
             return
         why = load_test_guard(app.store, app.backend.now() if app.backend else None)
-        if why:  # the seed: none of your own requests during the load test (it may have started after m)
+        if why:  # the guide: none of your own requests during the load test (it may have started after m)
             self.notify(why, severity="warning", timeout=10)  # (what is typed stays, to send once it ends)
             return
         self.last_body = request_body(self.ep, self.turns, text)
@@ -262,7 +262,7 @@ class ChatScreen(ModalScreen[None]):
             style="dim",
         )
         t.append(clean(json.dumps(body, indent=2, ensure_ascii=False), multiline=True))
-        t.append("\n\nThe seed's curl (Ctrl+T copies it; without stream, it prints one JSON answer):\n\n", style="bold")
+        t.append("\n\nThe guide's curl (Ctrl+T copies it; without stream, it prints one JSON answer):\n\n", style="bold")
         t.append(curl_command(self.ep, body, self.context))
         return title, t
 
@@ -277,7 +277,7 @@ class ChatScreen(ModalScreen[None]):
         cmd = curl_command(self.ep, body, self.context)
         self.app.copy_to_clipboard(cmd)
         self.notify(
-            "The seed's port-forward and curl are copied (where the terminal allows: Ctrl+R shows them to copy by "
+            "The guide's port-forward and curl are copied (where the terminal allows: Ctrl+R shows them to copy by "
             "hand).",
             timeout=5,
         )

@@ -1,13 +1,13 @@
-"""Connect and start as the seed does (``ConnectMixin``, mixed into NCApp).
+"""Connect and start as the guide does (``ConnectMixin``, mixed into NCApp).
 
 - **The kubeconfig where kubectl finds it.** Each time ncui fetches a cluster's kubeconfig it writes it to
-  ``~/.kube/<cluster>.yaml`` (mode 600), as the seed's manual Connect step does; once connected it asks, once
+  ``~/.kube/<cluster>.yaml`` (mode 600), as the guide's manual Connect step does; once connected it asks, once
   per cluster (the answer kept in ncui's state dir), whether to merge a ``<cluster>`` context into
   ``~/.kube/config`` as the setup script does, so that the human's own ``kubectl --context <cluster>`` works
   beside ncui (``kube/kubeconfig.py`` writes both). The question waits until no other question or flow is on
   screen. In the demo the files go to a stand-in folder that goes with the box, never the human's ~/.kube.
 - **The hand-off.** ``ncui --recipe NAME [--cluster NAME]`` opens with that cluster active and that recipe
-  chosen on Recipes (the seed: when the hand-off names a recipe, that is the answer; do not ask); a name that
+  chosen on Recipes (the guide: when the hand-off names a recipe, that is the answer; do not ask); a name that
   is not there is said with the names that are.
 - **The sign-in command is the human's to allow.** The kubeconfig names the command that signs in
   (``kube/plugins.py``): the two known plugins run without a question; any other is shown with its arguments
@@ -78,7 +78,7 @@ def kube_files_text(kf: KubeFiles) -> Text:
     if kf.context == "in config":
         t.append(f"\n--context {kf.cluster} works in any shell", style="green")
     elif kf.context == "declined":
-        t.append("\nnot in config: export KUBECONFIG=↑", style="dim")  # (the seed's manual path)
+        t.append("\nnot in config: export KUBECONFIG=↑", style="dim")  # (the guide's manual path)
     return t
 
 
@@ -278,7 +278,7 @@ class ConnectMixin(_AppBase):
         config = kf.config if isinstance(kf, KubeFiles) else "~/.kube/config"
         demo = self.backend is not None and self.backend.sim is not None
         body = (
-            f"ncui saved {cluster}'s kubeconfig to {file} (mode 600), as the seed's Connect step does.\n\n"
+            f"ncui saved {cluster}'s kubeconfig to {file} (mode 600), as the guide's Connect step does.\n\n"
             f"Also add a {cluster} context to {config}, as the setup script does, so that your own "
             f"`kubectl --context {cluster} get pods` works in any shell? Your other contexts stay as they are.\n\n"
             + ("In the demo a folder that goes with the box stands in for ~/.kube.\n" if demo else "")

@@ -379,7 +379,7 @@ class FlowsMixin(_AppBase):
         return True
 
     async def _cover(self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool) -> str | None:
-        """The seed's two-hour check at ``price``: its sentence when covered; None (after saying why) when not,
+        """The guide's two-hour check at ``price``: its sentence when covered; None (after saying why) when not,
         or when no price is known to check with."""
         from .. import recipes as R
 

@@ -194,7 +194,7 @@ class LifecycleMixin(_AppBase):
 
     async def stop_recipe(self, name: str, *, lead: str = "", title: str = "") -> bool:
         """Ask once, listing every object of recipe ``name`` on the cluster and what stays, then delete them all
-        (as the seed's ``kubectl delete -f <file>`` and ``delete job …``) and wait until they are gone. True when
+        (as the guide's ``kubectl delete -f <file>`` and ``delete job …``) and wait until they are gone. True when
         nothing of it is left."""
         from ..kube.client import KubeError
 
@@ -278,7 +278,7 @@ class LifecycleMixin(_AppBase):
 
     async def before_apply(self, plan: R.Plan) -> R.Plan | None:
         """What an apply does first, from where the recipes stand: a Job of the plan that failed is deleted and
-        run again (applied unchanged it would run nothing: the seed's "delete the Job and tune again"), and another
+        run again (applied unchanged it would run nothing: the guide's "delete the Job and tune again"), and another
         serve recipe serving now is stopped first, after the human's yes. The plan to apply, or None (nothing)."""
         import dataclasses
 
@@ -401,7 +401,7 @@ class LifecycleMixin(_AppBase):
 
     async def one_serving_recipe(self, plan: R.Plan) -> bool:
         """Before a serve recipe is applied: another one serving now is stopped first, after the human's yes (the
-        seed: run one serving recipe at a time). False when they keep it (then nothing is applied)."""
+        guide: run one serving recipe at a time). False when they keep it (then nothing is applied)."""
         if plan.recipe not in L.SERVING:
             return True
         ref = self.store.meta.get("cluster")
@@ -422,7 +422,7 @@ class LifecycleMixin(_AppBase):
 
     @work(group="lifecycle", exclusive=True, exit_on_error=False)
     async def tune_again_flow(self) -> None:
-        """Delete the finance-analyst tune Job and apply the tune again (the seed's way on after a defective tune,
+        """Delete the finance-analyst tune Job and apply the tune again (the guide's way on after a defective tune,
         and a re-tune): through the apply flow, so the money check and its question come first."""
         from .. import recipes as R
         from ..kube.status import job_status
@@ -447,7 +447,7 @@ class LifecycleMixin(_AppBase):
         serving = int(((deps.get(L.TUNE_SERVE) or {}).get("spec") or {}).get("replicas") or 0) > 0
         summary = (
             f"deploy/{L.TUNE_SERVE} keeps serving the current model meanwhile: once the new one lands, restart it "
-            "(R on Workloads; the seed's rollout restart)."
+            "(R on Workloads; the guide's rollout restart)."
             if serving
             else f"deploy/{L.TUNE_SERVE} waits for the new tune; its launcher scales it up once the tune passes."
         )
@@ -465,7 +465,7 @@ class LifecycleMixin(_AppBase):
 
     @work(group="lifecycle", exclusive=True, exit_on_error=False)
     async def restart_serve_flow(self) -> None:
-        """The seed's ``kubectl rollout restart deploy/finance-analyst`` once a new model landed, asked first."""
+        """The guide's ``kubectl rollout restart deploy/finance-analyst`` once a new model landed, asked first."""
         from .. import recipes as R
         from ..kube.client import KubeError
         from .flows import market_price
@@ -533,7 +533,7 @@ class LifecycleMixin(_AppBase):
 
     @work(group="lifecycle", exclusive=True, exit_on_error=False)
     async def load_test_flow(self) -> None:
-        """Kimi K3's optional load test (the seed's step 4), offered at READY 1/1 and asked first."""
+        """Kimi K3's optional load test (the guide's step 4), offered at READY 1/1 and asked first."""
         from .. import recipes as R
         from ..kube.client import KubeError
 
@@ -571,7 +571,7 @@ class LifecycleMixin(_AppBase):
                 "Run Kimi K3's load test?",
                 f"3,000 chat requests at 3 a second against svc/infera from inside {ref.name}: about "
                 f"{L.LOADTEST_MINUTES} minutes, on the CPU worker (no GPU node, nothing bid).\n"
-                "While it runs ncui sends none of your own requests (the seed: do not send your own requests "
+                "While it runs ncui sends none of your own requests (the guide: do not send your own requests "
                 "during the run). Its summary shows when it ends.\n"
                 + (f"The previous run's job/{L.LOADTEST_JOB} is deleted first.\n" if old else "")
                 + f"\nAs kubectl: kubectl --context {ref.name} apply -f {test.url or test.file}; "

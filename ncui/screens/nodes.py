@@ -881,7 +881,7 @@ class NodesPane(Vertical):
         if not await self.app.push_screen_wait(
             ConfirmModal(
                 f"Run the starter on {r.id}?",
-                f"On {runner.where}:\n\n  {line}\n\nThe seed's starter: it fetches nanoGPT under ~/first-job and runs "
+                f"On {runner.where}:\n\n  {line}\n\nThe guide's starter: it fetches nanoGPT under ~/first-job and runs "
                 f"it detached in the stock PyTorch container named {STARTER_NAME}, on every GPU, time-boxed to about "
                 "an hour; its log is ~/first-job/nanogpt.out. The node is billed as it is now, running or not"
                 + (", until it is released through Marshall." if r.research else "."),
@@ -1133,7 +1133,7 @@ class NodesPane(Vertical):
         await self._copy_off(r)
 
     async def _copy_off(self, r: NodeRow) -> None:
-        """The copy-off form (the seed's two items), then the copy with its progress, then the meter's reminder."""
+        """The copy-off form (the guide's two items), then the copy with its progress, then the meter's reminder."""
         import os
         import shlex
 

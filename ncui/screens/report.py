@@ -1,4 +1,4 @@
-"""Report (key 6): the seed's report back for the job that runs now or ran last on the active cluster, read by the
+"""Report (key 6): the guide's report back for the job that runs now or ran last on the active cluster, read by the
 same ``report.collect`` as ``ncui report`` and drawn by the same ``report.rows`` as its markdown: GPU class, the
 node's arrival, the first loss lines or the completion, the assessed rate, spend so far, how to stop it, what
 still stands. Read when shown and every 30 s while shown; ``c`` copies it as markdown."""

@@ -1,4 +1,4 @@
-"""A public-research organization's node in the UI (the seed's "Public Research node"): where it comes from,
+"""A public-research organization's node in the UI (the guide's "Public Research node"): where it comes from,
 what its lease costs against the balance, and the node as a ``NodesPane`` row.
 
 Only Marshall's workspace requests and releases the node (no API): ncui never does either, and says so. The
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..store import Store
 
 TYPED = "research_typed"  # the store slice of the node typed in (a Login), this session
-RESULTS = ("~/first-job/nanoGPT/out-shakespeare-char", "~/first-job/nanogpt.out")  # the seed's two scp lines
+RESULTS = ("~/first-job/nanoGPT/out-shakespeare-char", "~/first-job/nanogpt.out")  # the guide's two scp lines
 WHO_RELEASES = (
     "Only Marshall's workspace requests and releases a public-research node (public_research_request and "
     "public_research_release, each a confirmation card your human approves; there is no API): ncui never "

@@ -1,4 +1,4 @@
-"""The Slurm path in the app (the seed's "Slurm cluster" section): the sign-in, the first job, its jobs.
+"""The Slurm path in the app (the guide's "Slurm cluster" section): the sign-in, the first job, its jobs.
 
 ``SlurmFlowsMixin`` (mixed into NCApp) runs while the active cluster is a Slurm cluster:
 - the sign-in: ``check_certificate`` at once and every minute while it is not valid (again when a valid one
@@ -315,7 +315,7 @@ class SlurmFlowsMixin(_AppBase):
 
     def _slurm_signed_in_noted(self, cluster: str, check: CertCheck) -> None:
         """The human's sign-in (the setup script, then slurm-login; in the demo L), seen while ncui runs: in the
-        history as the seed's line, as kubectl's approval is (a certificate found at start is not a change)."""
+        history as the guide's line, as kubectl's approval is (a certificate found at start is not a change)."""
         from .. import history
         from ..remote.slurm import signin_command
 

@@ -1,4 +1,4 @@
-"""The VM path's flows (the seed's "VM cluster" section): register a public key, declare capacity with the
+"""The VM path's flows (the guide's "VM cluster" section): register a public key, declare capacity with the
 version echoed, release it. Everything that changes money is asked first and states the figure it sends;
 a version race is never overwritten silently (409: read again, show what changed, ask again).
 """

@@ -188,12 +188,12 @@ live. The line under the table explains the selected pod's state in plain words.
 timestamps · [b]G[/b] jump to the end · [b]p[/b] the previous container's log · [b]c[/b] next container.
 • Loss lines (nanoGPT's iter N: loss X, the tune's epoch E step S: loss X) are charted beside the log as they
 arrive; a log without them takes the whole width. Long lines wrap at the pane's width ([b]w[/b] turns it off).
-• [b]m[/b] talks to a serve recipe's model at READY 1/1 (through the service proxy), with the seed's request:
+• [b]m[/b] talks to a serve recipe's model at READY 1/1 (through the service proxy), with the guide's request:
 answers stream in, the thinking apart, with time to first token and tokens/s; the exact request and the
-seed's curl on demand.
+guide's curl on demand.
 • [b]x[/b] stops the selected pod's recipe: one question lists everything it created (Kimi K3's router, worker,
 services and jobs; Post-train's tune, launcher and serve) and says what stays on the shared volume (staged
-weights, the tuned model), then deletes it all, as the seed's kubectl delete -f <file> and delete job would.
+weights, the tuned model), then deletes it all, as the guide's kubectl delete -f <file> and delete job would.
 • One serving recipe at a time: applying a serve recipe while another serves asks to stop the other first.
 • [b]L[/b] Kimi K3's optional load test at READY 1/1 (about 17 minutes, from inside the cluster, asked first): ncui
 sends none of your own requests while it runs, and shows its summary when it ends.
@@ -457,7 +457,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         stale = self.problem(*WATCHED)
         if stale:  # the watch is down: what follows is the last it saw
             summary = Text.assemble(stale, "\n", summary)
-        for level, line in advice(st):  # the seed's way on from where the recipes stand (ncui/lifecycle.py)
+        for level, line in advice(st):  # the guide's way on from where the recipes stand (ncui/lifecycle.py)
             summary.append("\n" + line, style={"bad": "bold red", "warn": "bold yellow"}.get(level, "cyan"))
         show_text(state, summary)
         table = self.query_one("#pods", PatchTable)
@@ -764,7 +764,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
             self.notify("No serve endpoint is READY 1/1 yet.", timeout=4)
             return
         why = load_test_guard(self.store, self.ncapp.backend.now() if self.ncapp.backend else None)
-        if why:  # the seed: send no requests of your own during the load test
+        if why:  # the guide: send no requests of your own during the load test
             self.notify(why, severity="warning", timeout=10)
             return
         from .chat import ChatScreen

@@ -659,7 +659,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
         ssh = getattr(app.state, "ssh", None)
         return {"hosts": ssh.set_docker(body.missing, body.host) if ssh is not None else 0}
 
-    # The human's side of the seed's slurm-login: sign the box's stand-in key (written where NC_SSH_CONFIG's
+    # The human's side of the guide's slurm-login: sign the box's stand-in key (written where NC_SSH_CONFIG's
     # CertificateFile points) or a given public key (the certificate comes back) for 24 h; DELETE: signed out.
     @app.post("/_sim/slurm/login", include_in_schema=False)
     def sim_slurm_login(body: SlurmLogin | None = None, org: OrgState = Org) -> dict:

@@ -1,7 +1,7 @@
 """The simulated world: organizations, their clusters and nodes, the markets, billing and VM capacity.
 
 Time moves in steps of one virtual minute. ``sync()`` runs every step due by the clock, in order, so the
-state at a virtual instant depends only on the seed and on what was asked of it, not on how often
+state at a virtual instant depends only on the random seed and on what was asked of it, not on how often
 anybody looked. Every public method takes the world's lock: the HTTP server (its own thread) and a
 test (another) may both touch it.
 """

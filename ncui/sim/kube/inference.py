@@ -1,6 +1,6 @@
 """What the simulated model servers answer: OpenAI-compatible chat completions, whole or streamed (SSE).
 
-The engines behave as the seed says the real ones do, so that the demo shows why its exact request matters:
+The engines behave as the guide says the real ones do, so that the demo shows why its exact request matters:
 - finance-analyst writes its risk memo from the document it is given (severity, categories, what the document
   states, its figures and dates; nothing it does not state), but only under the system prompt it was tuned
   with: without it the answer is a chatty summary, off-format. ``temperature`` 0 (greedy) makes it repeat

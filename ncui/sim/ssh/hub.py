@@ -414,7 +414,7 @@ class SshHub:
         )
         cfg = "# National Compute in a box: one Host block per simulated ssh host, rewritten as hosts come and go\n"
         for n in sorted(live, key=lambda n: n.alias):
-            # also under its address, so that the seed's `ssh <ssh_user>@<public_ip>` (and scp) reach it as written
+            # also under its address, so that the guide's `ssh <ssh_user>@<public_ip>` (and scp) reach it as written
             cfg += f"\nHost {n.alias} {n.spec.ip}\n    HostName {n.spec.ip}\n"
             cfg += f"    Port {n.port}\n    User {n.spec.user}\n"
             if n.identity:

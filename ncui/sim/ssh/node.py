@@ -129,7 +129,7 @@ class SimNode:
         self.local(self.home).mkdir(parents=True, exist_ok=True)
         self.containers: dict[str, Container] = {}
         self._n = 0
-        self.docker = True  # False: docker is "missing" on this node (a sim control), as the seed's starter checks
+        self.docker = True  # False: docker is "missing" on this node (a sim control), as the guide's starter checks
 
     # ---- the disk -----------------------------------------------------------------------------
 
@@ -593,7 +593,7 @@ class Shell:
         """What nanogpt-node.sh does, in the node's terms: fetch under ~/first-job, docker run -d nanogpt."""
         node = self.node
         image = STOCK.get(node.spec.gpu_vendor)
-        if not node.docker:  # the seed: "when docker is missing from the node it says so and stops"
+        if not node.docker:  # the guide: "when docker is missing from the node it says so and stops"
             term.err(
                 "nanogpt-node: docker is not installed on this node, so nothing was started. Install docker "
                 "(with the GPU container runtime) or run the job another way.\n"

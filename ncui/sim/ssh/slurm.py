@@ -1,4 +1,4 @@
-"""A simulated Slurm login node: the seed's four commands (``prepare.sh``, ``sbatch``, ``squeue``, ``tail -F``)
+"""A simulated Slurm login node: the guide's four commands (``prepare.sh``, ``sbatch``, ``squeue``, ``tail -F``)
 and the rest a first job needs (``scancel``, ``scontrol show job``, ``sinfo``), on the box's clock.
 
 ``SlurmQueue`` is the cluster seen from its login node: a ``gpu`` partition of four 8-GPU nodes, two of them
