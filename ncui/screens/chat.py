@@ -262,7 +262,9 @@ class ChatScreen(ModalScreen[None]):
             style="dim",
         )
         t.append(clean(json.dumps(body, indent=2, ensure_ascii=False), multiline=True))
-        t.append("\n\nThe guide's curl (Ctrl+T copies it; without stream, it prints one JSON answer):\n\n", style="bold")
+        t.append(
+            "\n\nThe guide's curl (Ctrl+T copies it; without stream, it prints one JSON answer):\n\n", style="bold"
+        )
         t.append(curl_command(self.ep, body, self.context))
         return title, t
 
