@@ -101,6 +101,9 @@ class StatusHeader(Static):
                 where.append(" · public research (no clusters)")
             org = Text(who.org_name, style="bold", no_wrap=True, overflow="ellipsis")
             spare = room - top.cell_len - where.cell_len
+            if who.org_kind == "public_research" and cluster_ref is None and 0 < room and spare < org.cell_len:
+                where = Text(" · public research")  # (Account says it has no clusters) before the name is cut
+                spare = room - top.cell_len - where.cell_len
             if 0 < room and spare < org.cell_len:  # the organization's name gives way first: the cluster's
                 org.truncate(max(8, spare), overflow="ellipsis")  # kind, GPU class and market stay whole
             top.append_text(org)
