@@ -311,6 +311,11 @@ def run_report(args: argparse.Namespace) -> int:
         )
         return 2
     endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
+    from .kube.signin import BACKGROUND_ENV
+
+    # ncui's own sign-in plugin starts no background poller for a report: the report gives the link, and the next
+    # report (or kubectl call) finds the approval itself (one-shot: nothing of it keeps running after it)
+    os.environ[BACKGROUND_ENV] = "0"
     report = asyncio.run(_report(endpoints, src.token, args.cluster, src.origin))
     for said in statefile.notices():  # a state file set aside
         print(f"ncui: {said}", file=sys.stderr)

@@ -119,3 +119,45 @@ def test_a_refusal_for_the_balance_gives_the_exact_top_up(kube_factory):
     )
     assert "ask your organization's admin to add $19.26" in (R.admission_topup(refusal, False) or "")
     assert R.admission_topup("a pod asks for 4 nvidia.com/gpu, a partial node", True) is None
+
+
+async def test_a_refusal_for_the_balance_from_the_cluster_shows_the_exact_top_up(sim, monkeypatch):
+    """The balance drops after the yes's own read and before the apply reaches the cluster (a serve elsewhere
+    bills): the cluster's admission refuses Train for two hours of cover, and the results say the exact top-up,
+    in the words ncui's own check uses."""
+    from ncui.kube.client import KubeClient
+    from ncui.screens.modals import ResultsModal
+
+    from .apphelp import open_recipes, through_sign_in
+
+    app = app_for(sim)
+    org = sim.world.main_org
+    real_apply = KubeClient.apply
+    limit = {}
+
+    async def apply_after_a_drop(self, docs, *args, **kwargs):
+        org.balance = 8 * limit["price"] * 2 - 3_260_000  # $3.26 short of two hours at the limit price
+        return await real_apply(self, docs, *args, **kwargs)
+
+    monkeypatch.setattr(KubeClient, "apply", apply_after_a_drop)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_recipes(pilot, app)
+        ceiling = f"{app.store.value('ladder').rungs[0].price_per_gpu_hour / 1e6 + 0.5:.2f}"
+        limit["price"] = int(Decimal(ceiling) * 1_000_000)
+        await pilot.press("a")
+        await through_sign_in(pilot, app, sim, CeilingModal)
+        await type_text(pilot, ceiling)
+        await until(pilot, lambda: "clears now" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the bid confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app))
+        await pilot.press("y")
+        await until(pilot, lambda: isinstance(app.screen, ResultsModal), timeout=30, what="the apply's results")
+        text = " ".join(screen_text(app).split())
+        need = 8 * limit["price"] * 2
+        assert "does not cover two hours" in text, text
+        assert (
+            f"You have ${(need - 3_260_000) / 1e6:,.2f}; two hours need ${need / 1e6:,.2f}: top up $3.26 on the "
+            "console's Billing page." in text
+        ), text

@@ -504,3 +504,39 @@ def test_a_public_research_report_says_the_organization_has_no_cluster_by_design
     # a node is leased: its price is the running rate
     assert r["rate"]["leading"] == "market" and r["rate"]["market"]["source"] == "the lease's price"
     assert row(text, "Assessed rate")[0].startswith("running rate (the lease's price): $")
+
+
+def _pollers(api: str) -> list[int]:
+    """The pids of background sign-in pollers (``python -m ncui.kube.signin … --poll``) for the box at ``api``."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            args = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"ncui.kube.signin" in args and b"--poll" in args and api.encode() in args:
+            found.append(int(d.name))
+    return found
+
+
+def test_a_report_not_signed_in_gives_the_link_and_leaves_no_sign_in_poller_behind(kube_factory, tmp_path):
+    from .conftest import wait_for
+
+    k = kube_factory("k8s-market", signed_in=False)
+    env = {**k.env, "NC_TOKEN": k.sim.token, "XDG_STATE_HOME": str(tmp_path / "state")}
+    p = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url)
+    try:
+        job = " ".join(row(p.stdout, "Job"))
+        assert "not signed in to the cluster: open " in job and "/device?code=" in job, p.stdout
+        wait_for(lambda: not _pollers(k.sim.api_url), 5, what="no sign-in poller left by the report")
+    finally:
+        for pid in _pollers(k.sim.api_url):  # (what the report left, without the fix)
+            os.kill(pid, 15)
+    # the human approves the link; the next report finds it without any poller
+    code = job.split("/device?code=", 1)[1].split()[0]
+    assert httpx.post(k.sim.api_url + "/device", data={"code": code}).status_code == 200
+    again = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url)
+    assert "not signed in" not in " ".join(row(again.stdout, "Job")), again.stdout
+    assert not _pollers(k.sim.api_url)

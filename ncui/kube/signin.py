@@ -35,6 +35,7 @@ import httpx
 
 BACKGROUND_MAX = 30 * 60.0  # real seconds a background poller keeps trying
 TIMEOUT = 10.0
+BACKGROUND_ENV = "NCUI_SIGNIN_BACKGROUND"  # "0": no background poller (see run)
 
 
 class SigninError(Exception):
@@ -271,6 +272,9 @@ def run(api: str, cluster: str) -> int:
         with contextlib.suppress(OSError):
             cred_path(api, cluster).unlink()
     interactive = _interactive(info)
+    # NCUI_SIGNIN_BACKGROUND=0: a one-shot caller (ncui report) leaves no poller behind; its next run, or any
+    # kubectl call, polls the pending code itself first and so finds the approval without one
+    background = os.environ.get(BACKGROUND_ENV) != "0"
     while True:
         with _locked(api, cluster):
             cred = _read(cred_path(api, cluster))  # a background poller may have finished meanwhile
@@ -290,13 +294,15 @@ def run(api: str, cluster: str) -> int:
             if first:  # one link per kubectl call, however often it retries
                 _say(_link_message(cluster, pend["link"]))
                 pend["printed_for"] = (pend["printed_for"] + [caller])[-20:]
-            if not interactive and not _alive(pend.get("poller")):
+            if not interactive and background and not _alive(pend.get("poller")):
                 pend["poller"] = _start_poller(api, cluster)
             _write_private(pending_path(api, cluster), pend)
         if not interactive:
             if first:
                 _say(
                     "No terminal here: sign-in goes on in the background; run kubectl again once the link is approved."
+                    if background
+                    else "No terminal here: run this again once the link is approved."
                 )
             return 1
         _say("Waiting for approval…")
