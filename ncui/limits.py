@@ -243,6 +243,10 @@ def limits_path() -> Path:
     return state_dir() / "limits.json"
 
 
+# A limits file set aside takes the spending limits it held with it: said in its notice, not left to be guessed.
+LOST = ": no spending limit it held counts now (b on Lease sets one again)"
+
+
 def key_for(api: str, org_id: str) -> str:
     """One limit per service and organization (the meter charges the organization)."""
     return f"{api.rstrip('/')}|{org_id}"
@@ -250,7 +254,7 @@ def key_for(api: str, org_id: str) -> str:
 
 def _read(path: Path) -> dict[str, Any]:
     # a broken file is set aside and said, never a crash
-    limits = statefile.read(path, FILE_VERSION, OLDER_VERSIONS).get("limits")
+    limits = statefile.read(path, FILE_VERSION, OLDER_VERSIONS, LOST).get("limits")
     return limits if isinstance(limits, dict) else {}
 
 
@@ -277,7 +281,7 @@ def save(key: str, limit: Limit | None, path: Path | None = None) -> None:
             limits[key] = limit.to_json()
         return {"limits": limits}
 
-    statefile.update(path or limits_path(), FILE_VERSION, change, OLDER_VERSIONS)
+    statefile.update(path or limits_path(), FILE_VERSION, change, OLDER_VERSIONS, LOST)
 
 
 def kept(limit: Limit) -> Limit:

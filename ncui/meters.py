@@ -252,8 +252,8 @@ def _k8s_nodes(store: Store, cluster: str, market: bool, reserved: int) -> list[
                 "goes on serving and billing: a serve never ends by itself",
                 "goes on serving and billing (withdrawing does not stop it). To stop it: Stay, then x on "
                 f"Workloads (4), or kubectl --context {cluster} delete deploy/{d}",
-                stop=f"x on Workloads (4) stops it, or kubectl --context {cluster} delete deploy/{d}; a serve never "
-                "ends by itself",
+                stop=f"stop it with x on Workloads (4), or kubectl --context {cluster} delete deploy/{d}; a serve "
+                "never ends by itself",
             )
         )
     if busy:

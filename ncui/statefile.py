@@ -43,35 +43,36 @@ def obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _set_aside(path: Path, why: str) -> None:
+def _set_aside(path: Path, why: str, lost: str = "") -> None:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     bad = path.with_name(f"{path.name}.bad-{stamp}")
     try:
         os.replace(path, bad)
-        said = f"{path} {why}: set aside as {bad.name}, and ncui starts it afresh."
+        said = f"{path} {why}: set aside as {bad.name}, and ncui starts it afresh{lost}."
     except OSError as e:
-        said = f"{path} {why}, and could not be set aside ({e.strerror or e}): ncui goes on without it."
+        said = f"{path} {why}, and could not be set aside ({e.strerror or e}): ncui goes on without it{lost}."
     log.warning("%s", said)
     _notices.append(said)
 
 
-def read(path: Path, version: int, older: tuple[int, ...] = ()) -> dict[str, Any]:
-    """The file's content (a dict with ``version``), or {} when it does not exist or was set aside. A file of a
-    version in ``older`` is read as it is (the caller reads what it lacks as the defaults)."""
+def read(path: Path, version: int, older: tuple[int, ...] = (), lost: str = "") -> dict[str, Any]:
+    """The file's content (a dict with ``version``), or {} when it does not exist or was set aside (``lost``, when
+    given, ends the notice: what no longer holds). A file of a version in ``older`` is read as it is (the caller
+    reads what it lacks as the defaults)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return {}
     except OSError as e:
-        _set_aside(path, f"cannot be read ({e.strerror or e})")
+        _set_aside(path, f"cannot be read ({e.strerror or e})", lost)
         return {}
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
-        _set_aside(path, "is not valid JSON (broken or cut short)")
+        _set_aside(path, "is not valid JSON (broken or cut short)", lost)
         return {}
     if not isinstance(data, dict):
-        _set_aside(path, "is not a JSON object")
+        _set_aside(path, "is not a JSON object", lost)
         return {}
     if data.get("version") != version and not (data.get("version") in older and type(data["version"]) is int):
         found = data.get("version")
@@ -80,6 +81,7 @@ def read(path: Path, version: int, older: tuple[int, ...] = ()) -> dict[str, Any
             path,
             f"was written by {'a newer' if newer else 'another'} ncui (file version {str(found)[:20]}; this one "
             f"reads version {version})",
+            lost,
         )
         return {}
     return data
@@ -117,12 +119,16 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def update(
-    path: Path, version: int, change: Callable[[dict[str, Any]], dict[str, Any]], older: tuple[int, ...] = ()
+    path: Path,
+    version: int,
+    change: Callable[[dict[str, Any]], dict[str, Any]],
+    older: tuple[int, ...] = (),
+    lost: str = "",
 ) -> dict[str, Any]:
     """Read, ``change(data)`` → the new data, write (as ``version``); under the file's lock (another ncui waits).
     Returns what was written. Raises OSError when the folder cannot be written."""
     with _locked(path):
-        new = change(read(path, version, older))
+        new = change(read(path, version, older, lost))
         write(path, version, new)
         return new
 

@@ -490,6 +490,7 @@ async def test_a_corrupt_limits_file_is_said_at_once(sim):
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami") and app._limit_key is not None)
         await until(pilot, lambda: "limits.json is not valid JSON" in notes(app), timeout=5, what="the notice")
+        assert "no spending limit it held counts now (b on Lease sets one again)" in notes(app)  # what it means
         assert not any(v == "report" for v in [app.query_one("#views").current])
 
 

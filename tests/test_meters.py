@@ -50,6 +50,7 @@ async def test_a_serve_holding_its_node_then_the_idle_node_are_named_on_quit_hea
         await until(pilot, lambda: "Meters running" in screen_text(app), what="Lease's meters")
         lease = " ".join(screen_text(app).split())
         assert f"serve finance-analyst: {rate}" in lease and "a serve never ends by itself" in lease
+        assert "Stop it with x on Workloads (4)" in lease and "X on Workloads" not in lease  # the key is x
 
         # every job stopped: the node stays held, idle, and bills; nothing else on screen would say so
         await app._kube.delete("deployments", "finance-analyst")
