@@ -277,6 +277,17 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), timeout=30, what="the restart question")
         text = screen_text(app)
         assert "rollout restart deploy/finance-analyst" in text and "PREVIOUS model" in text
+        # the balance moves while the human reads it (issue 21): re-read at the yes, said before anything is sent
+        async with httpx.AsyncClient() as h:
+            r = await h.post(
+                sim.api_url + "/_sim/billing/topup", json={"usd": 10}, headers={"Authorization": f"Bearer {sim.token}"}
+            )
+            assert r.status_code == 200, r.text
+        await pilot.press("y")
+        changed = "Something changed while you were asked: restart deploy/finance-analyst"
+        await until(pilot, lambda: changed in " ".join(screen_text(app).split()), 30, what=changed)
+        assert "the balance is now" in " ".join(screen_text(app).split())
+        assert "rollout restart" not in " ".join(commands(app))
         await pilot.press("y")
         await run_until(
             pilot,

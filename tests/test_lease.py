@@ -388,9 +388,9 @@ async def test_the_limit_says_what_it_stops_and_when_chosen_stops_the_runs_on_gp
         text = " ".join(screen_text(app).split())
         assert "ncui will withdraw the limit price of $5.00/GPU-h on halcyon and stop Serve Inkling in " in text
         assert (
-            "Stopped (deleted), each with what stays: • Serve Inkling: deployment/inkling (READY 1/1), "
-            "service/inkling. The staged checkpoint and the engine's compile caches stay on the shared volume "
-            "(/mnt/shared/inkling)"
+            "These runs are stopped (deleted) then, each with what stays: • Serve Inkling: deployment/inkling "
+            "(READY 1/1), service/inkling. The staged checkpoint and the engine's compile caches stay on the shared "
+            "volume (/mnt/shared/inkling)"
         ) in text
         assert "Their nodes go back to the market after a few idle minutes; billing ends then." in text
         gone = lambda: "inkling" not in k.kubectl("get", "deployments", "-o", "name").stdout  # noqa: E731
@@ -418,7 +418,8 @@ async def test_without_the_choice_the_limit_says_the_held_node_goes_on_billing(s
         await _reach(pilot, app, sim.world)
         text = " ".join(screen_text(app).split())
         assert (
-            "Withdrawn, no new nodes are pulled. 1 node (8 GPUs) still held stays, billed, until its job ends: " in text
+            "Once it is withdrawn, no new nodes are pulled. 1 node (8 GPUs) still held stays, billed, until its job "
+            "ends: " in text
         )
         assert "you did not choose to stop runs" in text
 

@@ -64,6 +64,18 @@ class LifecycleMixin(_AppBase):
         async def kube_client(self) -> KubeClient | None: ...
         def _client(self) -> NCClient | None: ...
         async def fresh_figures(self, names: tuple[str, ...], declined: str) -> Snapshot | None: ...
+        async def confirm_fresh(
+            self,
+            snap: Snapshot,
+            names: tuple[str, ...],
+            title: str,
+            body: Any,
+            still: Any,
+            *,
+            yes: str,
+            no: str,
+            declined: str,
+        ) -> Snapshot | None: ...
         def start_apply(self, plan: R.Plan) -> None: ...
         def applied_select(self, docs: list[dict[str, Any]]) -> None: ...  # screens/flows.py
         async def _cover(
@@ -476,26 +488,25 @@ class LifecycleMixin(_AppBase):
             self.notify(f"R restarts deploy/{L.TUNE_SERVE} (Post-train's serve); it is not on the cluster.", timeout=6)
             return
         # The new pod is admitted like any GPU workload (two hours of its GPUs covered): checked and said first.
-        snap = await self.fresh_figures(("balance", "bid") if info.market else ("balance",), "Nothing was restarted.")
+        names = ("balance", "bid") if info.market else ("balance",)
+        snap = await self.fresh_figures(names, "Nothing was restarted.")
         if snap is None:  # (the figures this question judges, read for it: ncui/flows/fresh.py)
             return
-        bal, summary, bid = snap.value("balance"), st.value("summary"), st.value("bid")
+        summary = st.value("summary")
+        purchases = bool(summary and summary.purchases)
         gpus = R.gpus_of(
             [{**deps[L.TUNE_SERVE], "spec": {**deps[L.TUNE_SERVE]["spec"], "replicas": 1}}], info.gpu_vendor
         )
-        standing = bid.max_price_per_gpu_hour if bid is not None and info.market else 0
-        price, what = (
-            (standing, "your standing limit price")
-            if standing
-            else (market_price(st, info.gpu_model), "the market's current price")
-        )
-        cover = await self._cover(
-            R.Plan(L.TUNE_SERVE, f"deploy/{L.TUNE_SERVE}", (), gpus=gpus),
-            price,
-            what,
-            bal.balance_ucredits,
-            bool(summary and summary.purchases),
-        )
+        plan = R.Plan(L.TUNE_SERVE, f"deploy/{L.TUNE_SERVE}", (), gpus=gpus)
+
+        def priced(now: Snapshot) -> tuple[int | None, str]:
+            bid = now.value("bid") if info.market else None
+            standing = bid.max_price_per_gpu_hour if bid is not None else 0
+            if standing:
+                return standing, "your standing limit price"
+            return market_price(st, info.gpu_model), "the market's current price"
+
+        cover = await self._cover(plan, *priced(snap), snap.value("balance").balance_ucredits, purchases)
         if cover is None:
             return
         stale = L.stale_serve(self.store.value("k8s_pods") or {}, self.store.value("k8s_jobs") or {})
@@ -505,18 +516,32 @@ class LifecycleMixin(_AppBase):
             if stale
             else ""
         )
-        yes = await self.push_screen_wait(
-            ConfirmModal(
-                f"Restart deploy/{L.TUNE_SERVE} on the new model?",
+
+        def body(now: Snapshot) -> str:
+            price, what = priced(now)
+            check = R.money_check(gpus, price, now.value("balance").balance_ucredits, purchases) if price else None
+            return (
                 why + "A new pod replaces it and loads the model on the shared volume now (a few minutes, no answers "
-                f"meanwhile); it takes a GPU node as the old one did.\n{cover}\n\n"
-                f"As kubectl: kubectl --context {ref.name} rollout restart deploy/{L.TUNE_SERVE}",
-                yes="Restart",
-                no="Keep",
+                "meanwhile); it takes a GPU node as the old one did.\n"
+                + (f"At {what}: {check.sentence}" if check is not None else cover)
+                + f"\n\nAs kubectl: kubectl --context {ref.name} rollout restart deploy/{L.TUNE_SERVE}"
             )
+
+        def still(before: Snapshot, now: Snapshot) -> tuple[list[str], str | None]:
+            from ..flows import fresh
+
+            said = fresh.changes(before, now, ref.name)
+            price, _ = priced(now)
+            if price is None:
+                return said, None
+            m = R.money_check(gpus, price, now.value("balance").balance_ucredits, purchases)
+            return said, None if m.ok else m.sentence
+
+        title = f"Restart deploy/{L.TUNE_SERVE} on the new model?"
+        asked = await self.confirm_fresh(
+            snap, names, title, body, still, yes="Restart", no="Keep", declined="Nothing was restarted."
         )
-        if not yes:
-            self.notify("Nothing was restarted.")
+        if asked is None:
             return
         kube = await self.kube_client()
         if kube is None:

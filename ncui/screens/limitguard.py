@@ -430,13 +430,13 @@ class LimitGuardMixin(_AppBase):
                 )
             return
         after = {
-            "bid": "Withdrawn, no new nodes are pulled.",
-            "vm": "Released (max_gpus 0, the same price), billing stops and every node is destroyed with its disk: "
-            "Esc keeps it, to copy files off first (Lease, R offers to).",
+            "bid": "Once it is withdrawn, no new nodes are pulled.",
+            "vm": "Once it is released (max_gpus 0, the same price), billing stops and every node is destroyed with "
+            "its disk: Esc keeps it, to copy files off first (Lease, R offers to).",
         }
         parts = list(dict.fromkeys(after[s.kind] for s in standing))
         if runs:
-            parts.append("Stopped (deleted), each with what stays:")
+            parts.append("These runs are stopped (deleted) then, each with what stays:")
             parts.extend(f"• {r.said()}" for r in runs)
             parts.append("Their nodes go back to the market after a few idle minutes; billing ends then.")
         elif any(s.kind == "bid" for s in standing):
