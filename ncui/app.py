@@ -714,7 +714,7 @@ class NCApp(
                 if not closed.is_set() and self.screen is modal:
                     modal.dismiss(True)
                 self.notify(
-                    f"Signed in: kubectl --context {ref.name} now works silently."
+                    f"Signed in to {ref.name}: kubectl signs in silently from now on."
                     + (" The watches and the log resume where they stopped." if in_use else "")
                 )
                 return True

@@ -266,7 +266,7 @@ class FlowsMixin(_AppBase):
                 + f"Create on {ref.name}, in order: {objects}.\n"
                 + (plan.summary + "\n" if plan.summary else "")
                 + "Stop it later with: "
-                + "; ".join(plan.stop)
+                + "; ".join(map(history.with_kubeconfig, plan.stop))
             )
 
         def still(before: Snapshot, now: Snapshot) -> tuple[list[str], str | None]:

@@ -223,8 +223,11 @@ class LifecycleMixin(_AppBase):
             self.notify(f"Nothing of {recipe.title} is on {ref.name} any more.")
             return True
         body = (  # (one list in a paragraph: the question and its buttons fit at 80x24)
-            lead + f"Delete from {ref.name}: " + stop_list(objs) + f".\n\n{stays(name)} The standing limit "
-            "price is not changed (Lease, 5, withdraws it).\n\nAs kubectl: " + "; ".join(cmds)
+            lead
+            + f"Delete from {ref.name}: "
+            + stop_list(objs)
+            + f".\n\n{stays(name)} The standing limit price is not changed (Lease, 5, withdraws it).\n\nAs kubectl: "
+            + "; ".join(map(history.with_kubeconfig, cmds))
         )
         yes = await self.push_screen_wait(
             ConfirmModal(title or f"Stop {recipe.title}?", body, yes="Stop it", no="Keep")
@@ -389,7 +392,7 @@ class LifecycleMixin(_AppBase):
             + (("; ".join(logs) + ", and Workloads shows it until the new run's pod comes. ") if logs else "")
             + "Then the money question comes, as for any run; nothing is deleted before its yes.\n\n"
             + "As kubectl: "
-            + "; ".join(f"kubectl --context {cluster} delete job {n}" for n in names)
+            + "; ".join(history.with_kubeconfig(f"kubectl --context {cluster} delete job {n}") for n in names)
             + f", then apply {plan.title} again."
         )
         title = (
@@ -524,7 +527,8 @@ class LifecycleMixin(_AppBase):
                 why + "A new pod replaces it and loads the model on the shared volume now (a few minutes, no answers "
                 "meanwhile); it takes a GPU node as the old one did.\n"
                 + (f"At {what}: {check.sentence}" if check is not None else cover)
-                + f"\n\nAs kubectl: kubectl --context {ref.name} rollout restart deploy/{L.TUNE_SERVE}"
+                + "\n\nAs kubectl: "
+                + history.with_kubeconfig(f"kubectl --context {ref.name} rollout restart deploy/{L.TUNE_SERVE}")
             )
 
         def still(before: Snapshot, now: Snapshot) -> tuple[list[str], str | None]:
@@ -599,8 +603,10 @@ class LifecycleMixin(_AppBase):
                 "While it runs ncui sends none of your own requests (the guide: do not send your own requests "
                 "during the run). Its summary shows when it ends.\n"
                 + (f"The previous run's job/{L.LOADTEST_JOB} is deleted first.\n" if old else "")
-                + f"\nAs kubectl: kubectl --context {ref.name} apply -f {test.url or test.file}; "
-                f"kubectl --context {ref.name} logs -f job/{L.LOADTEST_JOB}",
+                + "\nAs kubectl: "
+                + history.with_kubeconfig(f"kubectl --context {ref.name} apply -f {test.url or test.file}")
+                + "; "
+                + history.with_kubeconfig(f"kubectl --context {ref.name} logs -f job/{L.LOADTEST_JOB}"),
                 yes="Run it",
                 no="Not now",
             )
