@@ -217,6 +217,13 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         plan = self._plan(balance, summary.purchases if summary else False)
         if plan is not None:
             t.append("\n\n")
+            if any(self.store.get(n).failing for n in ("balance", "summary")):  # never "covered" on a stale read
+                plan.stylize("yellow")
+                plan.append(
+                    "\n⚠ judged on the balance as last read, which could not be read since: an apply reads it again "
+                    "before it asks.",
+                    style="bold yellow",
+                )
             t.append_text(plan)
             problem = self.problem("bid", "ladder")  # the plan's price: the last one read, or none read
             if problem:
