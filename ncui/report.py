@@ -731,10 +731,12 @@ async def _research(
         return {}
     if s.state == "unavailable":
         un.setdefault("node", "the node's status lives in Marshall's workspace (public_research_status)")
+        un.setdefault("job", "the node's status lives in Marshall's workspace (public_research_status)")
         return {}
     r["gpu_class"] = s.gpu_model
     if s.state != "assigned" or not s.public_ip:
         un.setdefault("node", f"the node is {clean(s.state)}")
+        un.setdefault("job", f"the node is {clean(s.state)}: a job runs on it once it is assigned")
         un.setdefault("rate.market", f"the node is {clean(s.state)}: no lease price until one is assigned")
         return {}
     node_id = s.hostname or s.ssh_host or "research-node"

@@ -498,6 +498,8 @@ def test_a_public_research_report_says_the_organization_has_no_cluster_by_design
         rates = row(text, "Assessed rate")
         assert rates[0].startswith("running rate (the organization's meter: no node leased now): $"), rates
         assert any(x.startswith("lease price: unknown (the node is queued") for x in rates), rates
+        for label in ("Job", "First loss lines", "Stop it"):  # why, not "unknown (not read)"
+            assert row(text, label) == ["unknown (the node is queued: a job runs on it once it is assigned)"], text
         httpx.post(f"{sim.api_url}/_sim/research/assign", headers=headers).raise_for_status()
         r = json.loads(run_report(env, "--json", "--api", sim.api_url, "--access", sim.access_url).stdout)
         text = run_report(env, "--api", sim.api_url, "--access", sim.access_url).stdout
