@@ -326,8 +326,10 @@ async def _kubernetes(
         stop = list(R.stop_commands(recipe, info, nc.endpoints.catalog_url))
     else:
         stop = [f"kubectl --context {name} delete {'job' if kind == 'Job' else 'deployment'} {oname}"]
-    r["stop"] = stop
     state = job_status(obj) if kind == "Job" else f"READY {deployment_ready(obj)}"
+    if kind == "Job" and state in ("Complete", "Failed"):  # as a VM's or Slurm's ended job says it
+        stop = [f"nothing to stop: job/{clean(oname)} has ended ({state}); {'; '.join(stop)} removes it"]
+    r["stop"] = stop
     created = obj["metadata"].get("creationTimestamp")
     r["job"] = {
         "kind": kind,

@@ -413,6 +413,10 @@ def test_report_of_a_train_job_through_a_reclaim_and_its_completion(kube_factory
     r = report()
     assert r["completion"]["state"] == "Complete" and r["job"]["pod"] == second
     assert r["job"]["pod_status"] == "Completed" and r["job"]["gpus"] == 8 and len(r["reclaims"]) == 1
+    assert r["stop"] == [  # ended: nothing to stop, as a VM's or Slurm's ended job says
+        "nothing to stop: job/nanogpt has ended (Complete); "
+        f"kubectl --context {k.cluster} delete job nanogpt removes it"
+    ]
     assert r["first_loss_lines"] == loss_lines_of(k, second) and r["node"]["name"] == node
     assert "node" not in r["unknown"] and "first_loss_lines" not in r["unknown"]
     # the market holds no node now: the running rate reported is what it ran at (the newest charge)
