@@ -690,8 +690,9 @@ class NCApp(
 
             result = replace(result, link=link)
         if not result.link:
-            self.store.fail("kube_signin", result.message or "the sign-in plugin gave no link")
-            self.notify(f"Sign-in failed: {result.message[:200]}", severity="error", timeout=10)
+            why = result.message or "the sign-in plugin gave no link"
+            self.store.fail("kube_signin", why)
+            self.notify(f"Sign-in failed: {why[:200]}", severity="error", timeout=10)
             return False
         self.store.set("kube_signin", "expired" if in_use else "waiting for approval")
         closed = asyncio.Event()

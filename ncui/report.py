@@ -326,8 +326,10 @@ async def _kubernetes(
         stop = list(R.stop_commands(recipe, info, nc.endpoints.catalog_url))
     else:
         stop = [f"kubectl --context {name} delete {'job' if kind == 'Job' else 'deployment'} {oname}"]
-    r["stop"] = stop
     state = job_status(obj) if kind == "Job" else f"READY {deployment_ready(obj)}"
+    if kind == "Job" and state in ("Complete", "Failed"):  # as a VM's or Slurm's ended job says it
+        stop = [f"nothing to stop: job/{clean(oname)} has ended ({state}); {'; '.join(stop)} removes it"]
+    r["stop"] = stop
     created = obj["metadata"].get("creationTimestamp")
     r["job"] = {
         "kind": kind,
@@ -731,10 +733,12 @@ async def _research(
         return {}
     if s.state == "unavailable":
         un.setdefault("node", "the node's status lives in Marshall's workspace (public_research_status)")
+        un.setdefault("job", "the node's status lives in Marshall's workspace (public_research_status)")
         return {}
     r["gpu_class"] = s.gpu_model
     if s.state != "assigned" or not s.public_ip:
         un.setdefault("node", f"the node is {clean(s.state)}")
+        un.setdefault("job", f"the node is {clean(s.state)}: a job runs on it once it is assigned")
         un.setdefault("rate.market", f"the node is {clean(s.state)}: no lease price until one is assigned")
         return {}
     node_id = s.hostname or s.ssh_host or "research-node"

@@ -365,7 +365,7 @@ async def test_workloads_footer_offers_L_while_kimi_serves_at_80_columns(sim):
         assert {"? Help", "q Quit"} <= set(footer_keys(app)), footer_keys(app)
 
 
-async def test_train_applied_again_over_its_finished_job_asks_first(sim, tmp_path):
+async def test_train_applied_again_over_its_finished_job_asks_first(sim, tmp_path, monkeypatch):
     """Issue 21: a on Train once its Job completed would apply `job.batch/nanogpt unchanged` and start nothing.
     Before any money question ncui says the Job is there (Completed at …, by the box's clock) and asks: Cancel keeps
     it and sends nothing; "Delete it and run again" saves its log, deletes it after the money question's yes, and a
@@ -374,6 +374,7 @@ async def test_train_applied_again_over_its_finished_job_asks_first(sim, tmp_pat
 
     from .apphelp import apply_train
 
+    monkeypatch.setenv("HOME", str(tmp_path))  # the saved log's path is said as ~/… (whole on one 80-column line)
     world = sim.world
     app = app_for(sim)
     pushed: list[str] = []
@@ -409,7 +410,7 @@ async def test_train_applied_again_over_its_finished_job_asks_first(sim, tmp_pat
             assert (app.screen.yes, app.screen.no) == ("Delete it and run again", "Cancel")
             assert app.screen.focused.id == "no"  # the safe answer, highlighted
             assert "Enter: Cancel" in text  # the safe answer, highlighted
-            assert str(tmp_path / "state" / "ncui" / "logs") in text  # where its log is kept
+            assert "~/state/ncui/logs/halcyon-nanogpt-" in text  # where its log is kept, as a person writes it
             await pilot.press(answer)
             if answer == "n":
                 await until(pilot, lambda: "nothing was bid, deleted or applied" in notes(app), what="kept")
@@ -428,7 +429,7 @@ async def test_train_applied_again_over_its_finished_job_asks_first(sim, tmp_pat
             what="a new nanogpt Job",
         )
         assert "kubectl --context halcyon delete job nanogpt" in commands(app)
-        assert "The previous run's log is saved to " + str(tmp_path / "state" / "ncui" / "logs") in notes(app)
+        assert "The previous run's log is saved to ~/state/ncui/logs/halcyon-nanogpt-" in notes(app)
 
         def new_pod_runs() -> bool:
             return any(

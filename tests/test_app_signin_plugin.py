@@ -101,6 +101,9 @@ async def test_a_hostile_sign_in_command_is_shown_asked_and_remembered_per_clust
         await until(pilot, lambda: marker.exists(), what="the command ran")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
         assert plugins.answer(sim.api_url, "halcyon", spec) is True
+        # It ran and gave no link: said so (not an empty "Sign-in failed:"), and no longer "refused".
+        await until(pilot, lambda: "Sign-in failed: the sign-in plugin gave no link" in _said(app))
+        assert "refused" not in " ".join(screen_text(app).split())
 
         # Remembered: it runs again with no question (it could only run after a yes otherwise).
         marker.unlink()

@@ -158,3 +158,20 @@ def test_kubectl_lines_name_the_kubeconfig_while_config_has_no_such_context(tmp_
         "kubectl --context other delete job nanogpt",
         "kubectl --context halcyon delete job nanogpt",
     ]
+
+
+def test_the_chats_curl_names_the_kubeconfig_while_config_has_no_such_context():
+    """The chat's Ctrl+R/Ctrl+T curl starts with the port-forward: with the context merge declined it reads
+    ``KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon port-forward …``, which works as typed."""
+    from ncui.kube.chat import Endpoint, curl_command
+
+    ep = Endpoint(service="infera", port=8000, model="moonshotai/Kimi-K3", recipe="Kimi K3", behind=())
+    body = {"model": "moonshotai/Kimi-K3", "messages": [{"role": "user", "content": "hello"}]}
+    try:
+        history.kubeconfig_for("halcyon", "~/.kube/halcyon.yaml")
+        declined = curl_command(ep, body, "halcyon").splitlines()[0]
+    finally:
+        history.kubeconfig_for("halcyon", "")
+    assert declined == "KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon port-forward svc/infera 8000:8000 &"
+    merged = curl_command(ep, body, "halcyon").splitlines()[0]
+    assert merged == "kubectl --context halcyon port-forward svc/infera 8000:8000 &"

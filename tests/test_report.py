@@ -413,6 +413,10 @@ def test_report_of_a_train_job_through_a_reclaim_and_its_completion(kube_factory
     r = report()
     assert r["completion"]["state"] == "Complete" and r["job"]["pod"] == second
     assert r["job"]["pod_status"] == "Completed" and r["job"]["gpus"] == 8 and len(r["reclaims"]) == 1
+    assert r["stop"] == [  # ended: nothing to stop, as a VM's or Slurm's ended job says
+        "nothing to stop: job/nanogpt has ended (Complete); "
+        f"kubectl --context {k.cluster} delete job nanogpt removes it"
+    ]
     assert r["first_loss_lines"] == loss_lines_of(k, second) and r["node"]["name"] == node
     assert "node" not in r["unknown"] and "first_loss_lines" not in r["unknown"]
     # the market holds no node now: the running rate reported is what it ran at (the newest charge)
@@ -498,6 +502,8 @@ def test_a_public_research_report_says_the_organization_has_no_cluster_by_design
         rates = row(text, "Assessed rate")
         assert rates[0].startswith("running rate (the organization's meter: no node leased now): $"), rates
         assert any(x.startswith("lease price: unknown (the node is queued") for x in rates), rates
+        for label in ("Job", "First loss lines", "Stop it"):  # why, not "unknown (not read)"
+            assert row(text, label) == ["unknown (the node is queued: a job runs on it once it is assigned)"], text
         httpx.post(f"{sim.api_url}/_sim/research/assign", headers=headers).raise_for_status()
         r = json.loads(run_report(env, "--json", "--api", sim.api_url, "--access", sim.access_url).stdout)
         text = run_report(env, "--api", sim.api_url, "--access", sim.access_url).stdout

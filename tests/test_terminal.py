@@ -108,4 +108,5 @@ async def test_a_token_that_is_not_a_token_is_said_so_not_offline(sim, tmux_fact
     term.run(*_ncui(sim))
     screen = await term.until(lambda s: "Press q to quit" in s or "● offline" in s, what="the app's first screen")
     assert said in screen and "Cannot reach" not in screen and "● offline" not in screen, screen
+    assert "connecting" not in screen and "● not connected: no token" in screen, screen  # nothing connects
     assert "secret" not in screen and "bin" not in screen.replace("binary", ""), screen

@@ -126,10 +126,13 @@ def request_body(ep: Endpoint, history: Sequence[Turn], text: str, *, stream: bo
 
 def curl_command(ep: Endpoint, body: Mapping[str, Any], context: str) -> str:
     """The guide's two lines for ``body``: the port-forward, then curl (without ``stream``: one JSON answer)."""
+    from ..history import with_kubeconfig  # (the context merge declined: KUBECONFIG=… first, as History's lines)
+
     plain = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
     data = json.dumps(plain, ensure_ascii=False)
+    forward = f"kubectl --context {shlex.quote(context)} port-forward svc/{ep.service} {ep.port}:{ep.port}"
     return (
-        f"kubectl --context {shlex.quote(context)} port-forward svc/{ep.service} {ep.port}:{ep.port} &\n"
+        f"{with_kubeconfig(forward)} &\n"
         f"curl -s localhost:{ep.port}/v1/chat/completions -H 'content-type: application/json' \\\n"
         f"  -d {shlex.quote(data)}"
     )

@@ -140,6 +140,9 @@ class ConnectMixin(_AppBase):
                         timeout=8,
                     )
                 if yes:
+                    old = self.store.value("kube_files")
+                    if isinstance(old, KubeFiles) and old.cluster == cluster and "refused" in old.error:
+                        self._kube_files(cluster, error="")  # (a no said before: not so any more)
                     return True
                 verdict = plugins.Verdict(
                     "refuse",

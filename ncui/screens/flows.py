@@ -342,6 +342,7 @@ class FlowsMixin(_AppBase):
 
         from .. import lifecycle as L
         from ..kube.client import KubeError
+        from ..kube.kubeconfig import shown
 
         ref = self.store.meta.get("cluster")
         jobs, pods = self.store.value("k8s_jobs") or {}, self.store.value("k8s_pods") or {}
@@ -352,7 +353,7 @@ class FlowsMixin(_AppBase):
             path = L.kept_log_path(ref.name, name, jobs[name])
             try:
                 if await L.keep_job_log(kube, name, pods, path):
-                    kept.update({pod: str(path) for pod in L.job_pods(pods, name)})
+                    kept.update({pod: shown(path) for pod in L.job_pods(pods, name)})
             except (KubeError, OSError) as e:
                 await self.push_screen_wait(
                     ResultsModal(

@@ -352,6 +352,8 @@ class LifecycleMixin(_AppBase):
         again" (its log kept: saved before the delete, and shown on Workloads until the new pod's lines come) or
         "Cancel" (the safe answer, highlighted: nothing is bid, deleted or applied). What the apply replaces, or
         None (said) when the human cancels."""
+        from ..kube.kubeconfig import shown as home_shown
+
         ref = self.store.meta.get("cluster")
         cluster = ref.name if ref is not None else "the cluster"
         now = self.backend.now() if self.backend is not None else datetime.now(timezone.utc)
@@ -363,7 +365,7 @@ class LifecycleMixin(_AppBase):
             said.append(L.job_standing(name, job, cluster, now))
             status, at = L.job_moment(job)
             path = L.kept_log_path(cluster, name, job)
-            shown = str(path)
+            shown = home_shown(path)  # (~/…: at 80 columns the whole name fits on one line)
             if L.job_pods(pods, name):
                 logs.append(f"job/{name}'s log is saved to {shown} first")
                 kept = f"its log saved to {shown}"

@@ -78,9 +78,10 @@ class StatusHeader(Static):
         top.append("ncui ", style="bold")
         if self.mode:
             top.append(f"[{self.mode}] ", style="bold magenta")
-        if who is None:
+        no_token = bool(getattr(self.app, "first_run", ""))  # (the first-run screen: nothing connects)
+        if who is None and not no_token:
             top.append("connecting…", style="dim")
-        light = self._liveness()
+        light = Text("● not connected: no token", style="yellow") if no_token else self._liveness()
         meters = self.meters_text()  # on the top line, before the light: the cluster's name gives way to them
         if meters.cell_len:
             meters.append(" ")
