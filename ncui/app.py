@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from .screens.connect import Handoff
 
 log = logging.getLogger("ncui")
+SIGNAL_EXIT_GRACE_S = 5.0  # a SIGTERM or SIGHUP: seconds Textual gets to end before the process ends anyway
 
 
 class CellScrollBarRender(ScrollBarRender):
@@ -191,7 +192,33 @@ class NCApp(
                 continue
 
     def _on_signal(self, sig: int) -> None:
+        import os
+        import signal
+        import threading
+
         log.info("signal %s: exiting without changing anything", sig)
+        if sig == signal.SIGHUP:
+            # The terminal is gone: nothing is left to restore, and what is still written on the way out goes nowhere
+            # (a write to the hung-up tty fails).
+            try:
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 1)
+                os.dup2(null, 2)
+                os.close(null)
+            except OSError:
+                pass
+
+        def hard_exit() -> None:
+            # Textual's exit can stall on a terminal that went away (its writer thread's queue, seen here with a
+            # hung-up pty): after a grace period the process ends anyway, its demo folder removed. Nothing that
+            # stands is touched either way; state files are written atomically.
+            if self.backend is not None:
+                self.backend.remove_demo_home()
+            os._exit(0)
+
+        timer = threading.Timer(SIGNAL_EXIT_GRACE_S, hard_exit)
+        timer.daemon = True
+        timer.start()
         self.exit()
 
     def start_worker(
