@@ -102,13 +102,18 @@ async def test_the_demo_at_80x24_the_steps_the_time_the_node_and_how_the_job_end
         assert f"    curl -fsSL {access}/setup.sh | sh -s -- plover" in drawn, drawn  # whole, on its own line
         assert any(x.startswith(" 2. run slurm-login") for x in drawn), drawn
 
-        await pilot.press("1", "L")  # the demo plays slurm-login; then the login node's host key, first use
+        await pilot.press("1")  # Account's steps say L plays slurm-login in the demo: its footer offers it, whole
+        await until(pilot, lambda: "L slurm-login (demo)" in footer_keys(app), what=f"L in {footer_keys(app)}")
+        assert footer_keys(app)[-1] == "q Quit", footer_keys(app)
+        await pilot.press("L")  # the demo plays slurm-login; then the login node's host key, first use
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, "the login node's host key")
         await pilot.press("y")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
         demo_known = app.backend.known_hosts  # the box's host key goes with the box, never into ncui's known_hosts
         await until(pilot, lambda: demo_known.is_file() and "[127.11.0." in demo_known.read_text(), what="trusted")
         assert not (tmp_path / "state" / "ncui" / "known_hosts").exists()
+        await pilot.press("1")  # signed in: L is no longer the next step
+        await until(pilot, lambda: "L slurm-login (demo)" not in footer_keys(app), what="L gone from the footer")
         await pilot.press("4")
         await until(pilot, lambda: "No job of yours in the queue" in screen_text(app), 30, "the empty queue")
         await pilot.press("n")

@@ -59,9 +59,25 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
 • [b]Transactions[/b]: charges, top-ups and refunds, newest first. The chart shows the balance over time.
 """
 
-    BINDINGS = [Binding("L", "demo_slurm_login", "slurm-login (demo)", show=False)]
+    BINDINGS = [
+        Binding("L", "demo_slurm_login('offered')", "slurm-login (demo)"),  # in the footer while it is the next step
+        Binding("L", "demo_slurm_login", "slurm-login (demo)", show=False),
+    ]
 
-    def action_demo_slurm_login(self) -> None:
+    def _slurm_login_offered(self) -> bool:
+        """The demo's L is the next step: a Slurm cluster in the box, not signed in (the steps on screen say L)."""
+        ref = self.store.meta.get("cluster")
+        if ref is None or ref.kind != "slurm" or self.ncapp.backend is None or self.ncapp.backend.demo is None:
+            return False
+        signin = self.store.value("slurm_signin")
+        return signin is None or not signin.ok
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "demo_slurm_login":  # the footer's L while it is offered, the hidden one otherwise
+            return (parameters == ("offered",)) == self._slurm_login_offered()
+        return True
+
+    def action_demo_slurm_login(self, _offered: str = "") -> None:
         """The demo's stand-in for the human's slurm-login (a Slurm cluster in the demo only)."""
         ref = self.store.meta.get("cluster")
         if ref is None or ref.kind != "slurm":
@@ -137,6 +153,10 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
     def _slurm_steps(self) -> None:
         """A Slurm cluster's sign-in and next step, under both columns: the setup command, whose URL is 40-odd
         characters, stays whole on one line at 80 columns (in the money column it broke as "setup.⏎sh")."""
+        offered = self._slurm_login_offered()
+        if offered != getattr(self, "_login_offered_shown", False):  # the demo's L comes to the footer, or leaves it
+            self._login_offered_shown = offered
+            self.refresh_bindings()
         wide = self.query_one("#wide", Static)
         active = self.store.meta.get("cluster")
         wide.display = active is not None and active.kind == "slurm"
