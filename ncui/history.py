@@ -273,6 +273,20 @@ def with_kubeconfig(command: str) -> str:
     return command
 
 
+def with_kubeconfigs(text: str) -> str:
+    """Every ``kubectl --context C`` inside ``text`` (a sentence that names commands) as ``with_kubeconfig`` gives
+    it: ``KUBECONFIG=<C's file> kubectl --context C …`` where C's context is only in that file (one that already
+    names its file is left as it is)."""
+    if not _kubeconfigs:
+        return text
+    import re
+
+    def one(m: re.Match[str]) -> str:
+        return m.group(0) if m.group(1) else with_kubeconfig(m.group(0))
+
+    return re.sub(r"(KUBECONFIG=\S+ )?kubectl --context \S+", one, text)
+
+
 # ---- the commands --------------------------------------------------------------------------------
 
 
@@ -378,4 +392,5 @@ __all__ = [
     "save_manifest",
     "stopped",
     "with_kubeconfig",
+    "with_kubeconfigs",
 ]

@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from . import memory
+from . import history, memory
 from .kube.status import owned_by
 from .limits import charged_since
 from .logfollow import parse_loss
@@ -294,7 +294,8 @@ async def _kubernetes(
                 }
             )
     if kube is None:
-        why = f"not signed in to {name}: run kubectl --context {name} get nodes (or s in ncui), then read it again"
+        run = history.with_kubeconfig(f"kubectl --context {name} get nodes")
+        why = f"not signed in to {name}: run {run} (or s in ncui), then read it again"
         if mem and mem.get("object"):  # what ncui saw of it, said as remembered: never as none
             _remembered(r, mem, f"not read now ({why}); as remembered", list(mem.get("stop") or ()))
             un.setdefault("job_state", why)
@@ -1101,7 +1102,7 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
         out.append(("Spend so far", [f"{spent} charged since {_when(s['since'])} (the meter's charges)"]))
     else:
         out.append(("Spend so far", [unknown("spend_so_far")]))
-    out.append(("Stop it", list(r["stop"]) or [unknown("job")]))
+    out.append(("Stop it", [history.with_kubeconfigs(x) for x in r["stop"]] or [unknown("job")]))
     stands: list[str] = []
     for st in r.get("standing") or ():
         price = (

@@ -160,6 +160,22 @@ def test_kubectl_lines_name_the_kubeconfig_while_config_has_no_such_context(tmp_
     ]
 
 
+def test_the_commands_a_sentence_names_name_the_kubeconfig_too():
+    """The Report's "nothing to stop: …; kubectl --context halcyon delete job nanogpt removes it" (a command inside a
+    sentence) names the file as History does; one that names its file already, or another cluster's, stays."""
+    history.kubeconfig_for("halcyon", "~/.kube/halcyon.yaml")
+    try:
+        said = "nothing to stop: job/nanogpt has ended; kubectl --context halcyon delete job nanogpt removes it"
+        assert history.with_kubeconfigs(said) == said.replace(
+            "kubectl --context", "KUBECONFIG=~/.kube/halcyon.yaml kubectl --context"
+        )
+        done = "KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon get nodes; kubectl --context other get pods"
+        assert history.with_kubeconfigs(done) == done
+    finally:
+        history.kubeconfig_for("halcyon", "")
+    assert history.with_kubeconfigs(said) == said
+
+
 def test_the_chats_curl_names_the_kubeconfig_while_config_has_no_such_context():
     """The chat's Ctrl+R/Ctrl+T curl starts with the port-forward: with the context merge declined it reads
     ``KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon port-forward …``, which works as typed."""

@@ -301,7 +301,7 @@ class SlurmFlowsMixin(_AppBase):
             if check.ok:
                 st.signed_in.set()
                 if was_ok is False:
-                    self.notify(check.message, title="Signed in", timeout=8)
+                    self.notify(check.message, timeout=8)  # (it says "Signed in to …" itself)
                     self._slurm_signed_in_noted(st.ref.name, check)
                 if check.valid_before is None:
                     delay = None if check.state == "login-node" else 600.0
