@@ -160,9 +160,9 @@ async def put_bid(sim, dollars: float) -> None:
         assert r.status_code == 200
 
 
-async def apply_train(pilot, app, sim) -> str:
-    """Recipes → a on Train, as a person does it: the sign-in approved, a ceiling 50 cents over the price to win
-    one node, yes to the limit price, yes to the apply; returns the ceiling typed, once Workloads shows."""
+async def to_apply_question(pilot, app, sim) -> str:
+    """Recipes → a on Train, as a person does it, up to the apply question: the sign-in approved, a ceiling 50
+    cents over the price to win one node, yes to the limit price; returns the ceiling typed."""
     from ncui.screens.modals import CeilingModal, ConfirmModal
 
     await open_recipes(pilot, app)
@@ -175,6 +175,12 @@ async def apply_train(pilot, app, sim) -> str:
     await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the bid confirmation")
     await pilot.press("y")
     await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app))
+    return ceiling
+
+
+async def apply_train(pilot, app, sim) -> str:
+    """``to_apply_question``, then yes to the apply; returns the ceiling typed, once Workloads shows."""
+    ceiling = await to_apply_question(pilot, app, sim)
     await pilot.press("y")
     await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30, what="Workloads")
     return ceiling

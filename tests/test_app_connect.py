@@ -20,10 +20,10 @@ from ncui.backend import Backend, DemoOptions
 from ncui.config import WORKSPACE_NOTE, load_token
 from ncui.kube.kubeconfig import KubeHome
 from ncui.screens.connect import Handoff
-from ncui.screens.modals import CeilingModal, ConfirmModal, SignInModal
+from ncui.screens.modals import ConfirmModal, SignInModal
 from ncui.store import Store
 
-from .apphelp import loaded, open_recipes, screen_text, type_text, until
+from .apphelp import loaded, screen_text, to_apply_question, until
 from .conftest import endpoints_of
 from .kube_support import KUBECTL, _pythonpath
 
@@ -137,15 +137,7 @@ async def test_no_leaves_the_config_alone_and_is_remembered(sim, tmp_path):
         line = history.note("kubectl", history.kubectl_command("halcyon", "get", "pods"), "a read", True).command
         assert line == f"KUBECONFIG={app.store.value('kube_files').file} kubectl --context halcyon get pods"
         # and so do the commands a question shows: the apply question's way to stop it works as typed
-        await open_recipes(pilot, app)
-        await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, CeilingModal), what="the ceiling question")
-        await type_text(pilot, f"{app.store.value('ladder').rungs[0].price_per_gpu_hour / 1e6 + 0.5:.2f}")
-        await until(pilot, lambda: "clears now" in screen_text(app))
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the bid confirmation")
-        await pilot.press("y")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app))
+        await to_apply_question(pilot, app, sim)
         said = " ".join(screen_text(app).split())
         stop = f"KUBECONFIG={app.store.value('kube_files').file} kubectl --context halcyon delete job nanogpt"
         assert f"Stop it later with: {stop}" in said, said

@@ -128,7 +128,7 @@ async def test_a_refusal_for_the_balance_from_the_cluster_shows_the_exact_top_up
     from ncui.kube.client import KubeClient
     from ncui.screens.modals import ResultsModal
 
-    from .apphelp import open_recipes, through_sign_in
+    from .apphelp import to_apply_question
 
     app = app_for(sim)
     org = sim.world.main_org
@@ -141,17 +141,8 @@ async def test_a_refusal_for_the_balance_from_the_cluster_shows_the_exact_top_up
 
     monkeypatch.setattr(KubeClient, "apply", apply_after_a_drop)
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_recipes(pilot, app)
-        ceiling = f"{app.store.value('ladder').rungs[0].price_per_gpu_hour / 1e6 + 0.5:.2f}"
-        limit["price"] = int(Decimal(ceiling) * 1_000_000)
-        await pilot.press("a")
-        await through_sign_in(pilot, app, sim, CeilingModal)
-        await type_text(pilot, ceiling)
-        await until(pilot, lambda: "clears now" in screen_text(app))
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the bid confirmation")
-        await pilot.press("y")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app))
+        ceiling = await to_apply_question(pilot, app, sim)
+        limit["price"] = int(Decimal(ceiling) * 1_000_000)  # (read by the apply, after the yes below)
         await pilot.press("y")
         await until(pilot, lambda: isinstance(app.screen, ResultsModal), timeout=30, what="the apply's results")
         text = " ".join(screen_text(app).split())

@@ -399,13 +399,18 @@ async def test_the_limit_says_what_it_stops_and_when_chosen_stops_the_runs_on_gp
         await until(pilot, lambda: "Stopped Serve Inkling: deleted deployment/inkling" in notes(app), what="said")
 
 
+async def _node_held_at_5(sim) -> None:
+    """A $5 limit price and a job's demand for one node, granted and billing for 40 virtual minutes."""
+    await put_bid(sim, 5.0)
+    sim.world.main_org.k8s["halcyon"].requested_nodes = 1
+    sim.world.advance(40 * 60)
+
+
 async def test_without_the_choice_the_limit_says_the_held_node_goes_on_billing(sim, monkeypatch):
     """A node held for a job (demand 1) and no choice to stop runs: the countdown withdraws the limit price and
     says the held node stays, billed — not that spending stops."""
     monkeypatch.setattr(L, "COUNTDOWN_S", 3.0)
-    await put_bid(sim, 5.0)
-    sim.world.main_org.k8s["halcyon"].requested_nodes = 1
-    sim.world.advance(40 * 60)
+    await _node_held_at_5(sim)
     app = app_for(sim)
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster", "spend"))
@@ -428,9 +433,7 @@ async def test_one_countdown_and_one_withdrawal_even_when_an_update_lands_during
     """The withdrawal's PUT is slow (a 3 s delay on /api/k8s/bid) and a charge lands meanwhile: no second
     countdown comes for the same limit, and 0 is sent once."""
     monkeypatch.setattr(L, "COUNTDOWN_S", 2.0)
-    await put_bid(sim, 5.0)
-    sim.world.main_org.k8s["halcyon"].requested_nodes = 1
-    sim.world.advance(40 * 60)
+    await _node_held_at_5(sim)
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster", "spend"))

@@ -16,11 +16,10 @@ from textual import work
 from .. import history
 from ..api.errors import NCError
 from ..money import fmt_price, fmt_usd
-from .modals import CeilingModal, ConfirmModal, CustomJobModal, ResultsModal, RetryModal
+from .freshask import FreshQuestions
+from .modals import CeilingModal, ConfirmModal, CustomJobModal, ResultsModal
 
 if TYPE_CHECKING:  # recipes (and yaml) are imported when a flow first runs, not before the first frame
-    from textual.app import App
-
     from .. import recipes as R
     from ..api import models as m
     from ..api.client import NCClient
@@ -29,15 +28,6 @@ if TYPE_CHECKING:  # recipes (and yaml) are imported when a flow first runs, not
     from ..kube.client import KubeClient
     from ..pollers import Pollers
     from ..store import Store
-
-    # For the type checker the mixin is the App it is mixed into (NCApp(FlowsMixin, App[None])), so that
-    # its methods see App's; at run time it is a plain class. (A `self: NCApp` annotation on each method
-    # is refused: a self type must be a supertype of the class it is declared in.)
-    _AppBase = App[None]
-else:
-    _AppBase = object
-
-MAX_ROUNDS = 3  # questions asked again because a figure changed meanwhile, before ncui gives up and says so
 
 
 def _gpus_asked(pod_spec: dict[str, Any]) -> int:
@@ -113,7 +103,7 @@ def market_price(store: Store, gpu_model: str) -> int | None:
     return ticks[-1].price_per_gpu_hour if ticks else None
 
 
-class FlowsMixin(_AppBase):
+class FlowsMixin(FreshQuestions):
     """Mixed into NCApp."""
 
     if TYPE_CHECKING:  # NCApp's, which the flows use
@@ -449,67 +439,6 @@ class FlowsMixin(_AppBase):
                 return False
             await asyncio.sleep(0.05)
         return True
-
-    # ---- a money question is built from reads made for it (ncui/flows/fresh.py) --------------------
-
-    async def fresh_figures(self, names: tuple[str, ...], declined: str) -> Snapshot | None:
-        """Read the figures a money question judges, for it. While one is not fresh, say which (as read how long
-        ago, and why not since) and offer r to read again: nothing is judged "covered" on an old figure. None
-        (``declined`` said) when the human gives up."""
-        from ..flows import fresh
-
-        ref = self.store.meta.get("cluster")
-        while True:
-            snap = await fresh.read(self.store, self.pollers, names)
-            bad = snap.not_fresh()
-            if not bad:
-                return snap
-            said = "\n".join(fresh.sentence(f, ref.name if ref is not None else "") for f in bad)
-            if not await self.push_screen_wait(RetryModal("The figures could not be confirmed", said)):
-                self.notify(declined)
-                return None
-
-    async def confirm_fresh(
-        self,
-        snap: Snapshot,
-        names: tuple[str, ...],
-        title: str,
-        body: Any,
-        still: Any,
-        *,
-        yes: str,
-        no: str,
-        declined: str,
-    ) -> Snapshot | None:
-        """Ask ``title`` with ``body(snap)``; at the yes read ``names`` again: ``still(snap, new)`` gives what
-        changed meanwhile in words and, when the change makes the answer wrong, why (then nothing is sent: said
-        in a modal). A change is said in a new question before anything is sent. The snapshot the yes was given
-        on, or None (said) when the human said no, a figure could not be read again, or it was refused."""
-        heading, lead = title, ""
-        for _ in range(MAX_ROUNDS):
-            if not await self.push_screen_wait(ConfirmModal(heading, lead + body(snap), yes=yes, no=no)):
-                self.notify(declined)
-                return None
-            new = await self.fresh_figures(names, declined)
-            if new is None:
-                return None
-            said, wrong = still(snap, new)
-            if wrong is not None:
-                moved = f"While you were asked, {'; '.join(said)}.\n\n" if said else ""
-                await self.push_screen_wait(ResultsModal(declined.rstrip("."), Text(f"{moved}{wrong}")))
-                return None
-            if not said:
-                return new
-            snap = new
-            heading = f"Something changed while you were asked: {title[0].lower()}{title[1:]}"
-            lead = f"While you were asked, {'; '.join(said)}.\n\n"
-        await self.push_screen_wait(
-            ResultsModal(
-                declined.rstrip("."),
-                Text(f"The figures changed {MAX_ROUNDS} times while you were asked; look at Lease, then try again."),
-            )
-        )
-        return None
 
     async def set_limit_price(
         self,

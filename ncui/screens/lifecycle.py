@@ -18,12 +18,12 @@ from .. import history
 from .. import lifecycle as L
 from ..api.errors import NCError
 from ..textsafe import clean
+from .freshask import FreshQuestions
 from .modals import ConfirmModal, ResultsModal
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
-    from textual.app import App
     from textual.worker import Worker
 
     from .. import recipes as R
@@ -34,9 +34,6 @@ if TYPE_CHECKING:
     from ..kube.client import KubeClient
     from ..store import Slice, Store
 
-    _AppBase = App[None]
-else:
-    _AppBase = object
 
 GONE_TIMEOUT = 30.0  # seconds Stop waits for the deleted jobs and deployments to leave the watch (kubectl waits too)
 
@@ -51,7 +48,7 @@ def stays(recipe: str) -> str:
     return L.STAYS.get(recipe, "What it wrote to the shared volume stays there.")
 
 
-class LifecycleMixin(_AppBase):
+class LifecycleMixin(FreshQuestions):
     """Mixed into NCApp (beside FlowsMixin, whose apply flow calls ``one_serving_recipe``)."""
 
     if TYPE_CHECKING:  # NCApp's and FlowsMixin's, which these flows use
@@ -63,19 +60,6 @@ class LifecycleMixin(_AppBase):
 
         async def kube_client(self) -> KubeClient | None: ...
         def _client(self) -> NCClient | None: ...
-        async def fresh_figures(self, names: tuple[str, ...], declined: str) -> Snapshot | None: ...
-        async def confirm_fresh(
-            self,
-            snap: Snapshot,
-            names: tuple[str, ...],
-            title: str,
-            body: Any,
-            still: Any,
-            *,
-            yes: str,
-            no: str,
-            declined: str,
-        ) -> Snapshot | None: ...
         def start_apply(self, plan: R.Plan) -> None: ...
         def applied_select(self, docs: list[dict[str, Any]]) -> None: ...  # screens/flows.py
         async def _cover(

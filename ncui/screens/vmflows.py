@@ -19,20 +19,16 @@ from textual.widgets.option_list import Option
 
 from ..api.errors import BidTooLow, NCError, VersionConflict
 from ..money import cost_ucredits, fmt_price, fmt_usd
+from .freshask import FreshQuestions
 from .modals import CeilingModal, ConfirmModal, ResultsModal
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from ..api import models as m
     from ..flows.fresh import Snapshot
     from ..remote.keys import LocalKey
     from ..store import Store
     from .nodes import NodeSessions
 
-    _Base = App[None]
-else:
-    _Base = object
 
 MAX_CONFLICTS = 3  # version races in a row before ncui stops asking and says so
 
@@ -255,26 +251,13 @@ def vm_lease_text(store: Store) -> Text:
     return t
 
 
-class VmFlowsMixin(_Base):
+class VmFlowsMixin(FreshQuestions):
     """Mixed into NCApp: the VM cluster's key, declare and release flows."""
 
     if TYPE_CHECKING:
         store: Store
 
         def _client(self) -> Any: ...
-        async def fresh_figures(self, names: tuple[str, ...], declined: str) -> Snapshot | None: ...
-        async def confirm_fresh(
-            self,
-            snap: Snapshot,
-            names: tuple[str, ...],
-            title: str,
-            body: Any,
-            still: Any,
-            *,
-            yes: str,
-            no: str,
-            declined: str,
-        ) -> Snapshot | None: ...
 
     # ---- the nodes' ssh connections -----------------------------------------------------------------
 
