@@ -88,6 +88,8 @@ def test_workloads(snap_compare, kube_factory, monkeypatch, size):
         await until(pilot, all_in, what="every line the follower got on screen")
         chart = app.query_one("#loss-chart")
         await until(pilot, lambda: not chart.pending, what="the loss chart drawn with the last points")
+        header = app.query_one("StatusHeader")
+        await until(pilot, lambda: "meters 1 busy" in header.render().plain, what="the header's meters")
         # the limit set before this session is pointed out at start (tests/test_trust_money); a toast is no
         # part of the screen drawn here
         await until(pilot, lambda: len(app._notifications) > 0, what="the start-up notice")

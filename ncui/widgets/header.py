@@ -15,9 +15,11 @@ from ..store import Store
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-# (the meters read the cluster's watches, the VM capacity and the research node's status too)
 WATCH: tuple[str, ...] = ("whoami", "summary", "balance", "bid", "cluster", "spend", "transactions", LIMIT_SLICE)
-WATCH += ("k8s_nodes", "k8s_pods", "k8s_deployments", "vm_capacity", "research", "research_typed")
+# What the meters also read: the cluster's watches, the VM capacity, the research node's status. Drawn at most every
+# METERS_EVERY seconds, not on each write: a pod watch writes up to a hundred times a second; the meters walk every pod.
+METERS_EVERY = 0.25
+METERS_WATCH = ("k8s_nodes", "k8s_pods", "k8s_deployments", "vm_capacity", "research", "research_typed")
 STALE_AFTER = 45.0  # seconds without a fresh balance before the header says stale
 # What the light names when a slice the header shows could not be read ("● stale 12s: limit").
 LABELS = {
@@ -58,12 +60,27 @@ class StatusHeader(Static):
         self._last: Text | None = None
 
     def on_mount(self) -> None:
-        self._unsub = self.store.subscribe(WATCH, lambda s: self.render_now(), interested=True)
+        self._unsubs = [
+            self.store.subscribe(WATCH, lambda s: self.render_now(), interested=True),
+            self.store.subscribe(METERS_WATCH, lambda s: self._meters_changed(), interested=True),
+        ]
         self.set_interval(1.0, self.render_now)
         self.render_now()
 
     def on_unmount(self) -> None:
-        self._unsub()
+        for unsub in self._unsubs:
+            unsub()
+
+    _meters_due = False
+
+    def _meters_changed(self) -> None:
+        if not self._meters_due:  # one drawing for a burst of watch events
+            self._meters_due = True
+            self.set_timer(METERS_EVERY, self._meters_render)
+
+    def _meters_render(self) -> None:
+        self._meters_due = False
+        self.render_now()
 
     def render_now(self) -> None:
         text = self.compose_text()
