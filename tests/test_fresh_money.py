@@ -152,3 +152,23 @@ async def test_a_refusal_for_the_balance_from_the_cluster_shows_the_exact_top_up
             f"You have ${(need - 3_260_000) / 1e6:,.2f}; two hours need ${need / 1e6:,.2f}: top up $3.26 on the "
             "console's Billing page." in text
         ), text
+
+
+def test_the_ladder_is_said_changed_only_when_its_verdict_for_the_price_changed():
+    """The same price winning 8 nodes where it won 6 changes no answer: not a "something changed" question. A
+    price that cleared and would not win now is said."""
+    from ncui.flows.fresh import FRESH, Figure, Snapshot, changes
+
+    def snap(ladder: str) -> Snapshot:
+        return Snapshot((Figure("ladder", ladder, FRESH, 0.0),))
+
+    words = {
+        "6": ("ok", "$3.90/GPU-h clears now: it wins up to 6 nodes."),
+        "8": ("ok", "$3.90/GPU-h clears now: it wins up to 8 nodes."),
+        "0": ("warn", "$3.90/GPU-h would not win a node right now."),
+    }
+    assert changes(snap("6"), snap("8"), "halcyon", verdict=words.__getitem__) == []
+    assert changes(snap("6"), snap("0"), "halcyon", verdict=words.__getitem__) == [
+        "the market moved: $3.90/GPU-h would not win a node right now "
+        "(when you were asked: $3.90/GPU-h clears now: it wins up to 6 nodes)"
+    ]

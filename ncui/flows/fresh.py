@@ -163,10 +163,11 @@ def changes(
     after: Snapshot,
     cluster: str = "",
     *,
-    verdict: Callable[[Any], str] | None = None,
+    verdict: Callable[[Any], tuple[str, str]] | None = None,
 ) -> list[str]:
     """What moved between the question's reads and the reads at its yes, in words. ``verdict`` (the ladder's
-    verdict for the exact value sent) says the ladder only when that verdict changed."""
+    verdict for the exact value sent, as its level and its sentence) says the ladder only when the level changed
+    (a price that cleared would not win now, or the other way), not when the same price wins more or fewer nodes."""
     out: list[str] = []
     on = f" on {cluster}" if cluster else ""
     for b in before.figures:
@@ -196,8 +197,10 @@ def changes(
                 f"{fmt_price(new.max_price_per_gpu_hour)} (it was {old.max_gpus} GPUs at up to "
                 f"{fmt_price(old.max_price_per_gpu_hour)} when you were asked)"
             )
-        elif b.name == "ladder" and verdict is not None and verdict(old) != verdict(new):
-            out.append(f"the market moved: {verdict(new)} (when you were asked: {verdict(old)})")
+        elif b.name == "ladder" and verdict is not None:
+            (was_level, was), (now_level, now) = verdict(old), verdict(new)
+            if was_level != now_level:
+                out.append(f"the market moved: {now.rstrip('.')} (when you were asked: {was.rstrip('.')})")
     return out
 
 

@@ -473,8 +473,12 @@ class FlowsMixin(FreshQuestions):
         def body(now: Snapshot) -> str:
             return R.bid_confirmation(cluster, ceiling, gpus, assessed, verdict(now.value("ladder")))
 
+        def judged(ladder: m.Ladder) -> tuple[str, str]:
+            v = verdict(ladder)
+            return v.level, v.message
+
         def still(before: Snapshot, now: Snapshot) -> tuple[list[str], str | None]:
-            said = fresh.changes(before, now, cluster, verdict=lambda ladder: verdict(ladder).message)
+            said = fresh.changes(before, now, cluster, verdict=judged)
             v = verdict(now.value("ladder"))
             if not v.ok:
                 return said, v.message
