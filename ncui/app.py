@@ -23,6 +23,7 @@ from textual.worker import Worker, WorkerState
 from . import history
 from .api.errors import NCError
 from .backend import Backend
+from .flows.base import Context
 from .screens.account import AccountView
 from .screens.base import View
 from .screens.connect import ConnectMixin
@@ -32,6 +33,7 @@ from .screens.lifecycle import LifecycleMixin
 from .screens.limitguard import LimitGuardMixin
 from .screens.modals import ConfirmModal, HelpModal
 from .screens.slurm import SlurmFlowsMixin
+from .screens.ui import ScreenUI
 from .screens.vmflows import VmFlowsMixin
 from .store import Slice, Store
 from .textsafe import clean
@@ -144,6 +146,8 @@ class NCApp(
         self._endpoint_checked = 0.0  # when the cluster's kubeconfig was last read again (time.monotonic())
         self.history: history.History | None = None  # this service's, once connected
         self._losses_kept = 0  # first loss lines remembered for the remembered job (memory.FIRST_LINES at most)
+        # what every flow is given (ncui/flows/base.py): its history and pollers are set once connected
+        self.ctx = Context(backend, self.store, ScreenUI(self))
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -253,9 +257,10 @@ class NCApp(
         # every change, as its command (h), dated on the clock the Report dates by (the box's in the demo)
         self.history = history.History(self.backend.endpoints.api, clock=self.backend.now)
         history.activate(self.history)
+        self.ctx.history = self.history
         self.limit_start()  # the spending limit: loaded with the organization, checked on every update
         self._state_notices()
-        self.pollers = self.backend.pollers(self.store)
+        self.pollers = self.ctx.pollers = self.backend.pollers(self.store)
         self.pollers.start()
 
     async def on_unmount(self) -> None:

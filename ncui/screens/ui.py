@@ -1,0 +1,108 @@
+"""The flows' UI on screen (``flows.ui.UI``): each kind of question is shown as its modal, here and only here.
+
+A flow under ``ncui/flows/`` asks ``await ui.ask(Confirm(...))``; ``ScreenUI`` finds the question's modal in
+``MODALS`` (its type → a function that builds the modal from it) and waits for the human's answer. A new kind of
+question registers its modal with ``modal_for``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..flows.ui import Confirm, Prompt, Question, Results, Retry, Severity
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.screen import ModalScreen
+    from textual.worker import Worker
+
+T = TypeVar("T")
+Q = TypeVar("Q", bound=Question[Any])
+
+MODALS: dict[type[Question[Any]], Callable[[Any], ModalScreen[Any]]] = {}
+
+
+def modal_for(kind: type[Q]) -> Callable[[Callable[[Q], ModalScreen[Any]]], Callable[[Q], ModalScreen[Any]]]:
+    """Register the function that shows questions of type ``kind``."""
+
+    def register(build: Callable[[Q], ModalScreen[Any]]) -> Callable[[Q], ModalScreen[Any]]:
+        MODALS[kind] = build
+        return build
+
+    return register
+
+
+def modal(question: Question[Any]) -> ModalScreen[Any]:
+    for kind in type(question).__mro__:
+        build = MODALS.get(kind)
+        if build is not None:
+            return build(question)
+    raise TypeError(f"no modal shows {type(question).__name__}")  # (a programming error: said in the log)
+
+
+@modal_for(Confirm)
+def _confirm(q: Confirm) -> ModalScreen[Any]:
+    from .modals import ConfirmModal
+
+    return ConfirmModal(q.title, q.body, yes=q.yes, no=q.no, default=q.default)  # type: ignore[arg-type]
+
+
+@modal_for(Retry)
+def _retry(q: Retry) -> ModalScreen[Any]:
+    from .modals import RetryModal
+
+    return RetryModal(q.title, q.body)
+
+
+@modal_for(Results)
+def _results(q: Results) -> ModalScreen[Any]:
+    from .modals import ResultsModal
+
+    return ResultsModal(q.title, q.body)
+
+
+@modal_for(Prompt)
+def _prompt(q: Prompt) -> ModalScreen[Any]:
+    from .modals import PromptModal
+
+    return PromptModal(q.title, q.placeholder)
+
+
+class ScreenUI:
+    """``flows.ui.UI`` for the App: questions as modals, toasts, workers, views."""
+
+    def __init__(self, app: App[Any]) -> None:
+        self.app = app
+
+    async def ask(self, question: Question[T]) -> T:
+        answer: T = await self.app.push_screen_wait(modal(question))
+        return answer
+
+    def ask_then(self, question: Question[T], then: Callable[[T], object] | None = None) -> None:
+        done: Callable[[Any], None] | None = None if then is None else (lambda answer: None if then(answer) else None)
+        self.app.push_screen(modal(question), done)
+
+    def notify(self, message: str, *, severity: Severity = "information", timeout: float | None = None) -> None:
+        self.app.notify(message, severity=severity, timeout=timeout)  # (NCApp.notify sanitises: one belt)
+
+    def start(
+        self,
+        work: Callable[[], Coroutine[Any, Any, object]],
+        *,
+        name: str,
+        group: str = "default",
+        exclusive: bool = False,
+    ) -> object:
+        # (the worker gets the function, never a coroutine: one cancelled before it starts is not left unawaited;
+        # the annotated local gives mypy the result type of Textual's union, as NCApp.start_worker does)
+        worker: Worker[object] = self.app.run_worker(
+            work, name=name, group=group, exclusive=exclusive, exit_on_error=False
+        )
+        return worker
+
+    def show(self, view: str) -> None:
+        self.app.call_later(self.app.run_action, f"show({view!r})")
+
+    def bell(self) -> None:
+        self.app.bell()
