@@ -66,6 +66,11 @@ class Flow:
     def history(self) -> History | None:
         return self.ctx.history
 
+    def with_kubeconfig(self, text: str) -> str:
+        """Every ``kubectl --context C`` in ``text`` as it works when typed (``History.with_kubeconfigs``: with
+        ``KUBECONFIG=<C's file>`` while ~/.kube/config has no context for C)."""
+        return self.ctx.history.with_kubeconfigs(text) if self.ctx.history is not None else text
+
     def notify(self, message: str, *, severity: Severity = "information", timeout: float | None = None) -> None:
         self.ctx.ui.notify(message, severity=severity, timeout=timeout)
 
