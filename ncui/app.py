@@ -23,7 +23,9 @@ from textual.worker import Worker, WorkerState
 from . import history
 from .api.errors import NCError
 from .backend import Backend
+from .flows.apply import ApplyFlow
 from .flows.base import Context
+from .flows.lease import LeaseFlow
 from .screens.account import AccountView
 from .screens.base import View
 from .screens.connect import ConnectMixin
@@ -31,7 +33,7 @@ from .screens.flows import FlowsMixin
 from .screens.keyhold import KeyHoldMixin
 from .screens.lifecycle import LifecycleMixin
 from .screens.limitguard import LimitGuardMixin
-from .screens.modals import ConfirmModal, HelpModal
+from .screens.modals import HelpModal
 from .screens.slurm import SlurmFlowsMixin
 from .screens.ui import ScreenUI
 from .screens.vmflows import VmFlowsMixin
@@ -46,7 +48,6 @@ if TYPE_CHECKING:
     from .kube.client import KubeClient
     from .kube.gate import SignInGate
     from .kube.session import SigninResult
-    from .meters import Meter
     from .pollers import Pollers
     from .screens.connect import Handoff
 
@@ -148,6 +149,15 @@ class NCApp(
         self._losses_kept = 0  # first loss lines remembered for the remembered job (memory.FIRST_LINES at most)
         # what every flow is given (ncui/flows/base.py): its history and pollers are set once connected
         self.ctx = Context(backend, self.store, ScreenUI(self))
+        # the flows (ncui/flows/), each given what it calls
+        self.lease = LeaseFlow(self.ctx, remember=self.remember, exit=self._quit)
+        self.apply = ApplyFlow(
+            self.ctx,
+            lease=self.lease,
+            kube_client=self.kube_client,
+            before_apply=self.before_apply,
+            remember_job=self.remember_job,
+        )
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -170,7 +180,7 @@ class NCApp(
         account.focus()
         self._unsubs.append(self.store.subscribe("whoami", self._on_whoami, interested=False))
         self._unsubs.append(self.store.subscribe("cluster", self._on_cluster, interested=False))
-        self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self._on_standing, interested=False))
+        self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self.lease.on_standing, interested=False))
         self._catch_signals()
         self.handoff_watch()  # --recipe: chosen on Recipes once the catalog is read (after the cluster: above)
         self.lifecycle_start()  # a defective tune, a serve on the previous model, the load test's end: said at once
@@ -554,114 +564,18 @@ class NCApp(
     # ---- quitting ----------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
-        """q, Ctrl-C, Ctrl-Q and the palette's Quit: instant when no meter runs, else asked first."""
-        from .meters import running_meters
-        from .screens.exitguard import ExitGuardModal
-
+        """q, Ctrl-C, Ctrl-Q and the palette's Quit: instant when no meter runs, else asked first (LeaseFlow.quit)."""
         if self.first_run or self.backend is None or self.backend.nc is None:
             self.exit()
             return
-        if isinstance(self.screen, ExitGuardModal):  # q again while asked: the question stands
-            return
-        meters = running_meters(self.store)
-        if not meters:
+        self.lease.quit()
+
+    def _quit(self, *, end_session: bool) -> None:
+        """The end of the app once the quit was decided; ``end_session``: nothing stands, so a spending limit for
+        this session ends with it (a dated one stays)."""
+        if end_session:
             self.limit_end_session()
-            self.exit()
-            return
-        standing = [x for x in meters if x.acts]  # what w withdraws or releases
-        self.push_screen(ExitGuardModal(meters), partial(self._exit_answer, standing))
-
-    def _exit_answer(self, standing: list[Meter], answer: str | None) -> None:
-        if answer == "keep":
-            self.exit()
-        elif answer == "withdraw":
-            self.start_worker(
-                partial(self._withdraw_then_exit, standing), name="withdraw-exit", group="withdraw", exclusive=True
-            )
-
-    async def _withdraw_then_exit(self, standing: list[Meter]) -> None:
-        from .actions import release_vm, withdraw_bid
-
-        nc = self._client()  # (the guard was asked only when connected)
-        if nc is None:
-            return
-        for s in standing:
-            try:
-                if s.kind == "bid":
-                    await withdraw_bid(nc, self.store, s.cluster)
-                else:
-                    await release_vm(nc, self.store)
-            except NCError as e:  # nothing is assumed gone: stay, say why
-                what = "withdraw the limit price" if s.kind == "bid" else "release the VM capacity"
-                self.notify(f"Could not {what}, so ncui stays open: {e}", severity="error", timeout=15)
-                return
-        self.limit_end_session()
         self.exit()
-
-    def _on_standing(self, s: Slice) -> None:
-        """Once per cluster and session: say what already stands when ncui starts (set before, by a session
-        that ended with its terminal, by kubectl, by a teammate)."""
-        ref = self.store.meta.get("cluster")
-        if s.value is None or ref is None:
-            return
-        told = self.store.meta.setdefault("told_standing", set())
-        key = (s.name, ref.name)
-        if key in told:
-            return
-        told.add(key)
-        from .money import fmt_price
-
-        if s.name == "bid" and getattr(s.value, "cluster", ref.name) == ref.name and s.value.max_price_per_gpu_hour:
-            self.notify(
-                f"A limit price of {fmt_price(s.value.max_price_per_gpu_hour)} stands on {ref.name}: it "
-                "pulls nodes for any GPU job applied there. Lease (5) shows it; w withdraws it.",
-                title="Still standing",
-                severity="warning",
-                timeout=15,
-            )
-        elif s.name == "vm_capacity" and s.value.max_gpus:
-            self.notify(
-                f"VM capacity of {s.value.max_gpus} GPUs at up to "
-                f"{fmt_price(s.value.max_price_per_gpu_hour)} is declared on {ref.name}: nodes are granted "
-                "and billed until it is released.",
-                title="Still standing",
-                severity="warning",
-                timeout=15,
-            )
-
-    def confirm_withdraw(self) -> None:
-        bid = self.store.value("bid")
-        ref = self.store.meta.get("cluster")
-        if bid is None or ref is None:
-            return
-        from .money import fmt_price
-
-        body = (
-            f"Withdraw the standing limit price of {fmt_price(bid.max_price_per_gpu_hour)} on "
-            f"{ref.name}?\nNo new nodes will be pulled for GPU jobs. Nodes still running a job stay "
-            "until it ends."
-        )
-
-        def done(yes: bool | None) -> None:
-            if yes:
-                self.start_worker(partial(self._withdraw, ref.name), name="withdraw")
-
-        self.push_screen(ConfirmModal("Withdraw the limit price?", body, yes="Withdraw", no="Keep"), done)
-
-    async def _withdraw(self, cluster: str) -> None:
-        from .actions import withdraw_bid
-
-        nc = self._client()
-        if nc is None:
-            return
-        try:
-            await withdraw_bid(nc, self.store, cluster)
-        except NCError as e:
-            self.notify(str(e), severity="error", timeout=8)
-            return
-        self.notify("Limit price withdrawn: nothing is bid now.")
-        if self.pollers is not None:
-            self.pollers.refresh("bid", "spend", "ladder")
 
     # ---- kubectl sign-in ----------------------------------------------------------------------
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 from textual.widgets import Button
 
+from ncui.flows.apply import idle_gpu_nodes
 from ncui.screens.exitguard import ExitGuardModal
-from ncui.screens.flows import idle_gpu_nodes
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal
 from ncui.store import Store
 
@@ -148,7 +148,13 @@ async def _set_limit_then_cancel_apply(pilot, app, sim) -> None:
     await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply Train" in screen_text(app))
     assert sim.world.main_org.k8s["halcyon"].bid == 5_000_000
     await pilot.press("n")
-    await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Keep the limit price" in screen_text(app))
+    # (its "Enter: …" line is written once the modal is laid out: waited for too)
+    await until(
+        pilot,
+        lambda: isinstance(app.screen, ConfirmModal)
+        and "Keep the limit price" in (text := screen_text(app))
+        and "Enter: " in text,
+    )
 
 
 async def test_set_then_cancel_offers_the_limit_back_and_enter_withdraws_it(sim):

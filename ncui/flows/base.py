@@ -20,6 +20,7 @@ from . import fresh
 from .ui import UI, Severity
 
 if TYPE_CHECKING:
+    from ..api.client import NCClient
     from ..backend import Backend
     from ..history import History
     from ..pollers import Pollers
@@ -71,8 +72,18 @@ class Flow:
         ``KUBECONFIG=<C's file>`` while ~/.kube/config has no context for C)."""
         return self.ctx.history.with_kubeconfigs(text) if self.ctx.history is not None else text
 
-    def notify(self, message: str, *, severity: Severity = "information", timeout: float | None = None) -> None:
-        self.ctx.ui.notify(message, severity=severity, timeout=timeout)
+    def notify(
+        self, message: str, *, title: str = "", severity: Severity = "information", timeout: float | None = None
+    ) -> None:
+        self.ctx.ui.notify(message, title=title, severity=severity, timeout=timeout)
+
+    def client(self) -> NCClient | None:
+        """The National Compute client; None (said on screen) before ncui has connected. (A flow starts from
+        data the pollers read, and they run only once connected: this is the check, not an expected path.)"""
+        nc = self.ctx.backend.nc if self.ctx.backend is not None else None
+        if nc is None:
+            self.notify("Not connected to National Compute yet: nothing was changed.", severity="error", timeout=8)
+        return nc
 
     async def fresh_figures(self, names: tuple[str, ...], declined: str) -> Snapshot | None:
         return await fresh.figures(self.ctx, names, declined)

@@ -73,8 +73,10 @@ class UI(Protocol):
         """Show ``question`` without waiting; ``then(answer)`` once it is answered (from a key handler)."""
         ...
 
-    def notify(self, message: str, *, severity: Severity = "information", timeout: float | None = None) -> None:
-        """A toast (sanitised by the UI: server text may ride in it)."""
+    def notify(
+        self, message: str, *, title: str = "", severity: Severity = "information", timeout: float | None = None
+    ) -> None:
+        """A toast, with a ``title`` when given (sanitised by the UI: server text may ride in it)."""
         ...
 
     def start(

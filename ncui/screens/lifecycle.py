@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..api import models as m
     from ..api.client import NCClient
     from ..backend import Backend
+    from ..flows.apply import ApplyFlow
     from ..flows.fresh import Snapshot
     from ..kube.client import KubeClient
     from ..store import Slice, Store
@@ -60,11 +61,9 @@ class LifecycleMixin(FreshQuestions):
 
         async def kube_client(self) -> KubeClient | None: ...
         def _client(self) -> NCClient | None: ...
-        def start_apply(self, plan: R.Plan) -> None: ...
-        def applied_select(self, docs: list[dict[str, Any]]) -> None: ...  # screens/flows.py
-        async def _cover(
-            self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool
-        ) -> str | None: ...
+
+        apply: ApplyFlow  # ncui/flows/apply.py
+
         def start_worker(
             self, work: Callable[[], Coroutine[Any, Any, object]], *, name: str, group: str = ..., exclusive: bool = ...
         ) -> Worker[object]: ...
@@ -452,7 +451,7 @@ class LifecycleMixin(FreshQuestions):
             if serving
             else f"deploy/{L.TUNE_SERVE} waits for the new tune; its launcher scales it up once the tune passes."
         )
-        self.start_apply(
+        self.apply.start(
             R.Plan(
                 recipe.name,
                 "Post-train: tune again",
@@ -468,8 +467,8 @@ class LifecycleMixin(FreshQuestions):
     async def restart_serve_flow(self) -> None:
         """The guide's ``kubectl rollout restart deploy/finance-analyst`` once a new model landed, asked first."""
         from .. import recipes as R
+        from ..flows.apply import market_price
         from ..kube.client import KubeError
-        from .flows import market_price
 
         st = self.store
         deps, ref, info = st.value("k8s_deployments") or {}, st.meta.get("cluster"), st.value("cluster")
@@ -495,7 +494,7 @@ class LifecycleMixin(FreshQuestions):
                 return standing, "your standing limit price"
             return market_price(st, info.gpu_model), "the market's current price"
 
-        cover = await self._cover(plan, *priced(snap), snap.value("balance").balance_ucredits, purchases)
+        cover = await self.apply.cover(plan, *priced(snap), snap.value("balance").balance_ucredits, purchases)
         if cover is None:
             return
         stale = L.stale_serve(self.store.value("k8s_pods") or {}, self.store.value("k8s_jobs") or {})
@@ -623,5 +622,5 @@ class LifecycleMixin(FreshQuestions):
             )
             return
         st.meta.pop("loadtest_summary", None)
-        self.applied_select(list(test.docs))  # Workloads follows the test's log
+        self.apply.applied_select(list(test.docs))  # Workloads follows the test's log
         self.notify(f"Load test started: job/{L.LOADTEST_JOB}, about {L.LOADTEST_MINUTES} minutes.", timeout=8)

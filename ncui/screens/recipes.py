@@ -244,14 +244,14 @@ after you confirm. Then the objects are created in order and you land on Workloa
     def action_open(self) -> None:
         r = self.recipe()
         if r is not None and r.name == "something-else":
-            self.ncapp.open_custom_job()
+            self.ncapp.apply.open_custom_job()
 
     def action_apply(self) -> None:
         r = self.recipe()
         if r is None:
             return
         if r.name == "something-else":
-            self.ncapp.open_custom_job()
+            self.ncapp.apply.open_custom_job()
             return
         active = self.store.meta.get("cluster")
         if r.cluster_kind == "slurm" and active is not None and active.kind == "slurm":
@@ -270,4 +270,4 @@ after you confirm. Then the objects are created in order and you land on Workloa
         if plan is None:
             self.notify("Still loading what will be applied…")
             return
-        self.ncapp.start_apply(plan)
+        self.ncapp.apply.start(plan)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..flows.apply import CustomJob
+from ..flows.lease import Ceiling, ExitGuard
 from ..flows.ui import Confirm, Prompt, Question, Results, Retry, Severity
 
 if TYPE_CHECKING:
@@ -69,6 +71,33 @@ def _prompt(q: Prompt) -> ModalScreen[Any]:
     return PromptModal(q.title, q.placeholder)
 
 
+# ---- LeaseFlow (ncui/flows/lease.py) ------------------------------------------------------------------------
+
+
+@modal_for(Ceiling)
+def _ceiling(q: Ceiling) -> ModalScreen[Any]:
+    from .modals import CeilingModal
+
+    return CeilingModal(q.title, q.context, q.judge, q.standing)
+
+
+@modal_for(ExitGuard)
+def _exit_guard(q: ExitGuard) -> ModalScreen[Any]:
+    from .exitguard import ExitGuardModal
+
+    return ExitGuardModal(list(q.meters))
+
+
+# ---- ApplyFlow (ncui/flows/apply.py) ------------------------------------------------------------------------
+
+
+@modal_for(CustomJob)
+def _custom_job(q: CustomJob) -> ModalScreen[Any]:
+    from .modals import CustomJobModal
+
+    return CustomJobModal(q.build)
+
+
 class ScreenUI:
     """``flows.ui.UI`` for the App: questions as modals, toasts, workers, views."""
 
@@ -83,8 +112,10 @@ class ScreenUI:
         done: Callable[[Any], None] | None = None if then is None else (lambda answer: None if then(answer) else None)
         self.app.push_screen(modal(question), done)
 
-    def notify(self, message: str, *, severity: Severity = "information", timeout: float | None = None) -> None:
-        self.app.notify(message, severity=severity, timeout=timeout)  # (NCApp.notify sanitises: one belt)
+    def notify(
+        self, message: str, *, title: str = "", severity: Severity = "information", timeout: float | None = None
+    ) -> None:
+        self.app.notify(message, title=title, severity=severity, timeout=timeout)  # (NCApp.notify sanitises: one belt)
 
     def start(
         self,

@@ -581,7 +581,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         return mine[0]["metadata"]["name"] if mine else None
 
     def _follow_apply(self, pods: dict[str, Any]) -> None:
-        """After an apply (``FlowsMixin.applied_select`` counts them), select the new workload's pod: of the Jobs
+        """After an apply (``ApplyFlow.applied_select`` counts them), select the new workload's pod: of the Jobs
         and Deployments it created, the first in the apply's order that has a pod (its newest), so a Post-train's
         launcher is shown until the tune's pod comes. Until the human moves the cursor."""
         seq = self.store.meta.get("applied_seq", 0)
