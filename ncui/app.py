@@ -26,13 +26,13 @@ from .backend import Backend
 from .flows.apply import ApplyFlow
 from .flows.base import Context
 from .flows.lease import LeaseFlow
+from .flows.limit import SpendingLimitFlow
 from .screens.account import AccountView
 from .screens.base import View
 from .screens.connect import ConnectMixin
 from .screens.flows import FlowsMixin
 from .screens.keyhold import KeyHoldMixin
 from .screens.lifecycle import LifecycleMixin
-from .screens.limitguard import LimitGuardMixin
 from .screens.modals import HelpModal
 from .screens.slurm import SlurmFlowsMixin
 from .screens.ui import ScreenUI
@@ -97,9 +97,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(
-    KeyHoldMixin, ConnectMixin, LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]
-):
+class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     SUSPENDED_SCREEN_CLASS = "-suspended"  # a screen beneath another (its toasts hidden: app.tcss)
     TITLE = "ncui"
@@ -151,6 +149,14 @@ class NCApp(
         self.ctx = Context(backend, self.store, ScreenUI(self))
         # the flows (ncui/flows/), each given what it calls
         self.lease = LeaseFlow(self.ctx, remember=self.remember, exit=self._quit)
+        self.limit = SpendingLimitFlow(
+            self.ctx,
+            kube_signed_in=self.kube_signed_in,
+            stop_plan=self.stop_plan,
+            stop_objects=self.stop_objects,
+            recipe=self._recipe,
+            state_notices=self._state_notices,
+        )
         self.apply = ApplyFlow(
             self.ctx,
             lease=self.lease,
@@ -268,7 +274,7 @@ class NCApp(
         self.history = history.History(self.backend.endpoints.api, clock=self.backend.now)
         history.activate(self.history)
         self.ctx.history = self.history
-        self.limit_start()  # the spending limit: loaded with the organization, checked on every update
+        self.limit.start()  # the spending limit: loaded with the organization, checked on every update
         self._state_notices()
         self.pollers = self.ctx.pollers = self.backend.pollers(self.store)
         self.pollers.start()
@@ -574,7 +580,7 @@ class NCApp(
         """The end of the app once the quit was decided; ``end_session``: nothing stands, so a spending limit for
         this session ends with it (a dated one stays)."""
         if end_session:
-            self.limit_end_session()
+            self.limit.end_session()
         self.exit()
 
     # ---- kubectl sign-in ----------------------------------------------------------------------

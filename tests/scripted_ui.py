@@ -1,10 +1,12 @@
 """A flow's UI without a terminal (``ncui.flows.ui.UI``): it answers each question from a script and keeps what it
 was asked and told, so a test drives a flow's money logic with no screen. The script is a list of answers, or of
-functions of the question (to read a figure it shows, or to change the world while the human "reads")."""
+functions of the question, plain or async (to read a figure it shows, or to change the world while the human
+"reads")."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -24,7 +26,8 @@ class ScriptedUI:
         if not self.script:
             raise AssertionError(f"asked {question!r} with no answer left in the script")
         answer = self.script.pop(0)
-        return answer(question) if callable(answer) else answer
+        got = answer(question) if callable(answer) else answer
+        return await got if inspect.isawaitable(got) else got  # (an async answer: the world moves as it is read)
 
     def ask_then(self, question: Question[Any], then: Callable[[Any], object] | None = None) -> None:
         async def asked() -> None:

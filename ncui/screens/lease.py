@@ -308,4 +308,4 @@ class LeaseView(View):
         self.ncapp.action_vm(flow)
 
     def action_spending_limit(self) -> None:
-        self.ncapp.open_spending_limit()
+        self.ncapp.limit.open()

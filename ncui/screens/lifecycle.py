@@ -17,6 +17,7 @@ from textual import work
 from .. import history
 from .. import lifecycle as L
 from ..api.errors import NCError
+from ..lifecycle import stays, stop_list
 from ..textsafe import clean
 from .freshask import FreshQuestions
 from .modals import ConfirmModal, ResultsModal
@@ -37,16 +38,6 @@ if TYPE_CHECKING:
 
 
 GONE_TIMEOUT = 30.0  # seconds Stop waits for the deleted jobs and deployments to leave the watch (kubectl waits too)
-
-
-def stop_list(objs: Iterable[L.Obj]) -> str:
-    """``job/nanogpt (Running), service/infera``: what Stop deletes, as its question lists it."""
-    return ", ".join(o.ref + (f" ({o.state})" if o.state else "") for o in objs)
-
-
-def stays(recipe: str) -> str:
-    """What stays when ``recipe`` is stopped (the shared volume's contents, staged weights, a tuned model)."""
-    return L.STAYS.get(recipe, "What it wrote to the shared volume stays there.")
 
 
 class LifecycleMixin(FreshQuestions):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..flows.apply import CustomJob
 from ..flows.lease import Ceiling, ExitGuard
+from ..flows.limit import Countdown, SpendingLimitAsk
 from ..flows.ui import Confirm, Prompt, Question, Results, Retry, Severity
 
 if TYPE_CHECKING:
@@ -96,6 +97,23 @@ def _custom_job(q: CustomJob) -> ModalScreen[Any]:
     from .modals import CustomJobModal
 
     return CustomJobModal(q.build)
+
+
+# ---- SpendingLimitFlow (ncui/flows/limit.py) ---------------------------------------------------------------
+
+
+@modal_for(SpendingLimitAsk)
+def _spending_limit(q: SpendingLimitAsk) -> ModalScreen[Any]:
+    from .limitguard import SpendingLimitModal
+
+    return SpendingLimitModal(q.current, q.now, q.counts, q.kind)
+
+
+@modal_for(Countdown)
+def _countdown(q: Countdown) -> ModalScreen[Any]:
+    from .limitguard import CountdownModal
+
+    return CountdownModal(q.body, q.what, q.seconds, q.yes)
 
 
 class ScreenUI:
