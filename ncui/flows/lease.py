@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from ..actions import release_vm, withdraw_bid
 from ..api.errors import NCError
 from ..money import fmt_price, fmt_usd
 from . import fresh
@@ -279,6 +278,8 @@ class LeaseFlow(Flow):
 
     async def withdraw(self, cluster: str) -> None:
         """``PUT /api/k8s/bid`` with 0 on ``cluster``, said either way."""
+        from ..actions import withdraw_bid  # (the API's models: imported when first used, not before the first frame)
+
         nc = self.client()
         if nc is None:
             return
@@ -350,6 +351,8 @@ class LeaseFlow(Flow):
     async def withdraw_then_exit(self, standing: list[Meter]) -> None:
         """Withdraw the limit price and release the VM capacity of ``standing``, then quit; stay (said) when one
         could not be: nothing is assumed gone."""
+        from ..actions import release_vm, withdraw_bid
+
         nc = self.client()  # (the guard was asked only when connected)
         if nc is None:
             return

@@ -16,11 +16,9 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from .. import limits as L
-from ..actions import release_vm, withdraw_bid
 from ..api.errors import NCError
 from ..lifecycle import stays, stop_list
 from ..limits import LIMIT_SLICE, limit_state
-from ..meters import Meter, standing
 from ..money import fmt_price, fmt_usd
 from .base import Context, Flow
 from .ui import Question
@@ -29,9 +27,8 @@ if TYPE_CHECKING:
     from ..api import models as m
     from ..kube.client import KubeClient
     from ..lifecycle import Obj
+    from ..meters import Meter
     from ..store import Slice
-
-Standing = Meter  # (a meter that ncui can withdraw or release: ``meters.standing``)
 
 
 # ---- the questions ------------------------------------------------------------------------------------------
@@ -58,7 +55,7 @@ class Countdown(Question[bool]):
     yes: str = "Withdraw now"
 
 
-def _stops(standing: list[Standing]) -> str:
+def _stops(standing: list[Meter]) -> str:
     """What ncui does at 100% to what stands: "withdraw the limit price of $5.00/GPU-h on halcyon", "release
     the VM capacity on tern-vm"."""
     return " and ".join(
@@ -216,6 +213,10 @@ class SpendingLimitFlow(Flow):
     def check(self, _s: Slice | None = None) -> None:
         """The limit against what the meter charged: a warning at 80% (once a limit), at 100% the last warning
         (looked at again only when something moved)."""
+        from ..meters import (
+            standing,
+        )  # (the meters: imported when a limit is first checked, not before the first frame)
+
         self._session_start()
         state = limit_state(self.store)
         if state is None or self.counting:
@@ -251,6 +252,8 @@ class SpendingLimitFlow(Flow):
 
     async def _reached(self, state: L.LimitState) -> None:
         """At 100%: read what stands now (and, when chosen, the runs on GPU nodes), then the last warning."""
+        from ..meters import standing
+
         try:
             await self._fresh()
             now_standing = [s for s in standing(self.store) if not s.unknown]
@@ -355,7 +358,7 @@ class SpendingLimitFlow(Flow):
             return [], str(e)
         return out, None
 
-    def _answer(self, now_standing: list[Standing], runs: list[RunStop], withdraw: bool | None) -> None:
+    def _answer(self, now_standing: list[Meter], runs: list[RunStop], withdraw: bool | None) -> None:
         limit = self.store.value(LIMIT_SLICE)
         if withdraw:
             if limit is not None:  # what follows the withdrawal is said once, not "nothing stands" again
@@ -369,7 +372,8 @@ class SpendingLimitFlow(Flow):
             "Spending limit reached, kept by you: nothing was withdrawn or stopped.", severity="warning", timeout=12
         )
 
-    async def _withdraw(self, now_standing: list[Standing], runs: list[RunStop]) -> None:
+    async def _withdraw(self, now_standing: list[Meter], runs: list[RunStop]) -> None:
+        from ..actions import withdraw_bid
         from ..kube.client import KubeError
 
         try:
@@ -404,9 +408,11 @@ class SpendingLimitFlow(Flow):
         finally:
             self.counting = False
 
-    async def release_for_limit(self, standing: Standing) -> None:
+    async def release_for_limit(self, standing: Meter) -> None:
         """Declared VM capacity at 100%, after the countdown the human let run: release it (max_gpus 0 with the
         same price; a version race is not overwritten: it is said, and the capacity stays)."""
+        from ..actions import release_vm
+
         nc = self.backend.nc if self.backend is not None else None
         if nc is None:
             return
