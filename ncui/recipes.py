@@ -15,7 +15,7 @@ import yaml
 
 from .config import ACCESS_ORIGIN
 from .formatting import COVER_HOURS, plan_sentence, topup_words
-from .money import cost_ucredits, fmt_price, fmt_usd
+from .money import CENT, cost_ucredits, fmt_price, fmt_usd
 
 if TYPE_CHECKING:
     from .api import models as m
@@ -399,7 +399,7 @@ def admission_topup(refusal: str, purchases: bool) -> str | None:
     found = _REFUSED.search(refusal)
     if found is None:
         return None
-    have, need = (int(round(float(x.replace(",", "")) * 100)) * 10_000 for x in found.groups())
+    have, need = (int(round(float(x.replace(",", "")) * 100)) * CENT for x in found.groups())
     if need <= have:
         return None
     return f"You have {fmt_usd(have)}; two hours need {fmt_usd(need)}: {topup_words(need - have, purchases)}."
