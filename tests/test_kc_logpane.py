@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import html
 import re
 
@@ -10,6 +9,8 @@ from textual.app import App
 from textual.widgets import Log
 
 from ncui.widgets.logpane import LogPane
+
+from .waits import until
 
 
 class PaneApp(App):
@@ -29,10 +30,7 @@ def _screen_numbers(app: App) -> list[int]:
 
 
 async def _painted(pilot, pane: LogPane, seconds: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while pane.lines_log.paint_pending:
-        assert asyncio.get_running_loop().time() < deadline, "the pane's repaint never came"
-        await pilot.pause(0.02)
+    await until(lambda: not pane.lines_log.paint_pending, seconds, "the pane's repaint", 0.02, sleep=pilot.pause)
     await pilot.pause()
 
 
@@ -159,10 +157,8 @@ async def test_a_throttled_chart_draws_the_newest_data_when_its_time_comes():
         chart.set_data(data(6))  # too soon: put off…
         chart.set_data(data(7))  # …and this one rides along
         assert chart.pending and "s5" in chart.content.plain
-        deadline = asyncio.get_running_loop().time() + 5
-        while chart.pending and asyncio.get_running_loop().time() < deadline:
-            await pilot.pause(0.05)
-        assert not chart.pending and "s7" in chart.content.plain
+        await until(lambda: not chart.pending, 5, "the put-off chart drawn", 0.05, sleep=pilot.pause)
+        assert "s7" in chart.content.plain
 
 
 async def test_the_status_line_showing_keeps_the_newest_line_in_view_and_following():
