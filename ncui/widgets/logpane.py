@@ -141,10 +141,23 @@ class LogLines(ScrollView, can_focus=True):
         self.refresh()
 
     def _resize(self) -> None:
-        # A layout, but only while the log grows to its cap or widens: once capped, a batch changes neither.
-        size = Size(self._width, len(self._lines))
-        if size != self.virtual_size:
+        """The virtual size to the lines held. Assigning ``virtual_size`` lays out the whole screen (~25 ms a
+        batch on a busy screen, while a log grows to its cap): when the log only grows and both scrollbars
+        are shown already (``overflow: scroll``; the view's own size is its CSS's), only the scrollbars'
+        extents follow, set on them; anything else (a clear, the first batch) takes the layout."""
+        size, old = Size(self._width, len(self._lines)), self.virtual_size
+        if size == old:
+            return
+        if size.width >= old.width and size.height >= old.height and self.scrollbars_shown:
+            self.set_reactive(ScrollView.virtual_size, size)
+            self.vertical_scrollbar.window_virtual_size = size.height
+            self.horizontal_scrollbar.window_virtual_size = size.width
+        else:
             self.virtual_size = size
+
+    @property
+    def scrollbars_shown(self) -> bool:
+        return self.show_vertical_scrollbar and self.show_horizontal_scrollbar
 
     # ---- repaints --------------------------------------------------------------------------------------
 
