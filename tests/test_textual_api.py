@@ -202,3 +202,52 @@ def test_the_private_attributes_read_are_the_known_few():
     """Each private attribute of Textual's that ncui reads is listed in KNOWN_PRIVATE_READS (and each listed one
     is still read: a list that drifts from the code says nothing)."""
     assert private_reads() == KNOWN_PRIVATE_READS
+
+
+def test_users_get_a_range_of_textual_and_the_tests_the_version_patchtable_was_tested_on():
+    from ncui.widgets.patchtable import PATCHED_ON
+
+    text = (ROOT / "pyproject.toml").read_text()
+    deps = text.split("dependencies = [", 1)[1].split("]", 1)[0]
+    test_extra = text.split("test = [", 1)[1].split("]", 1)[0]
+    assert re.findall(r'"textual([<>=!~][^"]*)"', deps) == [">=8.2.8,<9"]
+    pins = re.findall(r'"textual==([^"]+)"', test_extra)
+    assert pins == [textual.__version__], "the suite runs on the version the test extra pins"
+    assert textual.__version__ in PATCHED_ON, "a new pin: check PatchTable's internals on it, then list it"
+    assert re.findall(r'"(textual-plotext|pytest-textual-snapshot)==[^"]+"', text) == [
+        "textual-plotext",
+        "pytest-textual-snapshot",
+    ]
+
+
+async def test_patchtable_shows_a_change_patched_or_through_update_cell(monkeypatch):
+    """set_cells on the pinned Textual (its internals) and on any other (the public update_cell): a row in
+    sight shows its new value at once, a row out of sight once it scrolls in."""
+    from textual.app import App
+
+    from ncui.widgets.patchtable import PatchTable
+
+    class TableApp(App):
+        def compose(self):
+            yield PatchTable(id="t")
+
+    for patching in (True, False):
+        monkeypatch.setattr(PatchTable, "patching", patching)
+        app = TableApp()
+        async with app.run_test(size=(40, 10)) as pilot:
+            table = app.query_one(PatchTable)
+            table.add_column("NAME", key="NAME")
+            table.add_column("STATUS", key="STATUS")
+            for i in range(50):
+                table.add_row(f"pod-{i}", "Pending", key=f"pod-{i}")
+            await pilot.pause()
+            table.set_cells("pod-1", {"STATUS": "Running"})
+            table.set_cells("pod-40", {"STATUS": "Failed"})
+            await pilot.pause()
+            shown = app.export_screenshot()
+            assert "Running" in shown and "Failed" not in shown, patching
+            table.move_cursor(row=40, animate=False)
+            await pilot.pause()
+            await pilot.pause()
+            assert "Failed" in app.export_screenshot(), patching
+            assert table.get_cell("pod-40", "STATUS") == "Failed"

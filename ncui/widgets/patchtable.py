@@ -11,23 +11,29 @@ Written against Textual 8.2.8's DataTable internals, the one place left in ncui'
 private attributes (tests/test_textual_api.py lists them): ``_data`` (a cell's value put in place; the only
 public way, ``update_cell``, bumps the update count) and the four render caches (``_cell_render_cache``,
 ``_row_render_cache``, ``_row_renderable_cache``, ``_line_cache``: the entries of the cells changed,
-forgotten). Rows, columns and sizes are read through the public API. The test extra pins Textual exactly, and
-tests/test_app_scale.py checks the behaviour on every run.
+forgotten). Rows, columns and sizes are read through the public API. Users get a range of Textual: under a
+version not in ``PATCHED_ON`` (those the suite has run on; the test extra pins one of them) ``set_cells`` takes
+the public ``update_cell``, every cell in sight drawn anew on a change: slower on a busy table, never stale.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import textual
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 
-__all__ = ["PatchTable"]
+__all__ = ["PatchTable", "PATCHED_ON"]
+
+PATCHED_ON = frozenset({"8.2.8"})  # Textual versions whose DataTable internals set_cells was tested against
 
 
 class PatchTable(DataTable[Any]):
+    patching = textual.__version__ in PATCHED_ON  # else the public update_cell
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._unseen: dict[RowKey, set[ColumnKey]] = {}  # cells changed out of sight: their cached renders are stale
@@ -47,12 +53,14 @@ class PatchTable(DataTable[Any]):
             index = self.get_row_index(key)
         except RowDoesNotExist:
             raise KeyError(row) from None
-        data = self._data.get(key)
-        if data is None:
-            raise KeyError(row)
         columns = {ColumnKey(c) for c in cells}
         if not all(c in self.columns for c in columns):
             raise KeyError(cells)
+        if not self.patching:
+            for column, value in cells.items():
+                self.update_cell(key, ColumnKey(column), value)
+            return
+        data = self._data[key]
         for column, value in cells.items():
             data[ColumnKey(column)] = value
         if self._in_sight(index):
