@@ -144,7 +144,8 @@ class LogLines(ScrollView, can_focus=True):
         """The virtual size to the lines held. Assigning ``virtual_size`` lays out the whole screen (~25 ms a
         batch on a busy screen, while a log grows to its cap): when the log only grows and both scrollbars
         are shown already (``overflow: scroll``; the view's own size is its CSS's), only the scrollbars'
-        extents follow, set on them; anything else (a clear, the first batch) takes the layout."""
+        extents follow, set on them (tests/test_kc_logpane.py: what is drawn is what a layout then draws);
+        anything else (a clear, a batch before the view's first layout) takes the layout."""
         size, old = Size(self._width, len(self._lines)), self.virtual_size
         if size == old:
             return
@@ -226,7 +227,7 @@ class LogLines(ScrollView, can_focus=True):
         self.refresh()
 
 
-__all__ = ["LogPane", "Entry"]
+__all__ = ["Entry", "LogLines", "LogPane", "wrap_lines"]
 
 
 def wrap_lines(lines: list[str], width: int) -> list[str]:
