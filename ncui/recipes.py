@@ -15,7 +15,8 @@ import yaml
 
 from .config import ACCESS_ORIGIN
 from .formatting import COVER_HOURS, plan_sentence, topup_words
-from .money import cost_ucredits, fmt_price, fmt_usd
+from .kube.kinds import spec_gpus
+from .money import CENT, cost_ucredits, fmt_price, fmt_usd
 
 if TYPE_CHECKING:
     from .api import models as m
@@ -214,7 +215,8 @@ def parse_manifests(text: str, name: str = "manifest") -> list[dict[str, Any]]:
 
 
 def gpus_of(docs: Iterable[dict[str, Any]], vendor: str) -> int:
-    """GPUs the documents ask for at once: GPU limits × pods (Job parallelism, Deployment replicas).
+    """GPUs the documents ask for at once: each pod template's ``kinds.spec_gpus`` × pods (Job parallelism,
+    Deployment replicas).
 
     A Deployment held at 0 replicas by a launcher (finance-analyst) counts as one replica: it takes the
     node the tune frees, funded by the same limit price.
@@ -233,13 +235,7 @@ def gpus_of(docs: Iterable[dict[str, Any]], vendor: str) -> int:
             pods, tmpl = 1, {"spec": spec}
         else:
             continue
-        per_pod = 0
-        for c in (tmpl.get("spec") or {}).get("containers") or []:
-            limits = (c.get("resources") or {}).get("limits") or {}
-            for k, v in limits.items():
-                if k.endswith(".com/gpu"):
-                    per_pod += int(str(v))
-        total += pods * per_pod
+        total += pods * spec_gpus(tmpl.get("spec") or {})
     return total
 
 
@@ -399,7 +395,7 @@ def admission_topup(refusal: str, purchases: bool) -> str | None:
     found = _REFUSED.search(refusal)
     if found is None:
         return None
-    have, need = (int(round(float(x.replace(",", "")) * 100)) * 10_000 for x in found.groups())
+    have, need = (int(round(float(x.replace(",", "")) * 100)) * CENT for x in found.groups())
     if need <= have:
         return None
     return f"You have {fmt_usd(have)}; two hours need {fmt_usd(need)}: {topup_words(need - have, purchases)}."

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import history, memory
+from .kube.kinds import spec_gpus
 from .kube.status import owned_by
 from .limits import charged_since
 from .logfollow import parse_loss
@@ -99,18 +100,6 @@ def _release_vm(api: str, cap: m.VmCapacity, auth: str) -> str:
 # ---- Kubernetes --------------------------------------------------------------------------------------
 
 
-def _gpus(pod_spec: dict[str, Any]) -> int:
-    n = 0
-    for c in pod_spec.get("containers") or ():
-        for k, v in ((c.get("resources") or {}).get("limits") or {}).items():
-            if k.endswith(".com/gpu"):
-                try:
-                    n += int(v)
-                except (TypeError, ValueError):
-                    pass
-    return n
-
-
 def pick_job(objs: list[dict[str, Any]], remembered: dict[str, Any] | None) -> dict[str, Any] | None:
     """The job the report is about: the one ncui remembers applying when it is still there, else the newest that
     asks for GPUs (a running one first), else the newest."""
@@ -126,7 +115,7 @@ def pick_job(objs: list[dict[str, Any]], remembered: dict[str, Any] | None) -> d
     def rank(o: dict[str, Any]) -> tuple[bool, bool, str]:
         spec = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
         running = o.get("kind") != "Job" or job_status(o) not in ("Complete", "Failed")
-        return (_gpus(spec) > 0, running, o["metadata"].get("creationTimestamp") or "")
+        return (spec_gpus(spec) > 0, running, o["metadata"].get("creationTimestamp") or "")
 
     return max(objs, key=rank)
 
@@ -171,7 +160,7 @@ def _current_pod(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
 def _job_gpus(obj: dict[str, Any]) -> int:
     """The GPUs the job or deployment asks for: its pod template's × the pods it runs at once."""
     spec = obj.get("spec") or {}
-    per_pod = _gpus((spec.get("template") or {}).get("spec") or {})
+    per_pod = spec_gpus((spec.get("template") or {}).get("spec") or {})
     at_once = spec.get("parallelism") if obj.get("kind") == "Job" else spec.get("replicas")
     return per_pod * max(1, at_once if isinstance(at_once, int) else 1)
 

@@ -2,8 +2,9 @@
 
 - The token is a ``SecretStr`` handed to an ``httpx.Auth``: it is never in a repr, a log line, an
   error message or a local variable of these frames.
-- Idempotent GETs retry network errors, 429 and 5xx with exponential backoff and jitter; PUT and POST
-  never retry (a retried bid or declaration could act twice).
+- Idempotent GETs retry network errors, 429 and 5xx with ncui's one backoff (``backoff.backoff_delay``:
+  exponential from ``backoff`` seconds, capped at ``backoff_cap``, equal jitter); PUT and POST never retry (a
+  retried bid or declaration could act twice).
 - Every failure is one of the typed errors of ``errors.py`` with a sentence a researcher can act on.
 """
 
@@ -24,6 +25,7 @@ import httpx
 from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
 
 from .. import history
+from ..backoff import backoff_delay
 from ..config import Endpoints, token_problem
 from ..money import fmt_price, usd
 from ..textsafe import clean_json
@@ -164,12 +166,13 @@ class NCClient:
         timeout: float = 10.0,
         retries: int = 3,
         backoff: float = 0.25,
+        backoff_cap: float = 4.0,
         transport: httpx.AsyncBaseTransport | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self.endpoints = endpoints
         self._retries = max(0, retries)
-        self._backoff = backoff
+        self._backoff, self._backoff_cap = backoff, backoff_cap
         self._rng = rng or random.Random()
         self.clock = ServiceClock()  # the service's now, off its answers' Date (Backend.now outside the demo)
         # A value that cannot be a bearer token is never sent (httpx would refuse it as a LocalProtocolError,
@@ -226,7 +229,7 @@ class NCClient:
         try:
             for attempt in range(attempts):
                 if attempt:
-                    await asyncio.sleep(self._delay(attempt))
+                    await asyncio.sleep(backoff_delay(attempt, self._backoff, self._backoff_cap, self._rng))
                 request = self._http.build_request(method, url, params=params, json=json_body)
                 try:
                     resp = await self._http.send(request)
@@ -251,10 +254,6 @@ class NCClient:
         finally:
             if method != "GET" and request is not None:
                 history.note("curl", _curl(request), shown or what, ok)
-
-    def _delay(self, attempt: int) -> float:
-        """Exponential backoff with full jitter."""
-        return self._rng.uniform(0, self._backoff * (2 ** (attempt - 1)))
 
     async def _get(self, path: str, model: type[T], *, what: str, params: dict[str, Any] | None = None) -> T:
         resp = await self._send("GET", self._api(path), what=what, params=_clean_params(params))

@@ -15,7 +15,6 @@ No Textual here.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import os
 import shutil
 import signal
@@ -24,6 +23,7 @@ from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
 
 from ..backoff import within
+from ..lines import LineSplitter
 from ..textsafe import clean
 from .runner import _READ, MAX_OUTPUT, CopyFailed, Progress, RemoteError, Result, _failed, _short, _text, drain_bounded
 
@@ -158,21 +158,14 @@ class LocalRunner:
                     err.extend(data[: max(0, 8192 - len(err))])
 
             errs = asyncio.ensure_future(drain_err())
-        decode = codecs.getincrementaldecoder("utf-8")("replace").decode
-        partial = ""
+        split = LineSplitter()
         assert proc.stdout is not None
         try:
             while data := await proc.stdout.read(_READ):
-                text = partial + decode(data)
-                lines = text.split("\n")
-                partial = lines.pop()
-                if lines:
-                    if "\r" in text:
-                        lines = [x[:-1] if x.endswith("\r") else x for x in lines]
+                if lines := split.feed(data):
                     yield lines
-            tail = partial + decode(b"", True)
-            if tail:
-                yield [tail]
+            if tail := split.end():
+                yield tail
             status = await proc.wait()
             if status != 0:
                 if errs is not None:

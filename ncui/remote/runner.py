@@ -22,7 +22,6 @@ what this module puts in its own messages is cleaned here. No Textual here.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import ipaddress
 import os
 import socket
@@ -36,6 +35,7 @@ import asyncssh
 
 from .. import history
 from ..backoff import within
+from ..lines import LineSplitter
 from ..textsafe import clean
 
 __all__ = [
@@ -545,8 +545,7 @@ class SshRunner:
                     err.extend(data[: max(0, 8192 - len(err))])
 
             errs = asyncio.ensure_future(drain_err())
-        decode = codecs.getincrementaldecoder("utf-8")("replace").decode
-        partial = ""
+        split = LineSplitter()
         try:
             while True:
                 try:
@@ -555,16 +554,10 @@ class SshRunner:
                     raise self._dropped(e) from None
                 if not data:
                     break
-                text = partial + decode(data)
-                lines = text.split("\n")
-                partial = lines.pop()
-                if lines:
-                    if "\r" in text:
-                        lines = [x[:-1] if x.endswith("\r") else x for x in lines]
+                if lines := split.feed(data):
                     yield lines
-            tail = partial + decode(b"", True)
-            if tail:
-                yield [tail]
+            if tail := split.end():
+                yield tail
             try:
                 await proc.wait_closed()
             except (asyncssh.DisconnectError, OSError) as e:

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
 from ..formatting import COVER_HOURS, clip_words, fmt_rate, fmt_runway, plan_sentence
-from ..money import fmt_price, fmt_usd
+from ..money import fmt_price, fmt_usd, ucredits_to_dollars
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns, show_text
 from .connect import kube_files_text
@@ -357,6 +357,6 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             points.append((bal.assessed_at, bal.balance_ucredits))
         t0 = points[0][0]
         xs = tuple((p[0] - t0).total_seconds() / 3600 for p in points)
-        ys = tuple(p[1] / 1e6 for p in points)
+        ys = tuple(ucredits_to_dollars(p[1]) for p in points)
         ticks = ((xs[0], xs[-1]), (f"{points[0][0]:%m-%d %H:%M}", f"{points[-1][0]:%H:%M}"))
         chart.set_data(ChartData(series=(Series(xs, ys, "balance $", "green"),), xticks=ticks))

@@ -59,7 +59,7 @@ class Composer(TextArea):
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
         self.send_on_enter = send_on_enter
 
-    async def _on_key(self, event: events.Key) -> None:  # Textual then calls TextArea's own, unless prevented
+    async def on_key(self, event: events.Key) -> None:  # Textual then calls TextArea's own, unless prevented
         if event.key == "enter" and self.send_on_enter:
             event.stop()
             event.prevent_default()
