@@ -20,12 +20,12 @@ from ncui.flows.base import Context
 from ncui.flows.lease import Ceiling, LeaseFlow
 from ncui.flows.limit import Countdown, SpendingLimitFlow
 from ncui.flows.ui import Confirm, Results
-from ncui.flows.wait import until
 from ncui.store import Store
 
 from .apphelp import put_bid
 from .conftest import endpoints_of
 from .scripted_ui import ScriptedUI
+from .waits import until
 
 
 async def _connected(sim, cluster: str, ui: ScriptedUI) -> Context:
@@ -175,12 +175,12 @@ async def test_the_spending_limit_at_100_percent_withdraws_once(sim, monkeypatch
         ui.script.append(answer)
         ctx.store.set("transactions", (await nc.transactions()).transactions)
         assert L.limit_state(ctx.store).level == "reached"
-        assert await until(lambda: sent == [Decimal(0)] and not limit.counting, 20), (sent, ui.asked)
+        await until(lambda: sent == [Decimal(0)] and not limit.counting, 20, "0 sent, the withdrawal done")
         for _ in range(2):  # more updates after it: nothing stands, nothing more is sent or asked
             sim.world.advance(10 * 60)
             ctx.store.set("transactions", (await nc.transactions()).transactions)
             ctx.store.set("bid", await nc.bid("halcyon"))
-        assert await until(lambda: all(t.done() for t in ui.tasks) and not limit.counting, 10)
+        await until(lambda: all(t.done() for t in ui.tasks) and not limit.counting, 10, "the checks done")
         assert [type(q) for q in ui.asked] == [Countdown] and sent == [Decimal(0)]
         assert sim.world.main_org.k8s["halcyon"].bid == 0
         assert ("information", "Spending limit reached: the limit price on halcyon is withdrawn.") in ui.told

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ..kube.kinds import spec_gpus
 from ..money import fmt_price
 from . import fresh
 from .base import Context, Flow
@@ -38,20 +39,6 @@ class CustomJob(Question["R.Plan | None"]):
     """Something else: an image, a command, nodes, a name; ``build`` judges it as typed (the plan, or why not)."""
 
     build: Build
-
-
-def _gpus_asked(pod_spec: dict[str, Any]) -> int:
-    """GPUs a pod spec asks for (limits, else requests), over its containers."""
-    total = 0
-    for c in (pod_spec or {}).get("containers") or []:
-        res = c.get("resources") or {}
-        for k, v in {**(res.get("requests") or {}), **(res.get("limits") or {})}.items():
-            if k.endswith(".com/gpu"):
-                try:
-                    total += int(str(v))
-                except ValueError:
-                    pass
-    return total
 
 
 def idle_gpu_nodes(store: Store) -> int | None:
@@ -93,14 +80,14 @@ def idle_gpu_nodes(store: Store) -> int | None:
         for p in pods.values()
         if not (p.get("spec") or {}).get("nodeName")
         and (p.get("status") or {}).get("phase") == "Pending"
-        and _gpus_asked(p.get("spec") or {})
+        and spec_gpus(p.get("spec") or {})
     )
     for j in jobs.values():
         conds = (j.get("status") or {}).get("conditions") or []
         if (j.get("spec") or {}).get("suspend") and any(
             c.get("type") == "Suspended" and c.get("status") == "True" for c in conds
         ):
-            g = _gpus_asked(((j.get("spec") or {}).get("template") or {}).get("spec") or {})
+            g = spec_gpus(((j.get("spec") or {}).get("template") or {}).get("spec") or {})
             if g:
                 par = int((j.get("spec") or {}).get("parallelism") or 1)
                 waiting += max(1, -(-g * par // gpn)) if gpn else par
