@@ -255,7 +255,7 @@ class NCApp(
             return
         assert self.backend.endpoints is not None
         # every change, as its command (h), dated on the clock the Report dates by (the box's in the demo)
-        self.history = history.History(self.backend.endpoints.api, clock=self.backend.now)
+        self.history = self.backend.history
         history.activate(self.history)
         self.ctx.history = self.history
         self.limit_start()  # the spending limit: loaded with the organization, checked on every update
@@ -437,6 +437,7 @@ class NCApp(
                 alias=alias,
                 ssh_config=box_ssh_config(self) if alias else None,
                 known_hosts=self.backend.known_hosts_file() if self.backend is not None else None,
+                history=self.history,
             )
             made.append(runner)
             return runner
@@ -450,6 +451,7 @@ class NCApp(
                 slurm=slurm,
                 node=node,
                 token_from=self.store.meta.get("token_from"),
+                history=self.history,
             )
         finally:
             for runner in made:

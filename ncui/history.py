@@ -37,7 +37,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast, get_args
+from typing import TYPE_CHECKING, Literal, Protocol, cast, get_args
 
 if TYPE_CHECKING:
     from .kube.client import ApplyResult
@@ -160,6 +160,20 @@ def read_file(path: Path, origin: str | None) -> Read:
         if origin is None or entry.origin == origin:
             entries.append(entry)
     return Read(tuple(entries), tuple(problems), origins)
+
+
+class Recorder(Protocol):
+    """What a client is given to record into (a ``History``; None where nothing is recorded: the lower layers'
+    own tests, ``ncui sim``, the command line's reads). The backend makes the History once it knows the service
+    and hands it to the clients it builds: none of them reaches for a global."""
+
+    def note(self, kind: Kind, command: str, what: str, ok: bool) -> Entry | None:
+        """Record one change as its command, never raising."""
+        ...
+
+    def with_kubeconfig(self, command: str) -> str:
+        """A ``kubectl --context C …`` line as it works when typed (``KUBECONFIG=<C's file>`` first when needed)."""
+        ...
 
 
 class History:
