@@ -12,6 +12,8 @@ type checker alone) is left out. The rules (docs/architecture.md, issue 22):
 - The box (``ncui/sim/**``) never imports ncui's client side, but for the imports listed in ``SIM_TO_CLIENT``
   (today's; issue 23 removes them): a new one fails.
 - No import loop (``../shared/tools/import_cycles.py``'s count, computed here the same way).
+- History is told (issue 22): every client ncui builds is given ``history=``, and no new code calls the history
+  module's transitional global (``HISTORY_GLOBAL_CALLERS``: what the flows move still converts).
 
 The checks are written once over a package's folder (``graph``) and tried first on a small package made for the
 test, so a check that stopped seeing an import fails here rather than passing quietly.
@@ -431,3 +433,45 @@ def test_no_new_caller_of_the_history_global():
         "the history's module global (TRANSITIONAL): give the code the History (a client's history=, a flow's "
         f"self.history) and call its method instead: {sorted(new)}"
     )
+
+
+# Every client ncui builds is given the session's History (``history=``): one built without records nothing, and
+# nothing else would say so. The command line (cli.py) reads and changes nothing: it has no history to give.
+BUILDS_A_CLIENT = {"NCClient", "KubeClient", "from_kubeconfig", "SshRunner", "LocalRunner", "slurm_runner"}
+BUILDS_A_CLIENT |= {"node_runner", "collect"}
+NO_HISTORY = {"ncui/cli.py"}
+
+
+def clients_built_without_history(root: Path) -> list[str]:
+    out = []
+    for f in sorted(root.rglob("*.py")):
+        name = str(f.relative_to(root.parent))
+        if name in NO_HISTORY:
+            continue
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"), str(f))):
+            if not isinstance(node, ast.Call):
+                continue
+            fn = node.func
+            called = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+            if called in BUILDS_A_CLIENT and not any(k.arg in ("history", None) for k in node.keywords):
+                out.append(
+                    f"{name}:{node.lineno} `{ast.unparse(node)[:80]}` builds a client without history=: give it the "
+                    "session's History (a flow's self.history, the backend's), or what it changes is not recorded"
+                )
+    return out
+
+
+def test_every_client_built_is_given_the_history(tmp_path):
+    root = _package(
+        tmp_path,
+        {
+            "a.py": "def f(text, h):\n    KubeClient.from_kubeconfig(text)\n    SshRunner('h', 22, 'u', history=h)\n",
+            "b.py": "async def g(kw):\n    await slurm_runner('c', **kw)\n    LocalRunner()\n",
+        },
+    )
+    assert [x.split(" builds ")[0] for x in clients_built_without_history(root)] == [
+        "pkg/a.py:2 `KubeClient.from_kubeconfig(text)`",
+        "pkg/b.py:3 `LocalRunner()`",
+    ]
+    missing = clients_built_without_history(ROOT)
+    assert missing == [], "\n".join(missing)
