@@ -139,6 +139,27 @@ async def test_the_curl_line_replays_the_request_and_the_file_survives_two_write
     assert b"s3cret" not in path.read_bytes()
 
 
+async def test_the_backend_makes_the_history_and_hands_it_to_its_client(sim, tmp_path):
+    """The backend knows the service: it makes the History (dated on the service's clock) and builds its client
+    with it; what the client sends is recorded there, in the history file of that service alone."""
+    from ncui.backend import Backend
+
+    backend = Backend(endpoints_of(sim), SecretStr(sim.token), timeout=5, clock=sim.world.now)
+    assert backend.history is None  # (not before the endpoints are known)
+    nc = await backend.connect()
+    try:
+        h = backend.history
+        assert h is not None and nc.history is h and h.origin == history.origin_of(sim.api_url)
+        before = sim.world.now()
+        await nc.set_bid(dollars_to_ucredits("7.25"), "halcyon")
+        after = sim.world.now()
+    finally:
+        await backend.close()
+    assert [(e.kind, e.ok) for e in h.session] == [("curl", True)] and "halcyon" in h.session[0].command
+    assert before <= h.session[0].at <= after  # on the box's clock (its scenario's day), not the wall's
+    assert [e.command for e in h.read().entries] == [h.session[0].command]
+
+
 def test_kubectl_lines_name_the_kubeconfig_while_config_has_no_such_context(tmp_path):
     """The context merge declined (or not asked yet): ``kubectl --context halcyon …`` alone finds no context, so
     the history's line is ``KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon …``; once config has it,
