@@ -271,7 +271,7 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
             return
         assert self.backend.endpoints is not None
         # every change, as its command (h), dated on the clock the Report dates by (the box's in the demo)
-        self.history = history.History(self.backend.endpoints.api, clock=self.backend.now)
+        self.history = self.backend.history
         history.activate(self.history)
         self.ctx.history = self.history
         self.limit.start()  # the spending limit: loaded with the organization, checked on every update
@@ -453,6 +453,7 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
                 alias=alias,
                 ssh_config=box_ssh_config(self) if alias else None,
                 known_hosts=self.backend.known_hosts_file() if self.backend is not None else None,
+                history=self.history,
             )
             made.append(runner)
             return runner
@@ -466,6 +467,7 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
                 slurm=slurm,
                 node=node,
                 token_from=self.store.meta.get("token_from"),
+                history=self.history,
             )
         finally:
             for runner in made:

@@ -10,6 +10,11 @@ and whether it worked. People learn the real tools from it, and can do the same 
   applied (``applied``), and Stop the guide's delete commands it stands for (``stopped``); the remote layer
   records what it runs on a node or a login node (``remote.runner.run_noted``) and the first ssh connection;
   the sign-in flow its approval.
+- Told, not reached for: the backend makes the service's History once it knows the endpoints
+  (``Backend.history``) and hands it to the clients it builds; ``NCClient``, ``KubeClient``, ``SshRunner`` and
+  ``LocalRunner`` take it as ``history=`` (a ``Recorder``: ``note`` and ``with_kubeconfig``), and record nothing
+  without one (the lower layers' own tests, ``ncui sim``, the command line's reads). The App and its flows use
+  the same object (``Flow.history``).
 - The token never: a curl names ``$NC_TOKEN``, and ``record`` replaces anything after a ``Bearer`` that is
   not ``$NC_TOKEN`` before it is written (a belt to the braces: nothing builds such a line).
 - Persisted as JSON lines in ``state_dir()/history.jsonl`` (mode 600): each entry one ``write`` on an
@@ -17,8 +22,6 @@ and whether it worked. People learn the real tools from it, and can do the same 
   interleaved. A line that cannot be read (a crash mid-write, an edit by hand) is skipped and said
   (``Read.problems``), never a crash. Entries carry their API origin: each service (and each demo box) has its
   own history in the one file.
-- Process-wide: the app ``activate``s its History once connected; ``note`` records into it, and is a no-op
-  in a process without one (the lower layers' own tests, ``ncui sim``).
 
 Plain Python: no Textual here. Text in an entry may come from a server (object names): the screen and the
 command line pass it through ``textsafe.clean`` before a terminal shows it.
@@ -37,7 +40,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast, get_args
+from typing import TYPE_CHECKING, Literal, Protocol, cast, get_args
 
 if TYPE_CHECKING:
     from .kube.client import ApplyResult
@@ -160,6 +163,20 @@ def read_file(path: Path, origin: str | None) -> Read:
         if origin is None or entry.origin == origin:
             entries.append(entry)
     return Read(tuple(entries), tuple(problems), origins)
+
+
+class Recorder(Protocol):
+    """What a client is given to record into (a ``History``; None where nothing is recorded: the lower layers'
+    own tests, ``ncui sim``, the command line's reads). The backend makes the History once it knows the service
+    and hands it to the clients it builds: none of them reaches for a global."""
+
+    def note(self, kind: Kind, command: str, what: str, ok: bool) -> Entry | None:
+        """Record one change as its command, never raising."""
+        ...
+
+    def with_kubeconfig(self, command: str) -> str:
+        """A ``kubectl --context C …`` line as it works when typed (``KUBECONFIG=<C's file>`` first when needed)."""
+        ...
 
 
 class History:
@@ -302,8 +319,12 @@ class History:
                 self.note("kubectl", command, what, not bad)
 
 
-# ---- the process's history (TRANSITIONAL: issue 22 removes this global; the clients and flows are given the
-# History and call its methods) ----------------------------------------------------------------------
+# ---- the process's history: TRANSITIONAL (issue 22 removes this global) ---------------------------------------
+# No client uses it: api/, kube/, remote/, report.py and the chat are given the History (``Recorder``). What still
+# calls these wrappers are the App's mixins the flows move is converting (ncui/app.py: activate, active, note;
+# screens/flows.py: with_kubeconfig, applied; screens/lifecycle.py: with_kubeconfig, stopped, applied_step;
+# screens/connect.py: kubeconfig_for; screens/slurm.py: note); tests/test_layers.py fails a new caller. Once none
+# is left, delete ``_active`` and every function down to ``with_kubeconfig_of`` (and their ``__all__`` names).
 
 _active: History | None = None
 

@@ -132,9 +132,11 @@ async def test_no_leaves_the_config_alone_and_is_remembered(sim, tmp_path):
         # Account: how to use the file instead (the guide's manual path)
         await until(pilot, lambda: "not in config: export KUBECONFIG=↑" in screen_text(app))
         # the history's kubectl lines then name the file: kubectl --context halcyon alone finds no such context
-        from ncui import history
+        from ncui.history import kubectl_command
 
-        line = history.note("kubectl", history.kubectl_command("halcyon", "get", "pods"), "a read", True).command
+        assert app.history is not None
+        noted = app.history.note("kubectl", kubectl_command("halcyon", "get", "pods"), "a read", True)
+        line = noted.command if noted is not None else ""
         assert line == f"KUBECONFIG={app.store.value('kube_files').file} kubectl --context halcyon get pods"
         # and so do the commands a question shows: the apply question's way to stop it works as typed
         await to_apply_question(pilot, app, sim)

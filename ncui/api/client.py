@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
 
-from .. import history
 from ..backoff import backoff_delay
 from ..config import Endpoints, token_problem
+from ..history import Recorder, curl_command
 from ..money import fmt_price, usd
 from ..textsafe import clean_json
 from . import models as m
@@ -169,8 +169,10 @@ class NCClient:
         backoff_cap: float = 4.0,
         transport: httpx.AsyncBaseTransport | None = None,
         rng: random.Random | None = None,
+        history: Recorder | None = None,
     ) -> None:
         self.endpoints = endpoints
+        self.history = history  # where each write is recorded as its curl (the backend's History; None: nowhere)
         self._retries = max(0, retries)
         self._backoff, self._backoff_cap = backoff, backoff_cap
         self._rng = rng or random.Random()
@@ -252,8 +254,8 @@ class NCClient:
             assert last is not None
             raise last
         finally:
-            if method != "GET" and request is not None:
-                history.note("curl", _curl(request), shown or what, ok)
+            if method != "GET" and request is not None and self.history is not None:
+                self.history.note("curl", _curl(request), shown or what, ok)
 
     async def _get(self, path: str, model: type[T], *, what: str, params: dict[str, Any] | None = None) -> T:
         resp = await self._send("GET", self._api(path), what=what, params=_clean_params(params))
@@ -454,9 +456,7 @@ def _curl(request: httpx.Request) -> str:
     """The one function that turns a request into its curl: the method, the URL and the body as they were
     sent (so the history cannot drift from the wire). Of its headers only Content-Type is read (the token is
     one of them)."""
-    return history.curl_command(
-        request.method, str(request.url), request.content, request.headers.get("content-type", "")
-    )
+    return curl_command(request.method, str(request.url), request.content, request.headers.get("content-type", ""))
 
 
 def _parse(resp: httpx.Response, model: type[T], what: str) -> T:

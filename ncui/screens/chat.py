@@ -265,7 +265,7 @@ class ChatScreen(ModalScreen[None]):
         t.append(
             "\n\nThe guide's curl (Ctrl+T copies it; without stream, it prints one JSON answer):\n\n", style="bold"
         )
-        t.append(curl_command(self.ep, body, self.context))
+        t.append(curl_command(self.ep, body, self.context, cast("NCApp", self.app).history))
         return title, t
 
     def action_request(self) -> None:
@@ -276,7 +276,7 @@ class ChatScreen(ModalScreen[None]):
         body = self.last_body or request_body(
             self.ep, self.turns, self.query_one("#composer", Composer).text.strip("\n") or "…"
         )
-        cmd = curl_command(self.ep, body, self.context)
+        cmd = curl_command(self.ep, body, self.context, cast("NCApp", self.app).history)
         self.app.copy_to_clipboard(cmd)
         self.notify(
             "The guide's port-forward and curl are copied (where the terminal allows: Ctrl+R shows them to copy by "

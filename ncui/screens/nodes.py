@@ -240,7 +240,15 @@ class NodeSessions:
             return bool(answer)
 
         keys = list(setup.identities) if setup is not None and setup.identities else None
-        r = SshRunner(node.host or "", node.port, node.user, known_hosts=known, confirm_host_key=ask, client_keys=keys)
+        r = SshRunner(
+            node.host or "",
+            node.port,
+            node.user,
+            known_hosts=known,
+            confirm_host_key=ask,
+            client_keys=keys,
+            history=backend.history if backend is not None else None,
+        )
         self.runners[node.id] = (node, r)
         return r
 

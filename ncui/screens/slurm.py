@@ -229,6 +229,7 @@ class SlurmFlowsMixin(_AppBase):
                         known_hosts=self.backend.known_hosts_file() if self.backend is not None else known_hosts_path(),
                         confirm_host_key=self._slurm_host_key,
                         login_node=self.slurm_login_node,
+                        history=self.backend.history if self.backend is not None else None,
                     )
             if st.stopped:  # the cluster changed while it was made
                 await st.runner.close()
