@@ -34,7 +34,9 @@ class ScriptedUI:
 
         self.tasks.append(asyncio.ensure_future(asked()))
 
-    def notify(self, message: str, *, severity: Severity = "information", timeout: float | None = None) -> None:
+    def notify(
+        self, message: str, *, severity: Severity = "information", timeout: float | None = None, title: str = ""
+    ) -> None:
         self.told.append((severity, message))
 
     def start(

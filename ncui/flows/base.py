@@ -71,8 +71,10 @@ class Flow:
         ``KUBECONFIG=<C's file>`` while ~/.kube/config has no context for C)."""
         return self.ctx.history.with_kubeconfigs(text) if self.ctx.history is not None else text
 
-    def notify(self, message: str, *, severity: Severity = "information", timeout: float | None = None) -> None:
-        self.ctx.ui.notify(message, severity=severity, timeout=timeout)
+    def notify(
+        self, message: str, *, severity: Severity = "information", timeout: float | None = None, title: str = ""
+    ) -> None:
+        self.ctx.ui.notify(message, severity=severity, timeout=timeout, title=title)
 
     async def fresh_figures(self, names: tuple[str, ...], declined: str) -> Snapshot | None:
         return await fresh.figures(self.ctx, names, declined)

@@ -73,8 +73,10 @@ class UI(Protocol):
         """Show ``question`` without waiting; ``then(answer)`` once it is answered (from a key handler)."""
         ...
 
-    def notify(self, message: str, *, severity: Severity = "information", timeout: float | None = None) -> None:
-        """A toast (sanitised by the UI: server text may ride in it)."""
+    def notify(
+        self, message: str, *, severity: Severity = "information", timeout: float | None = None, title: str = ""
+    ) -> None:
+        """A toast (sanitised by the UI: server text may ride in it), with a ``title`` line when given."""
         ...
 
     def start(

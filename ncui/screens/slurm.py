@@ -214,6 +214,11 @@ class SlurmFlowsMixin(_AppBase):
         env = os.environ.get(SSH_CONFIG_ENV, "")
         return Path(env) if env else None
 
+    async def slurm_runner_for(self, name: str) -> Runner | None:
+        """The login node's runner when ``name`` is the active Slurm cluster (the report reads its queue)."""
+        st = self._slurm
+        return await self._slurm_runner(st) if st is not None and st.ref.name == name else None
+
     async def _slurm_runner(self, st: _State) -> Runner:
         async with st.lock:
             if st.runner is None:

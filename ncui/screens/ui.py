@@ -83,8 +83,10 @@ class ScreenUI:
         done: Callable[[Any], None] | None = None if then is None else (lambda answer: None if then(answer) else None)
         self.app.push_screen(modal(question), done)
 
-    def notify(self, message: str, *, severity: Severity = "information", timeout: float | None = None) -> None:
-        self.app.notify(message, severity=severity, timeout=timeout)  # (NCApp.notify sanitises: one belt)
+    def notify(
+        self, message: str, *, severity: Severity = "information", timeout: float | None = None, title: str = ""
+    ) -> None:
+        self.app.notify(message, title=title, severity=severity, timeout=timeout)  # (NCApp.notify sanitises: one belt)
 
     def start(
         self,
@@ -106,3 +108,29 @@ class ScreenUI:
 
     def bell(self) -> None:
         self.app.bell()
+
+
+# ---- VmFlow (ncui/flows/vm.py) ------------------------------------------------------------------------------
+
+from ..flows.vm import AskCeiling, AskGpus, PickKey  # noqa: E402  (registered beside their modals, one block a flow)
+
+
+@modal_for(PickKey)
+def _pick_key(q: PickKey) -> ModalScreen[Any]:
+    from .vmflows import KeyPickModal
+
+    return KeyPickModal(list(q.keys), set(q.registered))
+
+
+@modal_for(AskGpus)
+def _ask_gpus(q: AskGpus) -> ModalScreen[Any]:
+    from .vmflows import GpusModal
+
+    return GpusModal(q.context, q.gpus_per_node, q.prefill)
+
+
+@modal_for(AskCeiling)
+def _ask_ceiling(q: AskCeiling) -> ModalScreen[Any]:
+    from .modals import CeilingModal
+
+    return CeilingModal(q.title, q.body, q.judge, q.standing)

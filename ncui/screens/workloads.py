@@ -572,7 +572,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
 
     def _resumed(self, pods: dict[str, Any]) -> str | None:
         """The pod of the job ncui remembers on this cluster (a restart resumes watching it), running first."""
-        job = self.ncapp.remembered_job()
+        job = self.ncapp.recall.remembered_job()
         obj = (job or {}).get("object")
         if not obj:
             return None
@@ -703,7 +703,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
             from ..logfollow import entry_text
 
             self._chart()
-            self.ncapp.remember_loss_lines(pod, [entry_text(e) for e in entries])
+            self.ncapp.recall.remember_loss_lines(pod, [entry_text(e) for e in entries])
 
         follower = log_follower(kube, pod, self.container, pane, self._losses, on_losses, previous=self.previous)
         self.follower = follower
