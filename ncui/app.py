@@ -24,17 +24,17 @@ from . import history
 from .api.errors import NCError
 from .backend import Backend
 from .flows.base import Context
+from .flows.lifecycle import LifecycleFlow
 from .flows.recall import RecallFlow
+from .flows.slurm import SlurmFlow
 from .flows.vm import VmFlow
 from .screens.account import AccountView
 from .screens.base import View
 from .screens.connect import ConnectMixin
-from .screens.flows import FlowsMixin
+from .screens.flows import FlowsMixin, market_price
 from .screens.keyhold import KeyHoldMixin
-from .screens.lifecycle import LifecycleMixin
 from .screens.limitguard import LimitGuardMixin
 from .screens.modals import ConfirmModal, HelpModal
-from .screens.slurm import SlurmFlowsMixin
 from .screens.ui import ScreenUI
 from .screens.vmflows import VmFlowsMixin
 from .store import Slice, Store
@@ -43,11 +43,13 @@ from .widgets.header import StatusHeader
 from .widgets.navbar import NavBar
 
 if TYPE_CHECKING:
+    from . import recipes as R
     from .api import models as m
     from .backoff import RetryLoop
     from .kube.client import KubeClient
     from .kube.gate import SignInGate
     from .kube.session import SigninResult
+    from .lifecycle import Obj
     from .meters import Meter
     from .pollers import Pollers
     from .screens.connect import Handoff
@@ -104,9 +106,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(
-    KeyHoldMixin, ConnectMixin, LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]
-):
+class NCApp(KeyHoldMixin, ConnectMixin, LimitGuardMixin, FlowsMixin, VmFlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     SUSPENDED_SCREEN_CLASS = "-suspended"  # a screen beneath another (its toasts hidden: app.tcss)
     TITLE = "ncui"
@@ -158,11 +158,22 @@ class NCApp(
         self.recall = RecallFlow(
             self.ctx,
             kube_signed_in=self.kube_signed_in,
-            slurm_runner=self.slurm_runner_for,
+            slurm_runner=lambda name: self.slurm.runner_for(name),  # (self.slurm: built below)
             node_sessions=self.vm_sessions,
             box_ssh_config=partial(_box_ssh_config, self.ctx),
         )
+        self.lifecycle = LifecycleFlow(
+            self.ctx,
+            kube_client=self.kube_client,
+            kube_in_use=lambda: (self._kube, self._kube_for),
+            client=self._client,
+            start_apply=self.start_apply,
+            applied_select=self.applied_select,
+            cover=self._cover,
+            market_price=market_price,
+        )
         self.vm = VmFlow(self.ctx, client=self._client, copy_off=self.vm_copy_off, node_sessions=self.vm_sessions)
+        self.slurm = SlurmFlow(self.ctx, remember_job=self.recall.remember_job)
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -188,7 +199,8 @@ class NCApp(
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self._on_standing, interested=False))
         self._catch_signals()
         self.handoff_watch()  # --recipe: chosen on Recipes once the catalog is read (after the cluster: above)
-        self.lifecycle_start()  # a defective tune, a serve on the previous model, the load test's end: said at once
+        # a defective tune, a serve on the previous model, the load test's end: said at once
+        self._unsubs.append(self.lifecycle.watch())
         if self.store.meta.get("token_warning"):  # also a line on Account until it is fixed
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)
@@ -285,7 +297,7 @@ class NCApp(
             history.activate(None)
         self.stop_watchers()
         await self.vm_sessions_close()  # the nodes' ssh connections
-        await self.slurm_close()
+        await self.slurm.close()
         if self.pollers is not None:
             await self.pollers.stop()
         if self._kube is not None:
@@ -346,7 +358,7 @@ class NCApp(
         self._kube_for = None
         if self.pollers is not None:
             self.pollers.refresh(*CLUSTER_SLICES)
-        self.slurm_cluster(ref)  # a Slurm cluster's sign-in check and queue (screens/slurm.py)
+        self.slurm.cluster(ref)  # a Slurm cluster's sign-in check and queue (flows/slurm.py)
         if ref is not None and old is not None:
             self.notify(f"Active cluster: {ref.name} ({ref.kind})")
 
@@ -363,6 +375,20 @@ class NCApp(
 
     def _state_notices(self) -> None:  # TRANSITIONAL: screens/limitguard.py
         self.recall.state_notices()
+
+    async def before_apply(self, plan: R.Plan) -> R.Plan | None:  # TRANSITIONAL: screens/flows.py (the apply)
+        return await self.lifecycle.before_apply(plan)
+
+    async def stop_plan(self, kube: KubeClient, recipe: m.Recipe) -> tuple[list[Obj], list[str]]:  # TRANSITIONAL
+        return await self.lifecycle.stop_plan(kube, recipe)  # (screens/limitguard.py: the limit's stop)
+
+    async def stop_objects(  # TRANSITIONAL: screens/limitguard.py (the limit's stop)
+        self, kube: KubeClient, recipe: m.Recipe, objs: list[Obj], cmds: list[str]
+    ) -> bool:
+        return await self.lifecycle.stop_objects(kube, recipe, objs, cmds)
+
+    def _recipe(self, name: str) -> m.Recipe:  # TRANSITIONAL: screens/limitguard.py
+        return self.lifecycle.recipe(name)
 
     async def kube_signed_in(self, name: str | None = None) -> KubeClient | None:
         """The client for cluster ``name`` (the active one) when it needs no sign-in question: the one connected,

@@ -110,6 +110,16 @@ class Obj:
         return f"{KINDS[self.plural].kind.lower()}/{self.name}"
 
 
+def stop_list(objs: Iterable[Obj]) -> str:
+    """``job/nanogpt (Running), service/infera``: what Stop deletes, as its question lists it."""
+    return ", ".join(o.ref + (f" ({o.state})" if o.state else "") for o in objs)
+
+
+def stays(recipe: str) -> str:
+    """What stays when ``recipe`` is stopped (the shared volume's contents, staged weights, a tuned model)."""
+    return STAYS.get(recipe, "What it wrote to the shared volume stays there.")
+
+
 def _plural(kind: str) -> str | None:
     return next((p for p, k in KINDS.items() if k.kind == kind), None)
 

@@ -22,9 +22,9 @@ from textual.widgets import Button, Checkbox, Static
 
 from .. import limits as L
 from ..api.errors import NCError
+from ..lifecycle import stays, stop_list
 from ..limits import LIMIT_SLICE, limit_state
 from ..money import fmt_price, fmt_usd, parse_dollars
-from .lifecycle import stays, stop_list
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
