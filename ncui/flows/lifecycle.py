@@ -167,6 +167,25 @@ class LifecycleFlow(Flow):
 
     # ---- stop: everything a recipe created, after one question -------------------------------------
 
+    async def _read_step(
+        self, recipe: m.Recipe, stem: str, *, ready: bool = True
+    ) -> tuple[NCClient, m.K8sCluster, R.PlanStep] | None:
+        """``recipe``'s file ``stem`` read from the catalog for the active cluster, with the client and the cluster
+        it was read for; None (said) while they are still loading (or not ``ready``), or when it cannot be read."""
+        from .. import recipes as R
+
+        info = self.store.value("cluster")
+        step = next((s for s in recipe.steps if s.stem == stem), None)
+        nc = self.client()
+        if info is None or not ready or step is None or nc is None:
+            self.notify("The catalog and the cluster are still loading; try again in a moment.")
+            return None
+        try:
+            return nc, info, await R.fetch_step(nc, step, info)
+        except (NCError, ValueError) as e:
+            self.notify(f"Could not read {step.file}: {e}", severity="error", timeout=10)
+            return None
+
     def recipe(self, name: str) -> m.Recipe:
         """The catalog's recipe ``name``."""
         from ..api import models as m
@@ -411,22 +430,15 @@ class LifecycleFlow(Flow):
         from .. import recipes as R
         from ..kube.status import job_status
 
-        info, jobs = self.store.value("cluster"), self.store.value("k8s_jobs") or {}
-        old = jobs.get(L.TUNE_JOB)
+        old = (self.store.value("k8s_jobs") or {}).get(L.TUNE_JOB)
         recipe = self.recipe("finance-analyst")
-        step = next((s for s in recipe.steps if s.stem == L.TUNE_JOB), None)
         if old is None:
             self.notify("T tunes again once Post-train's tune Job has run: apply Post-train on Recipes (3).", timeout=8)
             return
-        nc = self.client()
-        if info is None or step is None or nc is None:
-            self.notify("The catalog and the cluster are still loading; try again in a moment.")
+        read = await self._read_step(recipe, L.TUNE_JOB)
+        if read is None:
             return
-        try:
-            tune = await R.fetch_step(nc, step, info)
-        except (NCError, ValueError) as e:
-            self.notify(f"Could not read {step.file}: {e}", severity="error", timeout=10)
-            return
+        nc, info, tune = read
         deps = self.store.value("k8s_deployments") or {}
         serving = int(((deps.get(L.TUNE_SERVE) or {}).get("spec") or {}).get("replicas") or 0) > 0
         summary = (
@@ -541,12 +553,7 @@ class LifecycleFlow(Flow):
         from ..kube.client import KubeError
 
         st = self.store
-        deps, jobs, info, ref = (
-            st.value("k8s_deployments") or {},
-            st.value("k8s_jobs") or {},
-            st.value("cluster"),
-            st.meta.get("cluster"),
-        )
+        deps, jobs, ref = st.value("k8s_deployments") or {}, st.value("k8s_jobs") or {}, st.meta.get("cluster")
         if not L.serve_ready(deps, "infera"):
             self.notify("The load test runs against Kimi K3 once its router and worker read READY 1/1.", timeout=6)
             return
@@ -554,17 +561,10 @@ class LifecycleFlow(Flow):
         if why:
             self.notify(why, timeout=8)
             return
-        recipe = self.recipe("kimi-k3")
-        step = next((s for s in recipe.steps if s.stem == L.LOADTEST_JOB), None)
-        nc = self.client()
-        if info is None or ref is None or step is None or nc is None:
-            self.notify("The catalog and the cluster are still loading; try again in a moment.")
+        read = await self._read_step(self.recipe("kimi-k3"), L.LOADTEST_JOB, ready=ref is not None)
+        if read is None or ref is None:
             return
-        try:
-            test = await R.fetch_step(nc, step, info)
-        except (NCError, ValueError) as e:
-            self.notify(f"Could not read {step.file}: {e}", severity="error", timeout=10)
-            return
+        _, info, test = read
         if R.gpus_of(test.docs, info.gpu_vendor):  # (the catalog's runs on the CPU worker: this never spends)
             self.notify(f"{test.file} asks for GPUs: ncui runs it only through Recipes (3).", severity="error")
             return

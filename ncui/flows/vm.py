@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 MAX_CONFLICTS = 3  # version races in a row before ncui stops asking and says so
 BALANCE = ("balance",)  # the figure a declare judges, read for its question
+DECLINED = "Nothing was declared."
 
 
 # ---- the questions ----------------------------------------------------------------------------------------
@@ -190,11 +191,12 @@ class VmFlow(Flow):
             )
         )
         if gpus is None:
-            self.notify("Nothing was declared.")
+            self.notify(DECLINED)
             return
-        snap = await self.fresh_figures(BALANCE, "Nothing was declared.")  # read for this question
-        if snap is None:
+        read = await self.fresh_figures(BALANCE, DECLINED)  # read for this question
+        if read is None:
             return
+        snap: Snapshot = read
         summary = self.store.value("summary")
         balance = snap.value("balance").balance_ucredits
         purchases = bool(summary and summary.purchases)
@@ -229,54 +231,35 @@ class VmFlow(Flow):
             )
         )
         if price is None:
-            self.notify("Nothing was declared.")
+            self.notify(DECLINED)
             return
 
         def still(before: Snapshot, now: Snapshot) -> tuple[list[str], str | None]:
             check = R.money_check(gpus, price, now.value("balance").balance_ucredits, purchases)
             return fresh.changes(before, now, ref.name), None if check.ok else check.sentence
 
-        for _ in range(MAX_CONFLICTS):
+        async def ask(cap: m.VmCapacity) -> tuple[int, int] | None:
+            nonlocal snap
 
-            def body(_now: Snapshot, version: int = cap.version) -> str:
-                return declare_question(ref.name, gpus, gpn, price, version, self.store.value("ssh_keys") == ())
+            def body(_now: Snapshot) -> str:
+                return declare_question(ref.name, gpus, gpn, price, cap.version, self.store.value("ssh_keys") == ())
 
             asked = await self.confirm_fresh(
-                snap,
-                BALANCE,
-                "Declare VM capacity?",
-                body,
-                still,
-                yes="Declare",
-                no="Cancel",
-                declined="Nothing was declared.",
+                snap, BALANCE, "Declare VM capacity?", body, still, yes="Declare", no="Cancel", declined=DECLINED
             )
             if asked is None:
-                return
+                return None
             snap = asked
-            try:
-                new = await nc.set_vm_capacity(gpus, price, cap.version)
-            except VersionConflict:
-                again = await self._after_race(nc, cap, "Nothing was declared")
-                if again is None:
-                    return
-                cap = again
-                continue
-            except BidTooLow as e:
-                await self.ui.ask(Results("The price is under the market's floor", str(e)))
-                return
-            except NCError as e:
-                await self.ui.ask(Results("Nothing was declared", str(e)))
-                return
-            self.store.set("vm_capacity", new)
-            self.notify(
-                f"Declared {gpus} GPUs at up to {fmt_price(price)} on {ref.name}: nodes come as the market "
-                "clears (Lease shows them).",
-                timeout=10,
-            )
-            self._refresh("vm_capacity", "balance")
+            return gpus, price
+
+        if await self._ask_and_put(nc, cap, ask, "Nothing was declared") is None:
             return
-        await self._raced("Nothing was declared")
+        self.notify(
+            f"Declared {gpus} GPUs at up to {fmt_price(price)} on {ref.name}: nodes come as the market "
+            "clears (Lease shows them).",
+            timeout=10,
+        )
+        self._refresh("vm_capacity", "balance")
 
     # ---- release ------------------------------------------------------------------------------------------
 
@@ -288,11 +271,14 @@ class VmFlow(Flow):
             return
         nc, ref, cap = opened
         await self.copy_off(cap)  # the disks die with the release: offered first, never required
-        for _ in range(MAX_CONFLICTS):
+        live: list[m.Allocation] = []
+
+        async def ask(cap: m.VmCapacity) -> tuple[int, int] | None:
+            nonlocal live
             live = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
             if not cap.max_gpus and not live:
                 self.notify("No VM capacity is declared: nothing to release.")
-                return
+                return None
             nodes = ", ".join(f"{a.id} ({a.public_ip or a.state})" for a in live) or "none yet"
             if not await self.ui.ask(
                 Confirm(
@@ -306,25 +292,15 @@ class VmFlow(Flow):
                 )
             ):
                 self.notify("Nothing was released.")
-                return
-            try:
-                new = await nc.set_vm_capacity(0, cap.max_price_per_gpu_hour, cap.version)
-            except VersionConflict:
-                again = await self._after_race(nc, cap, "Nothing was released")
-                if again is None:
-                    return
-                cap = again
-                continue
-            except NCError as e:
-                await self.ui.ask(Results("Nothing was released", str(e)))
-                return
-            self.store.set("vm_capacity", new)
-            for a in live:  # their connections and followers go with them
-                await self.node_sessions().forget(a.id)
-            self.notify(f"Released {ref.name}: billing stops; its nodes are gone.", timeout=10)
-            self._refresh("vm_capacity", "balance")
+                return None
+            return 0, cap.max_price_per_gpu_hour
+
+        if await self._ask_and_put(nc, cap, ask, "Nothing was released") is None:
             return
-        await self._raced("Nothing was released")
+        for a in live:  # their connections and followers go with them
+            await self.node_sessions().forget(a.id)
+        self.notify(f"Released {ref.name}: billing stops; its nodes are gone.", timeout=10)
+        self._refresh("vm_capacity", "balance")
 
     # ---- the common steps -------------------------------------------------------------------------------
 
@@ -340,6 +316,43 @@ class VmFlow(Flow):
             await self.ui.ask(Results("Cannot read the VM capacity", str(e)))
             return None
         return nc, ref, cap
+
+    async def _ask_and_put(
+        self,
+        nc: NCClient,
+        cap: m.VmCapacity,
+        ask: Callable[[m.VmCapacity], Awaitable[tuple[int, int] | None]],
+        nothing: str,
+    ) -> m.VmCapacity | None:
+        """Ask against ``cap`` (``ask``: the GPUs and price to send, or None when the human said no, said), send
+        them with its version; after a version race, say what changed and ask again against what stands, up to
+        ``MAX_CONFLICTS`` times. What stands after the PUT (in the store), or None when nothing was sent."""
+        for _ in range(MAX_CONFLICTS):
+            sent = await ask(cap)
+            if sent is None:
+                return None
+            new, again = await self._put(nc, cap, *sent, nothing)
+            if again is None:
+                if new is not None:
+                    self.store.set("vm_capacity", new)
+                return new
+            cap = again
+        await self._raced(nothing)
+        return None
+
+    async def _put(
+        self, nc: NCClient, cap: m.VmCapacity, gpus: int, price: int, nothing: str
+    ) -> tuple[m.VmCapacity | None, m.VmCapacity | None]:
+        """Send ``gpus`` at ``price`` with ``cap``'s version: (what stands now, None) when it was taken; (None, the
+        capacity read again) after a version race, to ask again against; (None, None) when refused (said)."""
+        try:
+            return await nc.set_vm_capacity(gpus, price, cap.version), None
+        except VersionConflict:
+            return None, await self._after_race(nc, cap, nothing)
+        except NCError as e:
+            floor = isinstance(e, BidTooLow) and gpus > 0  # (a declare under the floor; a release sends 0 GPUs)
+            await self.ui.ask(Results("The price is under the market's floor" if floor else nothing, str(e)))
+            return None, None
 
     async def _after_race(self, nc: NCClient, cap: m.VmCapacity, nothing: str) -> m.VmCapacity | None:
         """A 409: read the capacity again and say what the other writer changed (nothing of ours was sent
@@ -361,6 +374,7 @@ class VmFlow(Flow):
         return again
 
     async def _raced(self, nothing: str) -> None:
+        """The capacity changed ``MAX_CONFLICTS`` times while the human was asked: said, nothing sent."""
         await self.ui.ask(
             Results(
                 nothing,
