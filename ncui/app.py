@@ -23,18 +23,20 @@ from textual.worker import Worker, WorkerState
 from . import history
 from .api.errors import NCError
 from .backend import Backend
-from .flows.apply import ApplyFlow
+from .flows.apply import ApplyFlow, market_price
 from .flows.base import Context
 from .flows.lease import LeaseFlow
+from .flows.lifecycle import LifecycleFlow
 from .flows.limit import SpendingLimitFlow
+from .flows.recall import RecallFlow
+from .flows.slurm import SlurmFlow
+from .flows.vm import VmFlow
 from .screens.account import AccountView
 from .screens.base import View
 from .screens.connect import ConnectMixin
 from .screens.flows import FlowsMixin
 from .screens.keyhold import KeyHoldMixin
-from .screens.lifecycle import LifecycleMixin
 from .screens.modals import HelpModal
-from .screens.slurm import SlurmFlowsMixin
 from .screens.ui import ScreenUI
 from .screens.vmflows import VmFlowsMixin
 from .store import Slice, Store
@@ -85,6 +87,12 @@ def view_class(name: str) -> type[View]:
     return view
 
 
+def _box_ssh_config(ctx: Context) -> Path | None:
+    from .screens.research import box_ssh_config  # (the nodes' module: imported when a report reads a node)
+
+    return box_ssh_config(ctx)
+
+
 SIGNED_IN = "sign in: kubectl prints the link, you approve it in a browser, then it signs in silently"
 
 CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity", "ssh_keys")
@@ -97,7 +105,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
+class NCApp(KeyHoldMixin, ConnectMixin, FlowsMixin, VmFlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     SUSPENDED_SCREEN_CLASS = "-suspended"  # a screen beneath another (its toasts hidden: app.tcss)
     TITLE = "ncui"
@@ -144,26 +152,43 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
         self._watchers: list[RetryLoop] = []
         self._endpoint_checked = 0.0  # when the cluster's kubeconfig was last read again (time.monotonic())
         self.history: history.History | None = None  # this service's, once connected
-        self._losses_kept = 0  # first loss lines remembered for the remembered job (memory.FIRST_LINES at most)
         # what every flow is given (ncui/flows/base.py): its history and pollers are set once connected
         self.ctx = Context(backend, self.store, ScreenUI(self))
-        # the flows (ncui/flows/), each given what it calls
-        self.lease = LeaseFlow(self.ctx, remember=self.remember, exit=self._quit)
+        # the flows (ncui/flows/), each given what it calls; apply and lifecycle call each other (one binds late)
+        self.recall = RecallFlow(
+            self.ctx,
+            kube_signed_in=self.kube_signed_in,
+            slurm_runner=lambda name: self.slurm.runner_for(name),  # (self.slurm: built below)
+            node_sessions=self.vm_sessions,
+            box_ssh_config=partial(_box_ssh_config, self.ctx),
+        )
+        self.lease = LeaseFlow(self.ctx, remember=self.recall.remember, exit=self._quit)
+        self.lifecycle = LifecycleFlow(
+            self.ctx,
+            kube_client=self.kube_client,
+            kube_in_use=lambda: (self._kube, self._kube_for),
+            start_apply=lambda plan: self.apply.start(plan),  # (self.apply: built below)
+            applied_select=lambda docs: self.apply.applied_select(docs),
+            cover=lambda *a: self.apply.cover(*a),
+            market_price=market_price,
+        )
         self.limit = SpendingLimitFlow(
             self.ctx,
             kube_signed_in=self.kube_signed_in,
-            stop_plan=self.stop_plan,
-            stop_objects=self.stop_objects,
-            recipe=self._recipe,
-            state_notices=self._state_notices,
+            stop_plan=self.lifecycle.stop_plan,
+            stop_objects=self.lifecycle.stop_objects,
+            recipe=self.lifecycle.recipe,
+            state_notices=self.recall.state_notices,
         )
         self.apply = ApplyFlow(
             self.ctx,
             lease=self.lease,
             kube_client=self.kube_client,
-            before_apply=self.before_apply,
-            remember_job=self.remember_job,
+            before_apply=self.lifecycle.before_apply,
+            remember_job=self.recall.remember_job,
         )
+        self.vm = VmFlow(self.ctx, copy_off=self.vm_copy_off, node_sessions=self.vm_sessions)
+        self.slurm = SlurmFlow(self.ctx, remember_job=self.recall.remember_job)
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -189,7 +214,8 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self.lease.on_standing, interested=False))
         self._catch_signals()
         self.handoff_watch()  # --recipe: chosen on Recipes once the catalog is read (after the cluster: above)
-        self.lifecycle_start()  # a defective tune, a serve on the previous model, the load test's end: said at once
+        # a defective tune, a serve on the previous model, the load test's end: said at once
+        self._unsubs.append(self.lifecycle.watch())
         if self.store.meta.get("token_warning"):  # also a line on Account until it is fixed
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)
@@ -275,7 +301,7 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
         history.activate(self.history)
         self.ctx.history = self.history
         self.limit.start()  # the spending limit: loaded with the organization, checked on every update
-        self._state_notices()
+        self.recall.state_notices()
         self.pollers = self.ctx.pollers = self.backend.pollers(self.store)
         self.pollers.start()
 
@@ -286,7 +312,7 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
             history.activate(None)
         self.stop_watchers()
         await self.vm_sessions_close()  # the nodes' ssh connections
-        await self.slurm_close()
+        await self.slurm.close()
         if self.pollers is not None:
             await self.pollers.stop()
         if self._kube is not None:
@@ -321,7 +347,7 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
         active = self.store.meta.get("cluster")
         names = [c.name for c in who.clusters]
         if active is None or active.name not in names:
-            last = self.remembered().get("active_cluster")  # the cluster of the last session, resumed
+            last = self.recall.remembered().get("active_cluster")  # the cluster of the last session, resumed
             first = (
                 self.handoff_cluster(who)  # --cluster / --recipe first, then the last session's
                 or next((c for c in who.clusters if c.name == last), None)
@@ -339,7 +365,7 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
         old = self.store.meta.get("cluster")
         self.store.meta["cluster"] = ref
         if ref is not None:
-            self.remember(active_cluster=ref.name)
+            self.recall.remember(active_cluster=ref.name)
         if old is not None and ref is not None and old.name == ref.name:
             return
         self.store.clear(*CLUSTER_SLICES, "k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes", "kube_signin")
@@ -347,133 +373,17 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
         self._kube_for = None
         if self.pollers is not None:
             self.pollers.refresh(*CLUSTER_SLICES)
-        self.slurm_cluster(ref)  # a Slurm cluster's sign-in check and queue (screens/slurm.py)
+        self.slurm.cluster(ref)  # a Slurm cluster's sign-in check and queue (flows/slurm.py)
         if ref is not None and old is not None:
             self.notify(f"Active cluster: {ref.name} ({ref.kind})")
 
-    # ---- memory between sessions (ncui/memory.py) and the report (ncui/report.py) ------------------
+    # ---- TRANSITIONAL (issue 22): screens/nodes.py (F-connect's) still calls these; self.recall has them ------
 
-    def memory_key(self) -> str | None:
-        """The service and organization ncui remembers things under (None before whoami is read)."""
-        from .memory import key_for
+    def remember_job(self, fields: dict[str, Any], *, new: bool = False) -> None:  # TRANSITIONAL: nodes.py
+        self.recall.remember_job(fields, new=new)
 
-        who = self.store.value("whoami")
-        if who is None or self.backend is None or self.backend.endpoints is None:
-            return None
-        return key_for(self.backend.endpoints.api, who.org_id)
-
-    def remembered(self) -> dict[str, Any]:
-        from . import memory
-
-        key = self.memory_key()
-        return memory.recall(key) if key is not None else {}
-
-    def remember(self, **fields: Any) -> None:
-        from . import memory
-
-        key = self.memory_key()
-        if key is not None:
-            memory.remember(key, **fields)
-        self._state_notices()
-
-    def remembered_job(self) -> dict[str, Any] | None:
-        """The last job remembered on the active cluster (the research node's: cluster "")."""
-        ref = self.store.meta.get("cluster")
-        jobs = self.remembered().get("jobs") or {}
-        job = jobs.get(ref.name if ref is not None else "")
-        return job if isinstance(job, dict) else None
-
-    def remember_job(self, fields: dict[str, Any], *, new: bool = False) -> None:
-        """What ncui applied, submitted or started on the active cluster (``new``), or learned of it since."""
-        from . import memory
-
-        key, ref = self.memory_key(), self.store.meta.get("cluster")
-        if key is None:
-            return
-        if new:
-            self._losses_kept = 0
-            fields = {
-                "applied_by": "ncui",
-                "applied_at": memory.iso(self.backend.now() if self.backend else None),
-            } | fields
-        memory.remember_job(key, ref.name if ref is not None else "", fields, new=new)
-        self._state_notices()
-
-    def remember_loss_lines(self, owner: str, lines: list[str]) -> None:
-        """A log pane saw loss lines of ``owner`` (a pod, a container, a Slurm job id): the first ones are kept
-        for the remembered job, once; and the report is read once then (the node's arrival with them)."""
-        from . import memory
-        from .logfollow import parse_loss
-
-        job = self.remembered_job()
-        if job is None or self._losses_kept >= memory.FIRST_LINES:
-            return
-        obj = job.get("object") or ["", ""]
-        pod = bool(obj[1]) and owner.startswith(f"{obj[1]}-")  # (a Kubernetes job's pod: its lines say whose)
-        ours = owner == job.get("container") or owner == str(job.get("slurm_job")) or pod
-        have = list(job.get("first_loss_lines") or ()) if not pod or job.get("first_loss_pod") in (None, owner) else []
-        if not ours or len(have) >= memory.FIRST_LINES:
-            self._losses_kept = memory.FIRST_LINES
-            return
-        found = have + [x for x in lines if parse_loss(x) is not None][: memory.FIRST_LINES - len(have)]
-        self._losses_kept = len(found)
-        self.remember_job({"first_loss_lines": found} | ({"first_loss_pod": owner} if pod else {}))
-        if not have:  # the first loss line: the node is there; the report remembers its arrival
-            self.start_worker(self.read_report, name="report", group="report")
-
-    async def read_report(self) -> dict[str, Any] | None:
-        """``report.collect`` for the active cluster through this session's clients (its kubectl sign-in, its
-        Slurm login node); None before ncui has connected."""
-        from .report import collect, node_runner
-
-        nc = self.backend.nc if self.backend is not None else None
-        ref = self.store.meta.get("cluster")
-        if nc is None or self.backend is None:
-            return None
-
-        async def kube(name: str) -> KubeClient | None:
-            return await self.kube_signed_in(name)
-
-        async def slurm(name: str) -> Any:
-            st = self._slurm
-            return await self._slurm_runner(st) if st is not None and st.ref.name == name else None
-
-        made: list[Any] = []  # runners opened for this read alone (a node Workloads is not connected to)
-
-        async def node(node_id: str, host: str, port: int, user: str, alias: str) -> Any:
-            from .screens.research import box_ssh_config
-
-            sessions = self.vm_sessions()
-            if sessions.connected(node_id):
-                return sessions.runners[node_id][1]
-            runner = await node_runner(
-                host,
-                port,
-                user,
-                alias=alias,
-                ssh_config=box_ssh_config(self) if alias else None,
-                known_hosts=self.backend.known_hosts_file() if self.backend is not None else None,
-                history=self.history,
-            )
-            made.append(runner)
-            return runner
-
-        try:
-            report = await collect(
-                nc,
-                now=self.backend.now(),
-                cluster=ref.name if ref else None,
-                kube=kube,
-                slurm=slurm,
-                node=node,
-                token_from=self.store.meta.get("token_from"),
-                history=self.history,
-            )
-        finally:
-            for runner in made:
-                await runner.close()
-        self._state_notices()
-        return report
+    def remember_loss_lines(self, owner: str, lines: list[str]) -> None:  # TRANSITIONAL: screens/nodes.py
+        self.recall.remember_loss_lines(owner, lines)
 
     async def kube_signed_in(self, name: str | None = None) -> KubeClient | None:
         """The client for cluster ``name`` (the active one) when it needs no sign-in question: the one connected,
@@ -488,13 +398,6 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
             if signin.cred_path(self.backend.endpoints.api, name).exists():
                 return await self.kube_client()
         return None
-
-    def _state_notices(self) -> None:
-        """A state file set aside (corrupt, unreadable, another version): said once, as a warning."""
-        from . import statefile
-
-        for said in statefile.notices():
-            self.notify(said, title="State file set aside", severity="warning", timeout=20)
 
     # ---- actions ------------------------------------------------------------------------------
 
@@ -558,16 +461,6 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
             severity="error",
             timeout=12,
         )
-
-    # ---- the VM cluster (Lease: k keys, d declare, R release; also in the palette) -----------------------
-
-    def action_vm(self, flow: str) -> None:
-        ref = self.store.meta.get("cluster")
-        if ref is None or ref.kind != "vm":
-            self.notify("That is for a VM cluster; the active cluster is not one.", timeout=5)
-            return
-        work = {"keys": self.vm_keys_flow, "declare": self.vm_declare_flow, "release": self.vm_release_flow}[flow]
-        self.start_worker(work, name=f"vm-{flow}", group="vm", exclusive=True)
 
     # ---- quitting ----------------------------------------------------------------------------------
 
@@ -782,15 +675,15 @@ class NCApp(KeyHoldMixin, ConnectMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin
             yield SystemCommand(
                 "VM: register an ssh key",
                 "One of your public keys, for nodes granted later",
-                partial(self.action_vm, "keys"),
+                partial(self.vm.start, "keys"),
             )
             yield SystemCommand(
-                "VM: declare capacity", "GPUs and your ceiling, asked first", partial(self.action_vm, "declare")
+                "VM: declare capacity", "GPUs and your ceiling, asked first", partial(self.vm.start, "declare")
             )
             yield SystemCommand(
                 "VM: release capacity",
                 "max_gpus 0 with the same price, asked first",
-                partial(self.action_vm, "release"),
+                partial(self.vm.start, "release"),
             )
 
 

@@ -38,7 +38,7 @@ async def report_of(pilot, app, ready) -> dict:
 
 
 def kept(app) -> list[str]:
-    return (app.remembered_job() or {}).get("first_loss_lines") or []
+    return (app.recall.remembered_job() or {}).get("first_loss_lines") or []
 
 
 def ssh(sim, host: str, cmd: str, check: bool = True) -> str:

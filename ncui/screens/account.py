@@ -82,7 +82,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         ref = self.store.meta.get("cluster")
         if ref is None or ref.kind != "slurm":
             return
-        self.ncapp.start_worker(self.ncapp.slurm_demo_login, name="slurm-demo-login", group="slurm-login")
+        self.ncapp.slurm.demo_login()
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="row"):
@@ -164,7 +164,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             from .slurm import slurm_card
 
             demo = self.ncapp.backend is not None and self.ncapp.backend.demo is not None
-            show_text(wide, slurm_card(self.store, active, demo=demo, now=self.ncapp.cert_now()))
+            show_text(wide, slurm_card(self.store, active, demo=demo, now=self.ncapp.slurm.cert_now()))
 
     def _clusters(self, who: m.Whoami | None) -> None:
         table = self.query_one("#clusters", DataTable)

@@ -305,7 +305,7 @@ class LeaseView(View):
         self.ncapp.lease.confirm_withdraw()
 
     def action_vm(self, flow: str) -> None:
-        self.ncapp.action_vm(flow)
+        self.ncapp.vm.start(flow)
 
     def action_spending_limit(self) -> None:
         self.ncapp.limit.open()

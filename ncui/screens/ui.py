@@ -155,3 +155,29 @@ class ScreenUI:
 
     def bell(self) -> None:
         self.app.bell()
+
+
+# ---- VmFlow (ncui/flows/vm.py) ------------------------------------------------------------------------------
+
+from ..flows.vm import AskCeiling, AskGpus, PickKey  # noqa: E402  (registered beside their modals, one block a flow)
+
+
+@modal_for(PickKey)
+def _pick_key(q: PickKey) -> ModalScreen[Any]:
+    from .vmflows import KeyPickModal
+
+    return KeyPickModal(list(q.keys), set(q.registered))
+
+
+@modal_for(AskGpus)
+def _ask_gpus(q: AskGpus) -> ModalScreen[Any]:
+    from .vmflows import GpusModal
+
+    return GpusModal(q.context, q.gpus_per_node, q.prefill)
+
+
+@modal_for(AskCeiling)
+def _ask_ceiling(q: AskCeiling) -> ModalScreen[Any]:
+    from .modals import CeilingModal
+
+    return CeilingModal(q.title, q.body, q.judge, q.standing)

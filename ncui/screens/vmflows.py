@@ -1,6 +1,6 @@
-"""The VM path's flows (the guide's "VM cluster" section): register a public key, declare capacity with the
-version echoed, release it. Everything that changes money is asked first and states the figure it sends;
-a version race is never overwritten silently (409: read again, show what changed, ask again).
+"""The VM path on screen (the guide's "VM cluster" section): the questions of the key and declare flows
+(``ncui/flows/vm.py``: the flows themselves) as modals, Lease's words on a VM cluster, and the nodes' ssh
+connections with the copy-off before a release.
 """
 
 from __future__ import annotations
@@ -17,20 +17,19 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ..api.errors import BidTooLow, NCError, VersionConflict
-from ..money import cost_ucredits, fmt_price, fmt_usd
-from .freshask import FreshQuestions
-from .modals import CeilingModal, ConfirmModal, ResultsModal
+from ..money import fmt_price
 
 if TYPE_CHECKING:
+    from textual.app import App
+
     from ..api import models as m
-    from ..flows.fresh import Snapshot
     from ..remote.keys import LocalKey
     from ..store import Store
     from .nodes import NodeSessions
 
-
-MAX_CONFLICTS = 3  # version races in a row before ncui stops asking and says so
+    _AppBase = App[None]  # (for the type checker the mixin is the App it is mixed into; a plain class at run time)
+else:
+    _AppBase = object
 
 
 class KeyPickModal(ModalScreen["LocalKey | None"]):
@@ -168,36 +167,6 @@ class GpusModal(ModalScreen["int | None"]):
         self.dismiss(None)
 
 
-def declare_question(cluster: str, gpus: int, gpn: int | None, price: int, version: int, no_key: bool = False) -> str:
-    """The declaration's question: exactly what is sent, and what it will do (``no_key``: none of the
-    organization's keys is registered, so a node granted now lets nobody in)."""
-    nodes = gpus // (gpn or 1)
-    return (
-        f"Declare {gpus} GPUs ({nodes} node{'s' if nodes != 1 else ''}) at up to {fmt_price(price)} on {cluster}?\n\n"
-        f"Sent: max_gpus {gpus}, max_price_per_gpu_hour {fmt_price(price)}, expected_version {version}.\n"
-        f"At most {fmt_usd(cost_ucredits(price, gpus, 1))} per hour while the nodes are held; you pay what winners "
-        "are assessed, never more than your limit. Nodes are granted as the market clears and billed until "
-        "you release the capacity (Lease)."
-        + (
-            "\n\n! No ssh key is registered: a node granted now lets nobody in, billed all the same (keys install "
-            "on nodes granted after they are registered). Cancel, then k registers yours first."
-            if no_key
-            else ""
-        )
-    )
-
-
-def changed(before: m.VmCapacity, now: m.VmCapacity) -> str:
-    """What another writer changed between two reads, in one sentence."""
-    parts = []
-    if before.max_gpus != now.max_gpus:
-        parts.append(f"GPUs {before.max_gpus} → {now.max_gpus}")
-    if before.max_price_per_gpu_hour != now.max_price_per_gpu_hour:
-        parts.append(f"price {fmt_price(before.max_price_per_gpu_hour)} → {fmt_price(now.max_price_per_gpu_hour)}")
-    what = ", ".join(parts) or "nothing you can see (another write came and went)"
-    return f"The capacity changed while you were asked (version {before.version} → {now.version}): {what}."
-
-
 def vm_lease_text(store: Store) -> Text:
     """Lease on a VM cluster: what is declared, each allocation and how to log in to it, the keys, and what
     the keys mean for nodes already granted. A value that could not be read says so (the staleness rule)."""
@@ -251,13 +220,12 @@ def vm_lease_text(store: Store) -> Text:
     return t
 
 
-class VmFlowsMixin(FreshQuestions):
-    """Mixed into NCApp: the VM cluster's key, declare and release flows."""
+class VmFlowsMixin(_AppBase):
+    """Mixed into NCApp: the nodes' ssh connections and the copy-off (TRANSITIONAL, issue 22: F-connect moves them
+    to ``ncui/remote/`` and the node flow; the key, declare and release flows are ``ncui/flows/vm.py``)."""
 
     if TYPE_CHECKING:
         store: Store
-
-        def _client(self) -> Any: ...
 
     # ---- the nodes' ssh connections -----------------------------------------------------------------
 
@@ -291,253 +259,3 @@ class VmFlowsMixin(FreshQuestions):
         for r in nodes:
             dest = Path(os.path.expanduser(local.replace("{node}", r.id)))
             await copy_off_node(self, self.vm_sessions().runner(r), r, [remote], dest)
-
-    # ---- keys -----------------------------------------------------------------------------------
-
-    async def vm_keys_flow(self) -> None:
-        from ..remote.keys import local_keys
-
-        nc, who = self._client(), self.store.value("whoami")
-        if nc is None or who is None:
-            return
-        try:
-            registered = {k.fingerprint for k in (await nc.ssh_keys(who.org_id)).keys}
-        except NCError as e:
-            await self.push_screen_wait(ResultsModal("Cannot read the registered keys", str(e)))
-            return
-        keys = await local_keys()
-        if not keys:
-            await self.push_screen_wait(
-                ResultsModal(
-                    "No public key found",
-                    Text(
-                        "ncui found no public key in ~/.ssh/*.pub nor in an ssh agent. Make one with\n\n"
-                        "  ssh-keygen -t ed25519\n\nthen come back here."
-                    ),
-                )
-            )
-            return
-        key = await self.push_screen_wait(KeyPickModal(keys, registered))
-        if key is None:
-            return
-        if key.fingerprint in registered:
-            self.notify(f"{key.fingerprint} is registered already.", timeout=6)
-            return
-        try:
-            await nc.add_ssh_key(who.org_id, key.comment or key.source, key.public_key)
-        except NCError as e:
-            await self.push_screen_wait(ResultsModal("The key was not registered", str(e)))
-            return
-        cap = self.store.value("vm_capacity")
-        running = [a.id for a in (cap.allocations if cap else []) if a.state not in ("released", "reclaimed")]
-        later = (
-            f" Nodes granted before now ({', '.join(running)}) do not have it: it installs on the next grant."
-            if running
-            else " It installs on the next node granted."
-        )
-        self.notify(f"Registered {key.fingerprint}.{later}", timeout=12)
-        self._refresh_slices("ssh_keys", "vm_capacity")
-
-    # ---- declare --------------------------------------------------------------------------------
-
-    async def vm_declare_flow(self) -> None:
-        from .. import recipes as R
-        from ..flows import fresh
-
-        opened = await self._vm_read()
-        if opened is None:
-            return
-        nc, ref, cap = opened
-        gpn = cap.gpus_per_node
-        gpus = await self.push_screen_wait(
-            GpusModal(
-                f"{ref.name} trades {cap.gpu_model or 'GPU nodes'}"
-                + (f", {gpn} GPUs a node" if gpn else "")
-                + f". Declared now: {cap.max_gpus} GPUs.",
-                gpn,
-                cap.max_gpus or (gpn or 0),
-            )
-        )
-        if gpus is None:
-            self.notify("Nothing was declared.")
-            return
-        snap = await self.fresh_figures(("balance",), "Nothing was declared.")  # read for this question
-        if snap is None:
-            return
-        summary = self.store.value("summary")
-        balance = snap.value("balance").balance_ucredits
-        purchases = bool(summary and summary.purchases)
-        ticks = [t for t in (self.store.value("ticks") or ()) if t.gpu_model == cap.gpu_model]
-        assessed = ticks[-1].price_per_gpu_hour if ticks else None
-
-        def judge(value: int) -> tuple[bool, list[tuple[str, str]]]:
-            check = R.money_check(gpus, value, balance, purchases)
-            lines = []
-            if value <= 0:
-                return False, [("bold red", "✗ A limit price must be more than $0.")]
-            if assessed is not None and value < assessed:
-                lines.append(
-                    (
-                        "yellow",
-                        f"! Winners are assessed {fmt_price(assessed)} now: {fmt_price(value)} may "
-                        "not win a node until the price falls.",
-                    )
-                )
-            elif assessed is not None:
-                lines.append(("green", f"✓ At or above what winners are assessed now ({fmt_price(assessed)})."))
-            lines.append(("green" if check.ok else "bold red", ("✓ " if check.ok else "✗ ") + check.sentence))
-            return check.ok, lines
-
-        price = await self.push_screen_wait(
-            CeilingModal(
-                "Your ceiling",
-                f"The most you will pay per GPU hour for {gpus} GPUs on {ref.name}."
-                + (f"\nWinners of {cap.gpu_model} were last assessed {fmt_price(assessed)}." if assessed else ""),
-                judge,
-                cap.max_price_per_gpu_hour,
-            )
-        )
-        if price is None:
-            self.notify("Nothing was declared.")
-            return
-
-        def still(before: Snapshot, now: Snapshot) -> tuple[list[str], str | None]:
-            check = R.money_check(gpus, price, now.value("balance").balance_ucredits, purchases)
-            return fresh.changes(before, now, ref.name), None if check.ok else check.sentence
-
-        for _ in range(MAX_CONFLICTS):
-            asked = await self.confirm_fresh(
-                snap,
-                ("balance",),
-                "Declare VM capacity?",
-                lambda _now, version=cap.version: declare_question(
-                    ref.name, gpus, gpn, price, version, self.store.value("ssh_keys") == ()
-                ),
-                still,
-                yes="Declare",
-                no="Cancel",
-                declined="Nothing was declared.",
-            )
-            if asked is None:
-                return
-            snap = asked
-            try:
-                new = await nc.set_vm_capacity(gpus, price, cap.version)
-            except VersionConflict:
-                again = await self._after_race(nc, cap, "Nothing was declared")
-                if again is None:
-                    return
-                cap = again
-                continue
-            except BidTooLow as e:
-                await self.push_screen_wait(ResultsModal("The price is under the market's floor", str(e)))
-                return
-            except NCError as e:
-                await self.push_screen_wait(ResultsModal("Nothing was declared", str(e)))
-                return
-            self.store.set("vm_capacity", new)
-            self.notify(
-                f"Declared {gpus} GPUs at up to {fmt_price(price)} on {ref.name}: nodes come as the market "
-                "clears (Lease shows them).",
-                timeout=10,
-            )
-            self._refresh_slices("vm_capacity", "balance")
-            return
-        await self.push_screen_wait(
-            ResultsModal(
-                "Nothing was declared",
-                Text(
-                    f"The capacity changed {MAX_CONFLICTS} times while you were asked; look at Lease, then try again."
-                ),
-            )
-        )
-
-    # ---- release --------------------------------------------------------------------------------
-
-    async def vm_release_flow(self) -> None:
-        opened = await self._vm_read()
-        if opened is None:
-            return
-        nc, ref, cap = opened
-        await self.vm_copy_off(cap)  # the disks die with the release: offered first, never required
-        for _ in range(MAX_CONFLICTS):
-            live = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
-            if not cap.max_gpus and not live:
-                self.notify("No VM capacity is declared: nothing to release.")
-                return
-            nodes = ", ".join(f"{a.id} ({a.public_ip or a.state})" for a in live) or "none yet"
-            if not await self.push_screen_wait(
-                ConfirmModal(
-                    "Release the VM capacity?",
-                    f"Release {ref.name}: sent max_gpus 0 with the same price, "
-                    f"{fmt_price(cap.max_price_per_gpu_hour)}, expected_version {cap.version}.\n\n"
-                    f"Billing stops. Every node is destroyed with its local disk: {nodes}. Copy off what you "
-                    "need first.",
-                    yes="Release",
-                    no="Cancel",
-                )
-            ):
-                self.notify("Nothing was released.")
-                return
-            try:
-                new = await nc.set_vm_capacity(0, cap.max_price_per_gpu_hour, cap.version)
-            except VersionConflict:
-                fresh = await self._after_race(nc, cap, "Nothing was released")
-                if fresh is None:
-                    return
-                cap = fresh
-                continue
-            except NCError as e:
-                await self.push_screen_wait(ResultsModal("Nothing was released", str(e)))
-                return
-            self.store.set("vm_capacity", new)
-            for a in live:  # their connections and followers go with them
-                await self.vm_sessions().forget(a.id)
-            self.notify(f"Released {ref.name}: billing stops; its nodes are gone.", timeout=10)
-            self._refresh_slices("vm_capacity", "balance")
-            return
-        await self.push_screen_wait(
-            ResultsModal(
-                "Nothing was released",
-                Text(
-                    f"The capacity changed {MAX_CONFLICTS} times while you were asked; look at Lease, then try again."
-                ),
-            )
-        )
-
-    async def _vm_read(self) -> tuple[Any, m.ClusterRef, m.VmCapacity] | None:
-        """The start of a VM flow: the client, the active VM cluster and its capacity read now; None (said on
-        screen when the read failed) otherwise."""
-        nc, ref = self._client(), self.store.meta.get("cluster")
-        if nc is None or ref is None or ref.kind != "vm":
-            return None
-        try:
-            cap: m.VmCapacity = await nc.vm_capacity()
-        except NCError as e:
-            await self.push_screen_wait(ResultsModal("Cannot read the VM capacity", str(e)))
-            return None
-        return nc, ref, cap
-
-    async def _after_race(self, nc: Any, cap: m.VmCapacity, nothing: str) -> m.VmCapacity | None:
-        """A 409: read the capacity again and say what the other writer changed (nothing of ours was sent
-        over it); the fresh capacity to ask against, or None (said) when it cannot be read."""
-        try:
-            fresh: m.VmCapacity = await nc.vm_capacity()
-        except NCError as e:
-            await self.push_screen_wait(ResultsModal(nothing, str(e)))
-            return None
-        await self.push_screen_wait(
-            ResultsModal(
-                "Someone else changed the capacity",
-                Text(
-                    changed(cap, fresh) + "\n\nNothing of yours was sent over it. You are asked again, against what "
-                    "stands now."
-                ),
-            )
-        )
-        return fresh
-
-    def _refresh_slices(self, *names: str) -> None:
-        pollers = getattr(self, "pollers", None)
-        if pollers is not None:
-            pollers.refresh(*names)

@@ -385,7 +385,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
             if active is not None and active.kind == "kubernetes" and self.ncapp._kube_for != active.name:
                 self.connect()
             if active is not None and active.kind == "slurm":
-                self.ncapp.slurm_wake()  # the queue now, not at the next idle poll
+                self.ncapp.slurm.wake()  # the queue now, not at the next idle poll
 
     @work(group="wl-connect", exclusive=True, exit_on_error=False)
     async def connect(self) -> None:
@@ -572,7 +572,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
 
     def _resumed(self, pods: dict[str, Any]) -> str | None:
         """The pod of the job ncui remembers on this cluster (a restart resumes watching it), running first."""
-        job = self.ncapp.remembered_job()
+        job = self.ncapp.recall.remembered_job()
         obj = (job or {}).get("object")
         if not obj:
             return None
@@ -703,7 +703,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
             from ..logfollow import entry_text
 
             self._chart()
-            self.ncapp.remember_loss_lines(pod, [entry_text(e) for e in entries])
+            self.ncapp.recall.remember_loss_lines(pod, [entry_text(e) for e in entries])
 
         follower = log_follower(kube, pod, self.container, pane, self._losses, on_losses, previous=self.previous)
         self.follower = follower
@@ -787,7 +787,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
             found = {recipe_of(o, self.store.value("catalog") or ()) for o in (*jobs.values(), *deps.values())}
             recipe = found.pop() if len(found) == 1 else None
         if recipe is not None:  # the whole recipe: everything it created, after one question
-            self.ncapp.stop_recipe_flow(recipe)
+            self.ncapp.lifecycle.stop(recipe)
             return
         target: tuple[str, str] | None = None
         if p is not None:
@@ -825,13 +825,13 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         )
 
     def action_load_test(self, _offered: str = "") -> None:
-        self.ncapp.load_test_flow()
+        self.ncapp.lifecycle.load_test()
 
     def action_tune_again(self) -> None:
-        self.ncapp.tune_again_flow()
+        self.ncapp.lifecycle.tune_again()
 
     def action_restart_serve(self) -> None:
-        self.ncapp.restart_serve_flow()
+        self.ncapp.lifecycle.restart_serve()
 
     @work(group="wl-stop", exclusive=True, exit_on_error=False)
     async def stop_it(self, kind: str, name: str) -> None:
