@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # recipes (and yaml) are imported when a flow first runs, not
     from ..api import models as m
     from ..api.client import NCClient
     from ..backend import Backend
+    from ..flows.connect import ConnectFlow
     from ..flows.fresh import Snapshot
     from ..kube.client import KubeClient
     from ..pollers import Pollers
@@ -110,20 +111,8 @@ class FlowsMixin(FreshQuestions):
         store: Store
         backend: Backend | None
         pollers: Pollers | None
-        _kube: KubeClient | None
-        _kube_for: str | None
+        connect: ConnectFlow
 
-        async def sign_in_flow(
-            self, announce: bool = False, link: str | None = None, kube: KubeClient | None = None
-        ) -> bool: ...
-
-        def start_watchers(self, kube: KubeClient) -> None: ...
-
-        def kube_saved(self, cluster: str, text: str) -> None: ...  # screens/connect.py
-
-        def kube_connected(self, cluster: str, text: str) -> None: ...
-
-        async def plugin_cleared(self, cluster: str, text: str, *, ask_again: bool = False) -> bool: ...
         async def before_apply(self, plan: R.Plan) -> R.Plan | None: ...
 
     def _client(self) -> NCClient | None:
@@ -187,7 +176,7 @@ class FlowsMixin(FreshQuestions):
         set_here: tuple[int, int] | None = None  # (the limit before, the limit set for this apply)
         # The figures this question judges, read for it (ncui/flows/fresh.py): never a balance from minutes ago.
         names = ("balance", "bid", "ladder") if cluster.market and plan.gpus else ("balance",)
-        if cluster.market and plan.gpus and await self.kube_client() is None:
+        if cluster.market and plan.gpus and await self.connect.kube_client() is None:
             return
         snap = await self.fresh_figures(names, "Nothing was bid or applied.")
         if snap is None:
@@ -277,7 +266,7 @@ class FlowsMixin(FreshQuestions):
         if not yes:
             await self._offer_back(ref.name, set_here)
             return
-        kube = await self.kube_client()
+        kube = await self.connect.kube_client()
         if kube is None:
             await self._offer_back(ref.name, set_here)
             return
@@ -590,55 +579,3 @@ class FlowsMixin(FreshQuestions):
         want = [(d["kind"], d["metadata"]["name"]) for d in docs if d.get("kind") in ("Job", "Deployment")]
         self.store.meta["applied_want"] = want
         self.store.meta["applied_seq"] = self.store.meta.get("applied_seq", 0) + 1
-
-    async def kube_client(self) -> KubeClient | None:
-        """A signed-in client for the active cluster (runs the sign-in when needed); None on failure."""
-        from ..kube.client import KubeClient, KubeError, NotSignedIn
-
-        ref = self.store.meta.get("cluster")
-        if ref is None or ref.kind != "kubernetes":
-            return None
-        if self._kube is not None and self._kube_for == ref.name:
-            if not self._kube.gate.is_open:  # its sign-in expired: the link is up (s shows it again)
-                self.notify(
-                    f"The sign-in to {ref.name} expired: approve the new link (s shows it), then try again.",
-                    severity="warning",
-                    timeout=10,
-                )
-                return None
-            return self._kube
-        nc = self._client()
-        if nc is None:
-            return None
-        try:
-            text = await nc.kubeconfig(ref.name)
-        except NCError as e:
-            self.notify(f"Cannot reach {ref.name}'s Kubernetes API: {e}", severity="error", timeout=10)
-            return None
-        if not await self.plugin_cleared(ref.name, text):  # a sign-in command the human refused: nothing kept
-            return None
-        try:
-            kube = KubeClient.from_kubeconfig(text)
-            self.kube_saved(ref.name, text)  # ~/.kube/<cluster>.yaml, for the human's own kubectl
-        except (ValueError, KubeError) as e:
-            self.notify(f"Cannot reach {ref.name}'s Kubernetes API: {e}", severity="error", timeout=10)
-            return None
-        for _ in range(2):
-            try:
-                await kube.list("nodes")
-                break
-            except NotSignedIn as e:
-                if not await self.sign_in_flow(link=e.link, kube=kube):
-                    await kube.aclose()
-                    return None
-            except KubeError as e:
-                self.notify(f"{ref.name}: {e}", severity="error", timeout=10)
-                await kube.aclose()
-                return None
-        if self._kube is not None:
-            await self._kube.aclose()
-        self._kube, self._kube_for = kube, ref.name
-        self.store.set("kube_signin", "signed in")
-        self.start_watchers(kube)
-        self.kube_connected(ref.name, text)  # its context in ~/.kube/config: asked once
-        return kube

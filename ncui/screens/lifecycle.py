@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..api import models as m
     from ..api.client import NCClient
     from ..backend import Backend
+    from ..flows.connect import ConnectFlow
     from ..flows.fresh import Snapshot
     from ..kube.client import KubeClient
     from ..store import Slice, Store
@@ -54,11 +55,9 @@ class LifecycleMixin(FreshQuestions):
     if TYPE_CHECKING:  # NCApp's and FlowsMixin's, which these flows use
         store: Store
         backend: Backend | None
-        _kube: KubeClient | None
-        _kube_for: str | None
+        connect: ConnectFlow
         _unsubs: list[Callable[[], None]]
 
-        async def kube_client(self) -> KubeClient | None: ...
         def _client(self) -> NCClient | None: ...
         def start_apply(self, plan: R.Plan) -> None: ...
         def applied_select(self, docs: list[dict[str, Any]]) -> None: ...  # screens/flows.py
@@ -102,8 +101,8 @@ class LifecycleMixin(FreshQuestions):
             return
         now = self._lc_state()
         seen = self._lc_seen
-        self._lc_seen = (self._kube_for, now)
-        if seen is None or seen[0] != self._kube_for:  # the first look at a cluster: what stands is on Workloads
+        self._lc_seen = (self.connect.kube_for, now)
+        if seen is None or seen[0] != self.connect.kube_for:  # the first look at a cluster: what stands is on Workloads
             return
         was = seen[1]
         tune, loadtest = now["tune"], now["loadtest"]
@@ -138,7 +137,7 @@ class LifecycleMixin(FreshQuestions):
 
     async def _load_test_ended(self, status: str) -> None:
         """Read the load test's log and show its summary (or why it failed)."""
-        kube, ref = self._kube, self.store.meta.get("cluster")
+        kube, ref = self.connect.kube, self.store.meta.get("cluster")
         pods = self.store.value("k8s_pods") or {}
         pod = next(
             (
@@ -195,7 +194,7 @@ class LifecycleMixin(FreshQuestions):
         from ..kube.client import KubeError
 
         recipe, ref = self._recipe(name), self.store.meta.get("cluster")
-        kube = await self.kube_client()
+        kube = await self.connect.kube_client()
         if kube is None or ref is None:
             return False
         try:
@@ -285,12 +284,12 @@ class LifecycleMixin(FreshQuestions):
         from ..kube.status import job_status
 
         ref = self.store.meta.get("cluster")
-        connected = ref is not None and self._kube is not None and self._kube_for == ref.name
+        connected = ref is not None and self.connect.kube is not None and self.connect.kube_for == ref.name
         if not connected and plan.recipe not in L.SERVING:
             return (
                 plan  # (not signed in yet: no job of it can have run in this session's sight; the sign-in comes later)
             )
-        if await self.kube_client() is None:
+        if await self.connect.kube_client() is None:
             return None
         deadline = time.monotonic() + 5.0
         while not all(self.store.get(n).loaded for n in ("k8s_jobs", "k8s_deployments")):
@@ -533,7 +532,7 @@ class LifecycleMixin(FreshQuestions):
         )
         if asked is None:
             return
-        kube = await self.kube_client()
+        kube = await self.connect.kube_client()
         if kube is None:
             return
         now = self.backend.now() if self.backend is not None else datetime.now(timezone.utc)
@@ -600,7 +599,7 @@ class LifecycleMixin(FreshQuestions):
         if not yes:
             self.notify("No load test was started.")
             return
-        kube = await self.kube_client()
+        kube = await self.connect.kube_client()
         if kube is None:
             return
         try:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..api import models as m
     from ..api.client import NCClient
     from ..backend import Backend
+    from ..flows.connect import ConnectFlow
     from ..kube.client import KubeClient
     from ..lifecycle import Obj
     from ..pollers import Pollers
@@ -258,7 +259,9 @@ class LimitGuardMixin(_AppBase):
 
         def _client(self) -> NCClient | None: ...
         def _state_notices(self) -> None: ...
-        async def kube_signed_in(self, name: str | None = None) -> KubeClient | None: ...
+
+        connect: ConnectFlow
+
         async def stop_plan(self, kube: KubeClient, recipe: m.Recipe) -> tuple[list[Obj], list[str]]: ...
         async def stop_objects(self, kube: KubeClient, recipe: m.Recipe, objs: list[Obj], cmds: list[str]) -> bool: ...
         def _recipe(self, name: str) -> m.Recipe: ...
@@ -493,7 +496,7 @@ class LimitGuardMixin(_AppBase):
 
         if L.limit_kind(self.store) != "market":
             return [], None
-        kube = await self.kube_signed_in()
+        kube = await self.connect.kube_signed_in()
         if kube is None:
             return [], "not signed in to the cluster: s on Workloads signs in"
         try:
@@ -544,7 +547,7 @@ class LimitGuardMixin(_AppBase):
                         await self.release_for_limit(s)
                 except NCError as e:
                     self.notify(f"The spending limit could not stop the spending: {e}", severity="error", timeout=20)
-            kube = await self.kube_signed_in() if runs else None
+            kube = await self.connect.kube_signed_in() if runs else None
             for r in runs:
                 why = "not signed in to the cluster"
                 try:

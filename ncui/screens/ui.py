@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..flows.connect import SignInLink
 from ..flows.ui import Confirm, Prompt, Question, Results, Retry, Severity
 
 if TYPE_CHECKING:
@@ -69,6 +70,16 @@ def _prompt(q: Prompt) -> ModalScreen[Any]:
     return PromptModal(q.title, q.placeholder)
 
 
+# ---- ConnectFlow (ncui/flows/connect.py) ----
+
+
+@modal_for(SignInLink)
+def _sign_in_link(q: SignInLink) -> ModalScreen[Any]:
+    from .modals import SignInModal
+
+    return SignInModal(q.cluster, q.board.link, reason=q.reason, approve=q.approve, board=q.board)
+
+
 class ScreenUI:
     """``flows.ui.UI`` for the App: questions as modals, toasts, workers, views."""
 
@@ -103,6 +114,12 @@ class ScreenUI:
 
     def show(self, view: str) -> None:
         self.app.call_later(self.app.run_action, f"show({view!r})")
+
+    def busy(self, *groups: str) -> bool:
+        return any(w.group in groups and not w.is_finished for w in self.app.workers)
+
+    def asking(self) -> bool:
+        return len(self.app.screen_stack) > 1
 
     def bell(self) -> None:
         self.app.bell()

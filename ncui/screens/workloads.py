@@ -382,14 +382,14 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         super().activate(shown)
         if shown:
             active = self.store.meta.get("cluster")
-            if active is not None and active.kind == "kubernetes" and self.ncapp._kube_for != active.name:
+            if active is not None and active.kind == "kubernetes" and self.ncapp.connect.kube_for != active.name:
                 self.connect()
             if active is not None and active.kind == "slurm":
                 self.ncapp.slurm_wake()  # the queue now, not at the next idle poll
 
     @work(group="wl-connect", exclusive=True, exit_on_error=False)
     async def connect(self) -> None:
-        await self.ncapp.kube_client()
+        await self.ncapp.connect.kube_client()
 
     # ---- rendering ----------------------------------------------------------------------------
 
@@ -693,7 +693,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         self._losses.clear()  # (a batch of the old follower's may have landed since select)
         pane.clear()
         self._chart()
-        kube = self.ncapp._kube
+        kube = self.ncapp.connect.kube
         if kube is None or self.pod is None:
             return
 
@@ -837,7 +837,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
     async def stop_it(self, kind: str, name: str) -> None:
         from ..kube.client import KubeError
 
-        kube = self.ncapp._kube
+        kube = self.ncapp.connect.kube
         if kube is None:
             return
         try:
