@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
@@ -28,7 +29,7 @@ from .flows.connect import ConnectFlow
 from .screens.account import AccountView
 from .screens.base import View
 from .screens.flows import FlowsMixin
-from .screens.keyhold import KeyHoldMixin
+from .screens.keyhold import KeyHold
 from .screens.lifecycle import LifecycleMixin
 from .screens.limitguard import LimitGuardMixin
 from .screens.modals import ConfirmModal, HelpModal
@@ -85,7 +86,7 @@ GLOBAL_HELP = """
 """
 
 
-class NCApp(KeyHoldMixin, LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
+class NCApp(LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlowsMixin, App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     SUSPENDED_SCREEN_CLASS = "-suspended"  # a screen beneath another (its toasts hidden: app.tcss)
     TITLE = "ncui"
@@ -129,6 +130,7 @@ class NCApp(KeyHoldMixin, LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMi
         self.history: history.History | None = None  # this service's, once connected
         self._losses_kept = 0  # first loss lines remembered for the remembered job (memory.FIRST_LINES at most)
         # what every flow is given (ncui/flows/base.py): its history and pollers are set once connected
+        self.keyhold = KeyHold(self)  # keys typed ahead of a question reach it (screens/keyhold.py)
         self.ctx = Context(backend, self.store, ScreenUI(self))
         self.connect = ConnectFlow(  # sign-in, the kube client and its watches, the hand-off, the active cluster
             self.ctx,
@@ -265,6 +267,10 @@ class NCApp(KeyHoldMixin, LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMi
             await self.pollers.stop()
         if self.backend is not None:
             await self.backend.close()
+
+    async def on_event(self, event: events.Event) -> None:
+        if not self.keyhold.held(event):  # (a key typed ahead of a question waits for it)
+            await super().on_event(event)
 
     def notify(
         self,
