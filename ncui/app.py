@@ -26,6 +26,7 @@ from .api.errors import NCError
 from .backend import Backend
 from .flows.base import Context
 from .flows.connect import ConnectFlow
+from .flows.node import NodeFlow
 from .screens.account import AccountView
 from .screens.base import View
 from .screens.flows import FlowsMixin
@@ -142,6 +143,7 @@ class NCApp(LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlow
             choose_recipe=self._choose_recipe,
             kube_moved=self._kube_moved,
         )
+        self.nodes = NodeFlow(self.ctx)  # the nodes' ssh sessions, a connect, the copy-off
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -261,7 +263,7 @@ class NCApp(LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlow
         if self.history is not None and history.active() is self.history:
             history.activate(None)
         await self.connect.close()  # the watches, the cluster's client
-        await self.vm_sessions_close()  # the nodes' ssh connections
+        await self.nodes.close()  # the nodes' ssh connections
         await self.slurm_close()
         if self.pollers is not None:
             await self.pollers.stop()
@@ -399,9 +401,9 @@ class NCApp(LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlow
         made: list[Any] = []  # runners opened for this read alone (a node Workloads is not connected to)
 
         async def node(node_id: str, host: str, port: int, user: str, alias: str) -> Any:
-            from .screens.research import box_ssh_config
+            from .remote.research import box_ssh_config
 
-            sessions = self.vm_sessions()
+            sessions = self.nodes.sessions
             if sessions.connected(node_id):
                 return sessions.runners[node_id][1]
             runner = await node_runner(
@@ -409,7 +411,7 @@ class NCApp(LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlow
                 port,
                 user,
                 alias=alias,
-                ssh_config=box_ssh_config(self) if alias else None,
+                ssh_config=box_ssh_config(self.backend) if alias else None,
                 known_hosts=self.backend.known_hosts_file() if self.backend is not None else None,
             )
             made.append(runner)

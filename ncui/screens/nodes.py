@@ -3,20 +3,17 @@ research node): each node's state, GPUs and ssh login, what ncui started on it; 
 first time), run the starter or the human's own image detached, follow its log with the loss chart (resumed
 after a dropped connection with nothing lost or repeated), stop it with ``docker rm -f``.
 
-``NodeSessions`` holds the app's ssh connections (one ``SshRunner`` per node, ncui's own known_hosts, the
-human's keys and agent): ``NodesPane`` and the release flow's copy-off share them. ``NodeRow`` is what the
-pane lists; ``vm_rows(store)`` makes them of the VM capacity. Everything from a node is cleaned
-(``textsafe``) before the screen: the followers clean log lines, this module cleans the rest.
+The app's ssh connections are ``NodeFlow.sessions`` (``flows/node.py``, its pool in ``remote/sessions.py``):
+``NodesPane`` and the release flow's copy-off share them; the connect's host-key question and the copy-off are
+the flow's. ``NodeRow`` is what the pane lists; ``vm_rows(store)`` makes them of the VM capacity. Everything
+from a node is cleaned (``textsafe``) before the screen: the followers clean log lines, this module the rest.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import timezone
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
@@ -27,93 +24,28 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Label, Static
 
+from ..flows.node import CopyBoard, vm_rows
 from ..logfollow import LossCurve
+from ..remote.sessions import NodeRow, NodeRun
 from ..textsafe import clean
 from ..widgets.chart import Chart
 from .base import fit_columns
+from .losses import LOG_BATCH_INTERVAL, LOSS_CHART_INTERVAL, show_losses
 from .modals import ConfirmModal, ResultsModal
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from ..app import NCApp
+    from ..flows.node import NodeFlow
     from ..remote.node import _RemoteFollower
-    from ..remote.research import SshSetup
     from ..remote.runner import SshRunner
+    from ..remote.sessions import NodeSessions
     from ..store import Store
     from ..widgets.logpane import LogPane
 
 STARTER_NAME = "nanogpt"  # the container the starter runs (nanogpt-node.sh), stopped with docker rm -f nanogpt
-LOG_BATCH_INTERVAL = 0.1  # as Workloads' pod log
-LOSS_CHART_INTERVAL = 2.0
 
 
 # ---- the nodes --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NodeRow:
-    """A node ncui can reach over ssh: ``id`` names it (an allocation id), ``host``/``port``/``user`` log in."""
-
-    id: str
-    state: str
-    gpus: int = 0
-    gpu_model: str = ""
-    host: str | None = None
-    port: int = 22
-    user: str = ""
-    since: str = ""  # when it was granted ("09:14"), or ""
-    kind: str = "vm"  # "vm" (a VM cluster's allocation) or "research" (a public-research node)
-    alias: str = ""  # its Host name in the box's ssh_config (research-node), where ssh -G finds its key and pin
-    note: str = ""  # why it cannot be reached yet (a research node's queue position), or where it came from
-
-    @property
-    def research(self) -> bool:
-        return self.kind == "research"
-
-    @property
-    def release_hint(self) -> str:
-        """How the node stops being billed: Lease's release on a VM cluster; only Marshall for a research node."""
-        if self.research:
-            return "through Marshall's workspace (public_research_release); ncui never releases it"
-        return "on Lease (5, then R)"
-
-    @property
-    def reachable(self) -> bool:
-        return self.state == "active" and bool(self.host)
-
-    @property
-    def login(self) -> str:
-        """The command a person types: ``ssh [-p PORT] user@host``."""
-        if not self.host:
-            return ""
-        return f"ssh{'' if self.port == 22 else f' -p {self.port}'} {self.user}@{self.host}"
-
-
-def vm_rows(store: Store) -> list[NodeRow] | None:
-    """The VM cluster's live allocations as nodes (None while the capacity is unread)."""
-    cap = store.value("vm_capacity")
-    if cap is None:
-        return None
-    user = clean(cap.environment.ssh_user)
-    out = []
-    for a in cap.allocations:
-        if a.state in ("released", "reclaimed"):
-            continue
-        since = a.granted_at.astimezone(timezone.utc).strftime("%H:%M") if a.granted_at else ""
-        out.append(
-            NodeRow(
-                clean(a.id),
-                clean(a.state),
-                a.gpus,
-                clean(a.gpu_model),
-                clean(a.public_ip) if a.public_ip else None,
-                a.ssh_port,
-                user,
-                since,
-            )
-        )
-    return out
 
 
 def node_rows(store: Store) -> list[NodeRow] | None:
@@ -121,20 +53,6 @@ def node_rows(store: Store) -> list[NodeRow] | None:
     from .research import research_org, research_rows
 
     return research_rows(store) if research_org(store) else vm_rows(store)
-
-
-@dataclass
-class NodeRun:
-    """What ncui started on a node: the starter (its log is ``~/first-job/nanogpt.out``) or a container."""
-
-    name: str  # the container's name (docker rm -f NAME stops it)
-    starter: bool
-    image: str = ""
-    command: str = ""
-    stopping: bool = False  # x was answered yes and docker rm -f is on its way: its end is no run's end
-
-    def label(self) -> str:
-        return self.name
 
 
 def _remember_run(app: Any, node: NodeRow, container: str, recipe: str | None) -> None:
@@ -171,122 +89,6 @@ async def stock_image(app: Any, gpu_model: str | None) -> str:
         return ""
     m = re.search(r"^\s*image:\s*['\"]?([^\s'\"]+)", f.text, re.M)
     return m.group(1) if m else ""
-
-
-# ---- the connections --------------------------------------------------------------------------------
-
-
-def host_key_question(node: NodeRow, fingerprint: str, known_hosts: Path) -> str:
-    """The first-use question: the fingerprint, what a yes does, and that the safe answer is no."""
-    return (
-        f"ncui has never connected to {node.id} ({node.user}@{node.host}, port {node.port}). It presents this "
-        f"host key:\n\n  {fingerprint}\n\n"
-        "Trust it only if that is the node you asked for (a node National Compute just granted you is). A yes "
-        f"remembers it in {known_hosts}, and ncui then refuses this address if its key ever changes. "
-        "A no connects nothing and remembers nothing."
-    )
-
-
-class NodeSessions:
-    """The app's ssh connections, one ``SshRunner`` per node, made on first use; the host key of a node never
-    seen is asked about in a modal (default: no). ``close()`` when the app ends."""
-
-    def __init__(self, app: App[Any]) -> None:
-        self.app = app
-        self.runners: dict[str, tuple[NodeRow, SshRunner]] = {}
-        self.runs: dict[str, NodeRun] = {}  # node id -> what ncui started there
-        self.followers: dict[str, _RemoteFollower] = {}  # node id -> the follower of its log
-
-    def runner(self, node: NodeRow, setup: SshSetup | None = None) -> SshRunner:
-        """The node's runner. ``setup`` (a research node): the identities ssh would offer it, and the known_hosts
-        files that pin its host key: a pinned key is trusted without the question, another key is refused."""
-        from ..config import known_hosts_path
-        from ..remote.runner import HostKeyChanged, SshRunner
-
-        held = self.runners.get(node.id)
-        if held is not None and (held[0].host, held[0].port, held[0].user) == (node.host, node.port, node.user):
-            return held[1]
-        if held is not None:
-            self.app.run_worker(held[1].close(), exit_on_error=False)
-        backend = getattr(self.app, "backend", None)
-        known = backend.known_hosts_file() if backend is not None else known_hosts_path()
-
-        async def ask(host: str, port: int, fingerprint: str) -> bool:
-            if setup is not None:
-                from ..remote.research import pinned_keys
-
-                pins = pinned_keys(setup.known_hosts, host, port)
-                fps = sorted({k.get_fingerprint("sha256") for k in pins})
-                if fingerprint in fps:
-                    self.app.notify(f"{node.id}: its host key {fingerprint} is pinned where ssh keeps it; trusted.")
-                    return True
-                if fps:
-                    files = ", ".join(str(p) for p in setup.known_hosts)
-                    raise HostKeyChanged(
-                        f"{node.user}@{node.host} presents the host key {clean(fingerprint)}, but {files} pins "
-                        f"{', '.join(fps)} for it. ncui refused to connect: it could be another machine answering at "
-                        "this address.",
-                        fps,
-                        fingerprint,
-                    )
-            answer = await self.app.push_screen_wait(
-                ConfirmModal(
-                    "A node's host key, the first time",
-                    host_key_question(node, clean(fingerprint), known),
-                    yes="Trust and connect",
-                    no="Do not connect",
-                )
-            )
-            return bool(answer)
-
-        keys = list(setup.identities) if setup is not None and setup.identities else None
-        r = SshRunner(node.host or "", node.port, node.user, known_hosts=known, confirm_host_key=ask, client_keys=keys)
-        self.runners[node.id] = (node, r)
-        return r
-
-    def connected(self, node_id: str) -> bool:
-        held = self.runners.get(node_id)
-        return held is not None and held[1].connected
-
-    async def forget(self, node_id: str) -> None:
-        """The node is gone (released, reclaimed): close its connection, forget what ran there."""
-        held = self.runners.pop(node_id, None)
-        self.runs.pop(node_id, None)
-        follower = self.followers.pop(node_id, None)
-        if follower is not None:
-            follower.stop()
-        if held is not None:
-            await held[1].close()
-
-    async def close(self) -> None:
-        for node_id in list(self.runners):
-            await self.forget(node_id)
-
-
-def connect_failure(node: NodeRow, e: Exception) -> tuple[str, Text]:
-    """A failed connection as a title and a body: the runner's sentence, and what the human can do."""
-    from ..remote.runner import AuthFailed, HostKeyChanged, HostKeyUnknown
-
-    t = Text(str(e))  # the runner's messages are cleaned where they are made
-    if isinstance(e, HostKeyChanged):
-        t.append("\n\nNothing was sent to the node.", style="bold")
-        return f"Refused: the host key of {node.id} changed", t
-    if isinstance(e, AuthFailed) and node.research:
-        t.append(
-            "\n\nThe workspace's key is on the node from its assignment; your own keys get in when they were "
-            "registered with the organization before the node was assigned."
-        )
-        return f"{node.id} refused your keys", t
-    if isinstance(e, AuthFailed):
-        t.append(
-            "\n\nRegister one of these keys with the cluster: k on Lease (5). Keys install on nodes granted after "
-            "they are registered, never on a running node: a node granted before your key was registered needs a "
-            "new grant (release it and declare again) to get it."
-        )
-        return f"{node.id} refused your keys", t
-    if isinstance(e, HostKeyUnknown):
-        return f"Not connected to {node.id}", t
-    return f"Cannot connect to {node.id}", t
 
 
 # ---- the forms ---------------------------------------------------------------------------------------
@@ -436,9 +238,10 @@ class CopyProgressModal(ModalScreen[None]):
                                    background: $surface; padding: 1 2; }
     """
 
-    def __init__(self, title: str) -> None:
+    def __init__(self, title: str, board: CopyBoard | None = None) -> None:
         super().__init__()
         self.title_text = title
+        self.board = board  # the flow's: the bytes so far, then what was copied (flows/node.py)
         self.done = False
         self.seen: list[tuple[int, int]] = []  # every (bytes done, bytes in all) shown
 
@@ -447,6 +250,10 @@ class CopyProgressModal(ModalScreen[None]):
             yield Static(f"[b]{clean(self.title_text)}[/b]", markup=True)
             yield Static("Starting…", id="progress", markup=False)
             yield Static("", id="then", markup=False)
+
+    def on_mount(self) -> None:
+        if self.board is not None:
+            self.board.watch(self.progress, self.finish)
 
     def progress(self, done: int, total: int) -> None:
         self.seen.append((done, total))
@@ -481,48 +288,6 @@ def starter_refusal(node: NodeRow, e: Exception) -> Text:
     return t
 
 
-async def copy_off_node(app: App[Any], runner: SshRunner, node: NodeRow, remotes: list[str], dest: Path) -> int:
-    """Copy ``remotes`` (files or folders) off one node into ``dest`` over SFTP, with one progress modal for
-    them all (bytes so far of every item started), then what was copied and what was not; returns the bytes
-    copied once the human pressed Enter. The VM release and the research node's copy-off share it."""
-    from ..remote.runner import RemoteError
-
-    what = remotes[0] if len(remotes) == 1 else " and ".join(remotes)
-    modal = CopyProgressModal(f"Copying {what} off {node.id} into {dest}")
-    closed = app.push_screen(modal, wait_for_dismiss=True)  # a future: the human's Enter once it is done
-    base, done_items, failed = 0, [], []  # bytes of the items already copied
-    for remote in remotes:
-
-        def progress(done: int, total: int, base: int = base) -> None:
-            modal.progress(base + done, base + total)
-
-        try:
-            await runner.connect()
-            dest.mkdir(parents=True, exist_ok=True)
-            await runner.copy_from(remote, dest, progress=progress, recurse=True)
-        except RemoteError as e:
-            failed.append(Text.assemble((f"{remote}: not copied. ", "bold red"), connect_failure(node, e)[1]))
-            if not runner.connected:
-                break
-            continue
-        except OSError as e:
-            failed.append(Text(f"Not copied: cannot make {dest}: {e.strerror or e}.", style="bold red"))
-            break
-        base = modal.seen[-1][0] if modal.seen else base
-        done_items.append(dest / Path(remote.rstrip("/")).name)
-    end = Text()
-    if done_items:
-        where = str(done_items[0]) if len(done_items) == 1 else f"{dest}: " + ", ".join(p.name for p in done_items)
-        end.append(f"Copied {base:,} bytes into {where}.", style="green")
-    for f in failed:
-        end.append("\n" if end else "")
-        end.append_text(f)
-    end.append("\n\nEnter goes on.")
-    modal.finish(end)
-    await closed
-    return base
-
-
 # ---- the pane ----------------------------------------------------------------------------------------
 
 
@@ -539,7 +304,7 @@ def node_log_state(state: str, follower: _RemoteFollower) -> str:
 
 
 class NodesPane(Vertical):
-    """The node view (see the module's docstring). ``rows()`` lists the nodes; the app's ``vm_sessions()``
+    """The node view (see the module's docstring). ``rows()`` lists the nodes; the app's ``nodes.sessions``
     holds the connections."""
 
     # The footer fits 80 columns with ? Help, r Refresh and q Quit: the keys the line above the table names
@@ -580,8 +345,12 @@ class NodesPane(Vertical):
         self.display = False  # shown by Workloads on a VM cluster
 
     @property
+    def flow(self) -> NodeFlow:
+        return cast("NCApp", self.app).nodes  # Widget.app is an App[object]: a view lives in NCApp only
+
+    @property
     def sessions(self) -> NodeSessions:
-        return cast("NCApp", self.app).vm_sessions()  # Widget.app is an App[object]: a view lives in NCApp only
+        return self.flow.sessions
 
     def compose(self) -> ComposeResult:
         from ..widgets.logpane import LogPane
@@ -725,13 +494,12 @@ class NodesPane(Vertical):
                 else:
                     t.append("\nEnter (or o) connects over ssh with your keys; l copies the ssh command.")
             if r.research:
-                from .research import METER
+                from ..flows.node import METER
 
                 t.append(f"\n{METER} ncui never releases it.", style="yellow")
         self.query_one("#node-explain", Static).update(t)
 
     def _chart(self) -> None:
-        from .workloads import show_losses
 
         show_losses(self.query_one("#node-loss-chart", Chart), self.losses)
 
@@ -789,24 +557,7 @@ class NodesPane(Vertical):
 
     async def _connected(self, r: NodeRow) -> SshRunner | None:
         """The node's runner, connected (the host key asked about the first time); None when it failed (said)."""
-        from ..remote.runner import RemoteError
-
-        setup = None
-        if r.research and not self.sessions.connected(r.id):
-            from ..remote.research import ssh_setup
-            from .research import box_ssh_config
-
-            config = box_ssh_config(self.app) if r.alias else None
-            setup = await ssh_setup(r.alias if config is not None else r.host or "", r.user, r.port, config)
-        runner = self.sessions.runner(r, setup)
-        try:
-            await runner.connect()
-        except RemoteError as e:
-            self._redraw_rows()  # a refused or dropped connection is no longer "connected" in RUNS
-            title, body = connect_failure(r, e)
-            await self.app.push_screen_wait(ResultsModal(title, body))
-            return None
-        return runner
+        return await self.flow.connected(r, failed=self._redraw_rows)
 
     @work(group="node-connect", exclusive=True, exit_on_error=False)
     async def connect(self, r: NodeRow) -> None:
@@ -1041,13 +792,9 @@ class NodesPane(Vertical):
 
     @work(group="node-add", exclusive=True, exit_on_error=False)
     async def add_node(self) -> None:
-        from ..remote.research import config_ports
-        from .research import TYPED, AddNodeModal, box_ssh_config
-
-        login = await self.app.push_screen_wait(AddNodeModal(config_ports(box_ssh_config(self.app))))
+        login = await self.flow.add_node()
         if login is None:
             return
-        self.store.set(TYPED, login)
         self.node = f"{login.user}@{login.host}"
         self.notify(f"Added {login}. Enter connects (its host key is checked first).", timeout=5)
 
@@ -1133,32 +880,4 @@ class NodesPane(Vertical):
         await self._copy_off(r)
 
     async def _copy_off(self, r: NodeRow) -> None:
-        """The copy-off form (the guide's two items), then the copy with its progress, then the meter's reminder."""
-        import os
-        import shlex
-
-        from .research import METER, RESULTS
-
-        got = await self.app.push_screen_wait(
-            CopyOffModal(
-                [r.id],
-                " ".join(RESULTS),
-                intro=f"The node's disk dies with the lease. Copy the checkpoint and the log off {r.id} (SFTP), or "
-                "skip. "
-                "Several items: separate them with spaces. They land inside the destination.",
-            )
-        )
-        if got is None:
-            return
-        runner = await self._connected(r)
-        if runner is None:
-            return
-        remote, local = got
-        try:
-            items = shlex.split(remote)
-        except ValueError:
-            items = remote.split()
-        dest = Path(os.path.expanduser(local.replace("{node}", r.id)))
-        copied = await copy_off_node(self.app, runner, r, items, dest)
-        if copied:
-            self.notify(f"{METER} ncui never releases it.", timeout=10)
+        await self.flow.results_copy_off(r)

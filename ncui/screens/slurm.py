@@ -38,6 +38,7 @@ from ..logfollow import LossCurve
 from ..textsafe import clean
 from ..widgets.chart import Chart
 from .base import fit_columns
+from .losses import LOG_BATCH_INTERVAL, LOSS_CHART_INTERVAL, show_losses
 from .modals import ConfirmModal
 
 if TYPE_CHECKING:
@@ -450,9 +451,6 @@ class SlurmFlowsMixin(_AppBase):
 
 # ---- Workloads on a Slurm cluster -----------------------------------------------------------------------
 
-LOG_BATCH_INTERVAL = 0.1
-LOSS_CHART_INTERVAL = 2.0
-
 
 class SlurmPanel(Vertical):
     """The jobs of ``squeue --me``, the selected one explained, its log followed with the loss chart."""
@@ -670,7 +668,6 @@ class SlurmPanel(Vertical):
         return self.query_one("#slurm-log", LogPane)
 
     def _chart(self) -> None:
-        from .workloads import show_losses
 
         show_losses(self.query_one("#slurm-chart", Chart), self.losses)
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..flows.connect import SignInLink
+from ..flows.node import AddNode, CopyOffForm, CopyProgress
 from ..flows.ui import Confirm, Prompt, Question, Results, Retry, Severity
 
 if TYPE_CHECKING:
@@ -78,6 +79,30 @@ def _sign_in_link(q: SignInLink) -> ModalScreen[Any]:
     from .modals import SignInModal
 
     return SignInModal(q.cluster, q.board.link, reason=q.reason, approve=q.approve, board=q.board)
+
+
+# ---- NodeFlow (ncui/flows/node.py) ----
+
+
+@modal_for(CopyOffForm)
+def _copy_off_form(q: CopyOffForm) -> ModalScreen[Any]:
+    from .nodes import CopyOffModal
+
+    return CopyOffModal(list(q.nodes), q.remote, q.local, q.intro)
+
+
+@modal_for(CopyProgress)
+def _copy_progress(q: CopyProgress) -> ModalScreen[Any]:
+    from .nodes import CopyProgressModal
+
+    return CopyProgressModal(q.title, q.board)
+
+
+@modal_for(AddNode)
+def _add_node(q: AddNode) -> ModalScreen[Any]:
+    from .research import AddNodeModal
+
+    return AddNodeModal(q.box_ports)
 
 
 class ScreenUI:

@@ -5,8 +5,6 @@ a version race is never overwritten silently (409: read again, show what changed
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -25,9 +23,9 @@ from .modals import CeilingModal, ConfirmModal, ResultsModal
 if TYPE_CHECKING:
     from ..api import models as m
     from ..flows.fresh import Snapshot
+    from ..flows.node import NodeFlow
     from ..remote.keys import LocalKey
     from ..store import Store
-    from .nodes import NodeSessions
 
 
 MAX_CONFLICTS = 3  # version races in a row before ncui stops asking and says so
@@ -257,40 +255,9 @@ class VmFlowsMixin(FreshQuestions):
     if TYPE_CHECKING:
         store: Store
 
+        nodes: NodeFlow
+
         def _client(self) -> Any: ...
-
-    # ---- the nodes' ssh connections -----------------------------------------------------------------
-
-    _vm_sessions: NodeSessions | None = None
-
-    def vm_sessions(self) -> NodeSessions:
-        """The ssh connections to the VM nodes (Workloads and the release's copy-off share them)."""
-        if self._vm_sessions is None:
-            from .nodes import NodeSessions
-
-            self._vm_sessions = NodeSessions(self)
-        return self._vm_sessions
-
-    async def vm_sessions_close(self) -> None:
-        if self._vm_sessions is not None:
-            await self._vm_sessions.close()
-
-    async def vm_copy_off(self, cap: m.VmCapacity) -> None:
-        """Before a release: offer to copy a folder off each active node (SFTP), with its progress in bytes."""
-        from .nodes import CopyOffModal, copy_off_node, vm_rows
-
-        nodes = [r for r in (vm_rows(self.store) or []) if r.reachable]
-        live = {a.id for a in cap.allocations if a.state == "active"}
-        nodes = [r for r in nodes if r.id in live]
-        if not nodes:
-            return
-        got = await self.push_screen_wait(CopyOffModal([r.id for r in nodes]))
-        if got is None:
-            return
-        remote, local = got
-        for r in nodes:
-            dest = Path(os.path.expanduser(local.replace("{node}", r.id)))
-            await copy_off_node(self, self.vm_sessions().runner(r), r, [remote], dest)
 
     # ---- keys -----------------------------------------------------------------------------------
 
@@ -459,7 +426,7 @@ class VmFlowsMixin(FreshQuestions):
         if opened is None:
             return
         nc, ref, cap = opened
-        await self.vm_copy_off(cap)  # the disks die with the release: offered first, never required
+        await self.nodes.vm_copy_off(cap)  # the disks die with the release: offered first, never required
         for _ in range(MAX_CONFLICTS):
             live = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
             if not cap.max_gpus and not live:
@@ -492,7 +459,7 @@ class VmFlowsMixin(FreshQuestions):
                 return
             self.store.set("vm_capacity", new)
             for a in live:  # their connections and followers go with them
-                await self.vm_sessions().forget(a.id)
+                await self.nodes.sessions.forget(a.id)
             self.notify(f"Released {ref.name}: billing stops; its nodes are gone.", timeout=10)
             self._refresh_slices("vm_capacity", "balance")
             return
