@@ -143,7 +143,7 @@ class NCApp(LimitGuardMixin, LifecycleMixin, FlowsMixin, VmFlowsMixin, SlurmFlow
             choose_recipe=self._choose_recipe,
             kube_moved=self._kube_moved,
         )
-        self.nodes = NodeFlow(self.ctx)  # the nodes' ssh sessions, a connect, the copy-off
+        self.nodes = NodeFlow(self.ctx, nc=self._client, remember_job=self.remember_job)  # over ssh: runs, copy-off
 
     # ---- layout -------------------------------------------------------------------------------
 

@@ -19,11 +19,13 @@ from .ui import Confirm, Question, Results
 
 if TYPE_CHECKING:
     from ..api import models as m
+    from ..api.client import NCClient
     from ..remote.research import Login
     from ..remote.runner import SshRunner
-    from ..remote.sessions import NodeRow, NodeSessions
+    from ..remote.sessions import NodeRow, NodeRun, NodeSessions
     from ..store import Store
 
+STARTER_NAME = "nanogpt"  # the container the starter runs (nanogpt-node.sh), stopped with docker rm -f nanogpt
 # a research node's results: the guide's two scp lines
 RESULTS = ("~/first-job/nanoGPT/out-shakespeare-char", "~/first-job/nanogpt.out")
 TYPED = "research_typed"  # the store slice of the research node typed in (a Login), this session
@@ -80,6 +82,15 @@ class CopyProgress(Question[None]):
 
 
 @dataclass(frozen=True)
+class RunImage(Question["tuple[str, str, str] | None"]):
+    """Your own image and command, run detached on the node: (image, command, name), or None."""
+
+    node: str
+    image: str = ""
+    name: str = "my-job"
+
+
+@dataclass(frozen=True)
 class AddNode(Question["Login | None"]):
     """A research node's login typed in as ``user@ip`` (port 22; the box's own ports allowed)."""
 
@@ -113,6 +124,28 @@ def connect_failure(node: NodeRow, e: Exception) -> tuple[str, Text]:
     if isinstance(e, HostKeyUnknown):
         return f"Not connected to {node.id}", t
     return f"Cannot connect to {node.id}", t
+
+
+def starter_refusal(node: NodeRow, e: Exception) -> Text:
+    """The starter stopped by itself (docker missing from the node, no GPU): its own words, plainly, then what
+    that means. Nothing was started; the node is billed as before."""
+    from ..remote.runner import CommandFailed
+    from ..textsafe import clean
+
+    said = clean(e.stderr, multiline=True).strip() if isinstance(e, CommandFailed) else ""
+    said = "\n".join(x.removeprefix("nanogpt-node: ") for x in said.splitlines() if x.strip()) or str(e)
+    t = Text(f"{node.id} says:\n\n", style="bold")
+    t.append(said + "\n\n", style="")
+    t.append(
+        "Nothing was started and nothing is running there. The node stays "
+        f"{'assigned' if node.research else 'granted'} and billed until it is released {node.release_hint}.",
+        style="",
+    )
+    return t
+
+
+def _vendor(gpu_model: str | None) -> str:
+    return "amd" if (gpu_model or "").upper().startswith(("MI", "AMD")) else "nvidia"
 
 
 # ---- the flow -------------------------------------------------------------------------------------------
@@ -150,10 +183,19 @@ def vm_rows(store: Store) -> list[NodeRow] | None:
 
 
 class NodeFlow(Flow):
-    """The nodes' ssh sessions, a connect, the copy-off."""
+    """The nodes' ssh sessions, a connect, the starter, your own image, stopping a run, the copy-off. Given: the
+    National Compute client (``nc``: the catalog's stock image) and what the session remembers of a job ncui
+    started (``remember_job``: the next session's report knows what to stop)."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        nc: Callable[[], NCClient | None],
+        remember_job: Callable[..., None],
+    ) -> None:
         super().__init__(ctx)
+        self._nc, self._remember_job = nc, remember_job
         self._sessions: NodeSessions | None = None
 
     @property
@@ -214,6 +256,156 @@ class NodeFlow(Flow):
             await self.ui.ask(Results(title, body))
             return None
         return runner
+
+    # ---- runs: the starter, your own image, stop --------------------------------------------------------
+
+    def _access(self) -> str:
+        endpoints = self.backend.endpoints if self.backend is not None else None
+        return str(endpoints.access) if endpoints is not None else ""
+
+    async def _busy(self, r: NodeRow) -> bool:
+        run = self.sessions.runs.get(r.id)
+        if run is not None:
+            await self.ui.ask(
+                Results(
+                    f"{run.name} runs on {r.id}",
+                    Text(f"Stop it first (x: docker rm -f {run.name}), then start another run."),
+                )
+            )
+            return True
+        return False
+
+    def _started(self, r: NodeRow, run: NodeRun, recipe: str | None) -> None:
+        self.sessions.runs[r.id] = run
+        self._remember_job({"container": run.name, "recipe": recipe, "node": r.id}, new=True)
+        self.notify(f"Started {run.name} on {r.id}; following its log.", timeout=5)
+
+    async def stock_image(self, gpu_model: str | None) -> str:
+        """The stock PyTorch image, as the catalog's Train recipe names it (``image:`` of
+        nanogpt-job[-vendor].yaml); '' when the catalog cannot be read."""
+        import re
+
+        from ..api.errors import NCError
+
+        nc = self._nc()
+        if nc is None:
+            return ""
+        try:
+            f = await nc.recipe_file("nanogpt-job", _vendor(gpu_model))
+        except NCError:
+            return ""
+        m = re.search(r"^\s*image:\s*['\"]?([^\s'\"]+)", f.text, re.M)
+        return m.group(1) if m else ""
+
+    async def run_starter(self, r: NodeRow, failed: Callable[[], object] | None = None) -> bool:
+        """The guide's starter on ``r``, asked first: True once it started (recorded, remembered, said)."""
+        from ..remote.node import BadInput, start_starter, starter_command
+        from ..remote.runner import CommandFailed, RemoteError
+        from ..remote.sessions import NodeRun
+
+        try:
+            line = starter_command(self._access())
+        except BadInput as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return False
+        runner = await self.connected(r, failed)
+        if runner is None or await self._busy(r):
+            return False
+        if not await self.ui.ask(
+            Confirm(
+                f"Run the starter on {r.id}?",
+                f"On {runner.where}:\n\n  {line}\n\nThe guide's starter: it fetches nanoGPT under ~/first-job and runs "
+                f"it detached in the stock PyTorch container named {STARTER_NAME}, on every GPU, time-boxed to about "
+                "an hour; its log is ~/first-job/nanogpt.out. The node is billed as it is now, running or not"
+                + (", until it is released through Marshall." if r.research else "."),
+                yes="Run it",
+                no="Cancel",
+            )
+        ):
+            return False
+        try:
+            await start_starter(runner, self._access())
+        except CommandFailed as e:  # the starter said why it stopped (docker missing, no GPU): its words, plainly
+            await self.ui.ask(Results(f"The starter did not start on {r.id}", starter_refusal(r, e)))
+            return False
+        except RemoteError as e:
+            await self.ui.ask(Results(f"The starter did not start on {r.id}", str(e)))
+            return False
+        self._started(r, NodeRun(STARTER_NAME, True), "nanogpt-node")
+        return True
+
+    async def run_own(self, r: NodeRow, failed: Callable[[], object] | None = None) -> bool:
+        """The human's own image and command on ``r``, asked for then asked about: True once it started."""
+        from ..remote.node import docker_run, docker_run_command
+        from ..remote.runner import RemoteError
+        from ..remote.sessions import NodeRun
+
+        runner = await self.connected(r, failed)
+        if runner is None or await self._busy(r):
+            return False
+        image = await self.stock_image(r.gpu_model)
+        got = await self.ui.ask(RunImage(r.id, image))
+        if got is None:
+            return False
+        image, command, name = got
+        line = docker_run_command(image, command, name)
+        if not await self.ui.ask(
+            Confirm(
+                f"Run your container on {r.id}?",
+                f"Image: {image}\nCommand: {command or '(the image’s own)'}\n\nSent to {runner.where}, as one line "
+                f"(every word quoted):\n\n  {line}\n\nIt runs detached on every GPU of the node; x stops it "
+                f"(docker rm -f {name}). The node is billed as it is now, running or not.",
+                yes="Run it",
+                no="Cancel",
+            )
+        ):
+            return False
+        try:
+            await docker_run(runner, image, command, name)
+        except RemoteError as e:
+            await self.ui.ask(Results(f"{name} did not start on {r.id}", str(e)))
+            return False
+        self._started(r, NodeRun(name, False, image, command), None)
+        return True
+
+    async def stop_run(
+        self,
+        r: NodeRow,
+        run: NodeRun,
+        failed: Callable[[], object] | None = None,
+        still_runs: Callable[[], object] | None = None,
+    ) -> bool:
+        """``docker rm -f`` what runs on ``r``, asked first: True once stopped (said, forgotten); False when kept,
+        not connected, or the stop failed (``still_runs()``, then said)."""
+        from ..remote.node import stop, stop_command
+        from ..remote.runner import RemoteError
+
+        if not await self.ui.ask(
+            Confirm(
+                f"Stop {run.name} on {r.id}?",
+                f"Sent: {stop_command(run.name)}\n\nThe container stops and is removed. Files it wrote on the node's "
+                f"disk stay until the node is released. The node stays {'assigned' if r.research else 'granted'} and "
+                f"billed until it is released {r.release_hint}.",
+                yes="Stop it",
+                no="Keep it",
+            )
+        ):
+            return False
+        runner = await self.connected(r, failed)
+        if runner is None:
+            return False
+        run.stopping = True  # the run check must not take the stop for the run ending by itself
+        try:
+            await stop(runner, run.name)
+        except RemoteError as e:
+            run.stopping = False
+            if still_runs is not None:
+                still_runs()
+            await self.ui.ask(Results(f"{run.name} was not stopped", str(e)))
+            return False
+        self.sessions.runs.pop(r.id, None)
+        self.notify(f"Stopped {run.name} on {r.id}. The node is still billed until it is released {r.release_hint}.")
+        return True
 
     async def add_node(self) -> Login | None:
         """A research node typed in as ``user@ip`` (the box's own ports allowed): kept for this session."""

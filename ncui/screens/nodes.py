@@ -11,7 +11,6 @@ from a node is cleaned (``textsafe``) before the screen: the followers clean log
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
@@ -24,14 +23,14 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Label, Static
 
-from ..flows.node import CopyBoard, vm_rows
+from ..flows.node import STARTER_NAME, CopyBoard, vm_rows
 from ..logfollow import LossCurve
 from ..remote.sessions import NodeRow, NodeRun
 from ..textsafe import clean
 from ..widgets.chart import Chart
 from .base import fit_columns
 from .losses import LOG_BATCH_INTERVAL, LOSS_CHART_INTERVAL, show_losses
-from .modals import ConfirmModal, ResultsModal
+from .modals import ConfirmModal
 
 if TYPE_CHECKING:
     from ..app import NCApp
@@ -41,8 +40,6 @@ if TYPE_CHECKING:
     from ..remote.sessions import NodeSessions
     from ..store import Store
     from ..widgets.logpane import LogPane
-
-STARTER_NAME = "nanogpt"  # the container the starter runs (nanogpt-node.sh), stopped with docker rm -f nanogpt
 
 
 # ---- the nodes --------------------------------------------------------------------------------------
@@ -55,13 +52,6 @@ def node_rows(store: Store) -> list[NodeRow] | None:
     return research_rows(store) if research_org(store) else vm_rows(store)
 
 
-def _remember_run(app: Any, node: NodeRow, container: str, recipe: str | None) -> None:
-    """ncui started ``container`` on ``node``: the next session's report knows what to stop (ncui/memory.py)."""
-    remember = getattr(app, "remember_job", None)
-    if remember is not None:
-        remember({"container": container, "recipe": recipe, "node": node.id}, new=True)
-
-
 def _remember_losses(app: Any, owner: str, entries: list[str]) -> None:
     """A log pane saw loss lines: the first ones are remembered for the report (``NCApp.remember_loss_lines``)."""
     from ..logfollow import entry_text
@@ -69,26 +59,6 @@ def _remember_losses(app: Any, owner: str, entries: list[str]) -> None:
     keep = getattr(app, "remember_loss_lines", None)
     if keep is not None:
         keep(owner, [entry_text(e) for e in entries])
-
-
-def _vendor(gpu_model: str | None) -> str:
-    return "amd" if (gpu_model or "").upper().startswith(("MI", "AMD")) else "nvidia"
-
-
-async def stock_image(app: Any, gpu_model: str | None) -> str:
-    """The stock PyTorch image, as the catalog's Train recipe names it (``image:`` of nanogpt-job[-vendor].yaml);
-    '' when the catalog cannot be read."""
-    from ..api.errors import NCError
-
-    nc = app._client()
-    if nc is None:
-        return ""
-    try:
-        f = await nc.recipe_file("nanogpt-job", _vendor(gpu_model))
-    except NCError:
-        return ""
-    m = re.search(r"^\s*image:\s*['\"]?([^\s'\"]+)", f.text, re.M)
-    return m.group(1) if m else ""
 
 
 # ---- the forms ---------------------------------------------------------------------------------------
@@ -269,23 +239,6 @@ class CopyProgressModal(ModalScreen[None]):
     def action_close(self) -> None:
         if self.done:
             self.dismiss(None)
-
-
-def starter_refusal(node: NodeRow, e: Exception) -> Text:
-    """The starter stopped by itself (docker missing from the node, no GPU): its own words, plainly, then what
-    that means. Nothing was started; the node is billed as before."""
-    from ..remote.runner import CommandFailed
-
-    said = clean(e.stderr, multiline=True).strip() if isinstance(e, CommandFailed) else ""
-    said = "\n".join(x.removeprefix("nanogpt-node: ") for x in said.splitlines() if x.strip()) or str(e)
-    t = Text(f"{node.id} says:\n\n", style="bold")
-    t.append(said + "\n\n", style="")
-    t.append(
-        "Nothing was started and nothing is running there. The node stays "
-        f"{'assigned' if node.research else 'granted'} and billed until it is released {node.release_hint}.",
-        style="",
-    )
-    return t
 
 
 # ---- the pane ----------------------------------------------------------------------------------------
@@ -599,96 +552,17 @@ class NodesPane(Vertical):
         if r is not None:
             self.run_own(r)
 
-    def _access(self) -> str:
-        backend = cast("NCApp", self.app).backend  # Widget.app is an App[object]: a view lives in NCApp only
-        endpoints = backend.endpoints if backend is not None else None
-        return str(endpoints.access) if endpoints is not None else ""
-
-    async def _busy(self, r: NodeRow) -> bool:
-        run = self.sessions.runs.get(r.id)
-        if run is not None:
-            await self.app.push_screen_wait(
-                ResultsModal(
-                    f"{run.name} runs on {r.id}",
-                    Text(f"Stop it first (x: docker rm -f {run.name}), then start another run."),
-                )
-            )
-            return True
-        return False
-
     @work(group="node-run", exclusive=True, exit_on_error=False)
     async def run_starter(self, r: NodeRow) -> None:
-        from ..remote.node import BadInput, start_starter, starter_command
-        from ..remote.runner import CommandFailed, RemoteError
-
-        try:
-            line = starter_command(self._access())
-        except BadInput as e:
-            self.notify(str(e), severity="error", timeout=8)
-            return
-        runner = await self._connected(r)
-        if runner is None or await self._busy(r):
-            return
-        if not await self.app.push_screen_wait(
-            ConfirmModal(
-                f"Run the starter on {r.id}?",
-                f"On {runner.where}:\n\n  {line}\n\nThe guide's starter: it fetches nanoGPT under ~/first-job and runs "
-                f"it detached in the stock PyTorch container named {STARTER_NAME}, on every GPU, time-boxed to about "
-                "an hour; its log is ~/first-job/nanogpt.out. The node is billed as it is now, running or not"
-                + (", until it is released through Marshall." if r.research else "."),
-                yes="Run it",
-                no="Cancel",
-            )
-        ):
-            return
-        try:
-            await start_starter(runner, self._access())
-        except CommandFailed as e:  # the starter said why it stopped (docker missing, no GPU): its words, plainly
-            await self.app.push_screen_wait(ResultsModal(f"The starter did not start on {r.id}", starter_refusal(r, e)))
-            return
-        except RemoteError as e:
-            await self.app.push_screen_wait(ResultsModal(f"The starter did not start on {r.id}", str(e)))
-            return
-        self.sessions.runs[r.id] = NodeRun(STARTER_NAME, True)
-        _remember_run(self.app, r, STARTER_NAME, "nanogpt-node")
-        self.notify(f"Started {STARTER_NAME} on {r.id}; following its log.", timeout=5)
-        self._redraw_rows()
-        self.follow(r, fresh=True)
-        self._watch(r)
+        if await self.flow.run_starter(r, failed=self._redraw_rows):
+            self._started(r)
 
     @work(group="node-run", exclusive=True, exit_on_error=False)
     async def run_own(self, r: NodeRow) -> None:
-        from ..remote.node import docker_run, docker_run_command
-        from ..remote.runner import RemoteError
+        if await self.flow.run_own(r, failed=self._redraw_rows):
+            self._started(r)
 
-        runner = await self._connected(r)
-        if runner is None or await self._busy(r):
-            return
-        image = await stock_image(self.app, r.gpu_model)
-        got = await self.app.push_screen_wait(RunImageModal(r.id, image))
-        if got is None:
-            return
-        image, command, name = got
-        line = docker_run_command(image, command, name)
-        if not await self.app.push_screen_wait(
-            ConfirmModal(
-                f"Run your container on {r.id}?",
-                f"Image: {image}\nCommand: {command or '(the image’s own)'}\n\nSent to {runner.where}, as one line "
-                f"(every word quoted):\n\n  {line}\n\nIt runs detached on every GPU of the node; x stops it "
-                f"(docker rm -f {name}). The node is billed as it is now, running or not.",
-                yes="Run it",
-                no="Cancel",
-            )
-        ):
-            return
-        try:
-            await docker_run(runner, image, command, name)
-        except RemoteError as e:
-            await self.app.push_screen_wait(ResultsModal(f"{name} did not start on {r.id}", str(e)))
-            return
-        self.sessions.runs[r.id] = NodeRun(name, False, image, command)
-        _remember_run(self.app, r, name, None)
-        self.notify(f"Started {name} on {r.id}; following its log.", timeout=5)
+    def _started(self, r: NodeRow) -> None:
         self._redraw_rows()
         self.follow(r, fresh=True)
         self._watch(r)
@@ -751,38 +625,13 @@ class NodesPane(Vertical):
 
     @work(group="node-run", exclusive=True, exit_on_error=False)
     async def stop_run(self, r: NodeRow, run: NodeRun) -> None:
-        from ..remote.node import stop, stop_command
-        from ..remote.runner import RemoteError
-
-        if not await self.app.push_screen_wait(
-            ConfirmModal(
-                f"Stop {run.name} on {r.id}?",
-                f"Sent: {stop_command(run.name)}\n\nThe container stops and is removed. Files it wrote on the node's "
-                f"disk stay until the node is released. The node stays {'assigned' if r.research else 'granted'} and "
-                f"billed until it is released {r.release_hint}.",
-                yes="Stop it",
-                no="Keep it",
-            )
-        ):
+        if not await self.flow.stop_run(r, run, failed=self._redraw_rows, still_runs=lambda: self._watch(r)):
             return
-        runner = await self._connected(r)
-        if runner is None:
-            return
-        run.stopping = True  # the run check must not take the stop for the run ending by itself
-        try:
-            await stop(runner, run.name)
-        except RemoteError as e:
-            run.stopping = False
-            self._watch(r)
-            await self.app.push_screen_wait(ResultsModal(f"{run.name} was not stopped", str(e)))
-            return
-        self.sessions.runs.pop(r.id, None)
         if self.following == r.id and self.follower is not None:
             f, self.follower = self.follower, None
             if not f.ended:  # a file's tail -F runs on; a container's log ends by itself
                 f.stop()
             self.pane.set_status(f"log ended: {run.name} was stopped (docker rm -f {run.name})")
-        self.notify(f"Stopped {run.name} on {r.id}. The node is still billed until it is released {r.release_hint}.")
         self._redraw_rows()
 
     # ---- a research node: add one by hand, notice the run's end, copy the results off ------------------

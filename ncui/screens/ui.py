@@ -11,7 +11,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..flows.connect import SignInLink
-from ..flows.node import AddNode, CopyOffForm, CopyProgress
+from ..flows.node import AddNode, CopyOffForm, CopyProgress, RunImage
 from ..flows.ui import Confirm, Prompt, Question, Results, Retry, Severity
 
 if TYPE_CHECKING:
@@ -96,6 +96,13 @@ def _copy_progress(q: CopyProgress) -> ModalScreen[Any]:
     from .nodes import CopyProgressModal
 
     return CopyProgressModal(q.title, q.board)
+
+
+@modal_for(RunImage)
+def _run_image(q: RunImage) -> ModalScreen[Any]:
+    from .nodes import RunImageModal
+
+    return RunImageModal(q.node, q.image, q.name)
 
 
 @modal_for(AddNode)
