@@ -6,12 +6,13 @@ Screens read the store and call actions; the backend's pollers feed the store.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
@@ -25,33 +26,28 @@ from .api.errors import NCError
 from .backend import Backend
 from .flows.apply import ApplyFlow, market_price
 from .flows.base import Context
+from .flows.connect import ConnectFlow
 from .flows.lease import LeaseFlow
 from .flows.lifecycle import LifecycleFlow
 from .flows.limit import SpendingLimitFlow
+from .flows.node import NodeFlow
 from .flows.recall import RecallFlow
 from .flows.slurm import SlurmFlow
 from .flows.vm import VmFlow
+from .remote.research import box_ssh_config
 from .screens.account import AccountView
 from .screens.base import View
-from .screens.connect import ConnectMixin
-from .screens.flows import FlowsMixin
-from .screens.keyhold import KeyHoldMixin
+from .screens.keyhold import KeyHold
 from .screens.modals import HelpModal
 from .screens.ui import ScreenUI
-from .screens.vmflows import VmFlowsMixin
-from .store import Slice, Store
+from .store import Store
 from .textsafe import clean
 from .widgets.header import StatusHeader
 from .widgets.navbar import NavBar
 
 if TYPE_CHECKING:
-    from .api import models as m
-    from .backoff import RetryLoop
-    from .kube.client import KubeClient
-    from .kube.gate import SignInGate
-    from .kube.session import SigninResult
+    from .flows.connect import Handoff
     from .pollers import Pollers
-    from .screens.connect import Handoff
 
 log = logging.getLogger("ncui")
 SIGNAL_EXIT_GRACE_S = 5.0  # a SIGTERM or SIGHUP: seconds Textual gets to end before the process ends anyway
@@ -87,25 +83,12 @@ def view_class(name: str) -> type[View]:
     return view
 
 
-def _box_ssh_config(ctx: Context) -> Path | None:
-    from .screens.research import box_ssh_config  # (the nodes' module: imported when a report reads a node)
-
-    return box_ssh_config(ctx)
-
-
-SIGNED_IN = "sign in: kubectl prints the link, you approve it in a browser, then it signs in silently"
-
-CLUSTER_SLICES = ("cluster", "bid", "ladder", "spend", "ticks", "vm_capacity", "ssh_keys")
-# The cluster's watches write the store at most every 50 ms: a big cluster's hundred changes a second are a few
-# writes (the subscribers, the header, the lifecycle watch: each once per write), not a hundred (bench/pods.py).
-WATCH_COALESCE = 0.05
-
 GLOBAL_HELP = """
 [b]Keys[/b]  1–6 screens · Tab/Shift-Tab move focus · ? help · Ctrl-P commands · r refresh · h history · q quit
 """
 
 
-class NCApp(KeyHoldMixin, ConnectMixin, FlowsMixin, VmFlowsMixin, App[None]):
+class NCApp(App[None]):
     CSS_PATH = str(Path(__file__).parent / "styles" / "app.tcss")
     SUSPENDED_SCREEN_CLASS = "-suspended"  # a screen beneath another (its toasts hidden: app.tcss)
     TITLE = "ncui"
@@ -142,53 +125,63 @@ class NCApp(KeyHoldMixin, ConnectMixin, FlowsMixin, VmFlowsMixin, App[None]):
         self.backend = backend
         self.store = store or Store()
         self.store.meta.setdefault("workspace", in_workspace())  # Account says the daemon holds the credential
-        self.handoff = handoff  # --cluster / --recipe: what the hand-off named (screens/connect.py)
         self.mode = mode
         self.first_run = first_run  # a message when there is no token
         self.pollers: Pollers | None = None
         self._unsubs: list[Callable[[], None]] = []
-        self._kube: KubeClient | None = None  # the active cluster's, once signed in
-        self._kube_for: str | None = None
-        self._watchers: list[RetryLoop] = []
-        self._endpoint_checked = 0.0  # when the cluster's kubeconfig was last read again (time.monotonic())
         self.history: history.History | None = None  # this service's, once connected
         # what every flow is given (ncui/flows/base.py): its history and pollers are set once connected
+        self.keyhold = KeyHold(self)  # keys typed ahead of a question reach it (screens/keyhold.py)
         self.ctx = Context(backend, self.store, ScreenUI(self))
-        # the flows (ncui/flows/), each given what it calls; apply and lifecycle call each other (one binds late)
+        # the flows (ncui/flows/), each given what it calls. Some call each other both ways (apply and lifecycle;
+        # connect, recall and slurm): the later one is reached through a lambda, bound when called.
+        self.connect = ConnectFlow(  # sign-in, the kube client and its watches, the hand-off, the active cluster
+            self.ctx,
+            handoff=handoff,  # --cluster / --recipe
+            nc=lambda: self.lease.client(),
+            remembered=lambda: self.recall.remembered(),
+            remember=lambda **fields: self.recall.remember(**fields),
+            slurm_cluster=lambda ref: self.slurm.cluster(ref),
+            choose_recipe=self._choose_recipe,
+            kube_moved=self._kube_moved,
+        )
         self.recall = RecallFlow(
             self.ctx,
-            kube_signed_in=self.kube_signed_in,
-            slurm_runner=lambda name: self.slurm.runner_for(name),  # (self.slurm: built below)
-            node_sessions=self.vm_sessions,
-            box_ssh_config=partial(_box_ssh_config, self.ctx),
+            kube_signed_in=self.connect.kube_signed_in,
+            slurm_runner=lambda name: self.slurm.runner_for(name),
+            node_sessions=lambda: self.nodes.sessions,
+            box_ssh_config=lambda: box_ssh_config(self.backend),
         )
         self.lease = LeaseFlow(self.ctx, remember=self.recall.remember, exit=self._quit)
-        self.lifecycle = LifecycleFlow(
-            self.ctx,
-            kube_client=self.kube_client,
-            kube_in_use=lambda: (self._kube, self._kube_for),
-            start_apply=lambda plan: self.apply.start(plan),  # (self.apply: built below)
-            applied_select=lambda docs: self.apply.applied_select(docs),
-            cover=lambda *a: self.apply.cover(*a),
-            market_price=market_price,
-        )
         self.limit = SpendingLimitFlow(
             self.ctx,
-            kube_signed_in=self.kube_signed_in,
-            stop_plan=self.lifecycle.stop_plan,
-            stop_objects=self.lifecycle.stop_objects,
-            recipe=self.lifecycle.recipe,
+            kube_signed_in=self.connect.kube_signed_in,
+            stop_plan=lambda kube, recipe: self.lifecycle.stop_plan(kube, recipe),
+            stop_objects=lambda *a: self.lifecycle.stop_objects(*a),
+            recipe=lambda name: self.lifecycle.recipe(name),
             state_notices=self.recall.state_notices,
         )
         self.apply = ApplyFlow(
             self.ctx,
             lease=self.lease,
-            kube_client=self.kube_client,
-            before_apply=self.lifecycle.before_apply,
+            kube_client=self.connect.kube_client,
+            before_apply=lambda plan: self.lifecycle.before_apply(plan),
             remember_job=self.recall.remember_job,
         )
-        self.vm = VmFlow(self.ctx, copy_off=self.vm_copy_off, node_sessions=self.vm_sessions)
+        self.lifecycle = LifecycleFlow(
+            self.ctx,
+            kube_client=self.connect.kube_client,
+            kube_in_use=lambda: (self.connect.kube, self.connect.kube_for),
+            start_apply=self.apply.start,
+            applied_select=self.apply.applied_select,
+            cover=self.apply.cover,
+            market_price=market_price,
+        )
+        self.vm = VmFlow(
+            self.ctx, copy_off=lambda cap: self.nodes.vm_copy_off(cap), node_sessions=lambda: self.nodes.sessions
+        )
         self.slurm = SlurmFlow(self.ctx, remember_job=self.recall.remember_job)
+        self.nodes = NodeFlow(self.ctx, nc=self.lease.client, remember_job=self.recall.remember_job)  # over ssh
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -209,11 +202,9 @@ class NCApp(KeyHoldMixin, ConnectMixin, FlowsMixin, VmFlowsMixin, App[None]):
         account = self.query_one("#account", View)
         account.activate(True)
         account.focus()
-        self._unsubs.append(self.store.subscribe("whoami", self._on_whoami, interested=False))
-        self._unsubs.append(self.store.subscribe("cluster", self._on_cluster, interested=False))
+        self.connect.start()  # the active cluster from whoami; --recipe chosen on Recipes once the catalog is read
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self.lease.on_standing, interested=False))
         self._catch_signals()
-        self.handoff_watch()  # --recipe: chosen on Recipes once the catalog is read (after the cluster: above)
         # a defective tune, a serve on the previous model, the load test's end: said at once
         self._unsubs.append(self.lifecycle.watch())
         if self.store.meta.get("token_warning"):  # also a line on Account until it is fixed
@@ -310,15 +301,17 @@ class NCApp(KeyHoldMixin, ConnectMixin, FlowsMixin, VmFlowsMixin, App[None]):
             u()
         if self.history is not None and history.active() is self.history:
             history.activate(None)
-        self.stop_watchers()
-        await self.vm_sessions_close()  # the nodes' ssh connections
+        await self.connect.close()  # the watches, the cluster's client
+        await self.nodes.close()  # the nodes' ssh connections
         await self.slurm.close()
         if self.pollers is not None:
             await self.pollers.stop()
-        if self._kube is not None:
-            await self._kube.aclose()
         if self.backend is not None:
             await self.backend.close()
+
+    async def on_event(self, event: events.Event) -> None:
+        if not self.keyhold.held(event):  # (a key typed ahead of a question waits for it)
+            await super().on_event(event)
 
     def notify(
         self,
@@ -336,68 +329,31 @@ class NCApp(KeyHoldMixin, ConnectMixin, FlowsMixin, VmFlowsMixin, App[None]):
             clean(message, multiline=True), title=clean(title), severity=severity, timeout=timeout, markup=False
         )
 
-    # ---- data-driven decisions ----------------------------------------------------------------
+    # ---- what the flows are given -------------------------------------------------------------------
 
-    def _on_whoami(self, s: Slice) -> None:
-        who = s.value
-        if who is None:
-            return
-        if who.org_kind == "public_research" and self.pollers is not None:  # its node's status (enabled by whoami)
-            self.pollers.refresh("research")
-        active = self.store.meta.get("cluster")
-        names = [c.name for c in who.clusters]
-        if active is None or active.name not in names:
-            last = self.recall.remembered().get("active_cluster")  # the cluster of the last session, resumed
-            first = (
-                self.handoff_cluster(who)  # --cluster / --recipe first, then the last session's
-                or next((c for c in who.clusters if c.name == last), None)
-                or next((c for c in who.clusters if c.kind == "kubernetes"), None)
-                or (who.clusters[0] if who.clusters else None)
-            )
-            self.select_cluster(first)
+    def _choose_recipe(self, name: str) -> None:
+        """The hand-off's recipe: Recipes shown, with it chosen."""
 
-    def _on_cluster(self, s: Slice) -> None:
-        # The market slices are enabled only once the cluster is known to be a market cluster.
-        if self.pollers is not None and s.value is not None:
-            self.pollers.refresh("bid", "ladder", "spend", "ticks")
+        async def show() -> None:
+            from .screens.recipes import RecipesView
 
-    def select_cluster(self, ref: m.ClusterRef | None) -> None:
-        old = self.store.meta.get("cluster")
-        self.store.meta["cluster"] = ref
-        if ref is not None:
-            self.recall.remember(active_cluster=ref.name)
-        if old is not None and ref is not None and old.name == ref.name:
-            return
-        self.store.clear(*CLUSTER_SLICES, "k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes", "kube_signin")
-        self.stop_watchers()
-        self._kube_for = None
-        if self.pollers is not None:
-            self.pollers.refresh(*CLUSTER_SLICES)
-        self.slurm.cluster(ref)  # a Slurm cluster's sign-in check and queue (flows/slurm.py)
-        if ref is not None and old is not None:
-            self.notify(f"Active cluster: {ref.name} ({ref.kind})")
+            await self.action_show("recipes")
+            for view in self.query(RecipesView):
+                view.choose(name, handed_off=True)
+
+        self.call_later(show)
+
+    def _kube_moved(self) -> None:
+        """The cluster's client was made anew (its endpoint moved): Workloads follows its log through it."""
+        from .screens.workloads import WorkloadsView
+
+        for view in self.query(WorkloadsView):
+            view.kube_changed()
 
     # ---- TRANSITIONAL (issue 22): screens/nodes.py (F-connect's) still calls these; self.recall has them ------
 
     def remember_job(self, fields: dict[str, Any], *, new: bool = False) -> None:  # TRANSITIONAL: nodes.py
         self.recall.remember_job(fields, new=new)
-
-    def remember_loss_lines(self, owner: str, lines: list[str]) -> None:  # TRANSITIONAL: screens/nodes.py
-        self.recall.remember_loss_lines(owner, lines)
-
-    async def kube_signed_in(self, name: str | None = None) -> KubeClient | None:
-        """The client for cluster ``name`` (the active one) when it needs no sign-in question: the one connected,
-        or a connect with the sign-in kept from before (silently, as kubectl would); None otherwise."""
-        ref = self.store.meta.get("cluster")
-        name = name or (ref.name if ref is not None else None)
-        if self._kube_for == name and self._kube is not None:
-            return self._kube if self._kube.gate.is_open else None
-        from .kube import signin
-
-        if name and self.backend is not None and self.backend.endpoints is not None:  # signed in before: connect
-            if signin.cred_path(self.backend.endpoints.api, name).exists():
-                return await self.kube_client()
-        return None
 
     # ---- actions ------------------------------------------------------------------------------
 
@@ -481,175 +437,7 @@ class NCApp(KeyHoldMixin, ConnectMixin, FlowsMixin, VmFlowsMixin, App[None]):
     # ---- kubectl sign-in ----------------------------------------------------------------------
 
     def action_kube_signin(self) -> None:
-        self.start_worker(self._signin_then_connect, name="signin", group="signin", exclusive=True)
-
-    async def _signin_then_connect(self) -> None:
-        ref = self.store.meta.get("cluster")
-        kube = self._kube if ref is not None and self._kube_for == ref.name else None  # its sign-in, checked again
-        if await self.sign_in_flow(announce=True, kube=kube):
-            await self.kube_client()
-
-    async def sign_in_flow(
-        self, announce: bool = False, link: str | None = None, kube: KubeClient | None = None
-    ) -> bool:
-        """Run the kubeconfig's sign-in plugin as kubectl would (through ``kube``, a KubeClient, when given:
-        its gate opens on approval); show its link until it is approved. When ``kube`` is the client in use,
-        the watches and the log follower wait on this sign-in: closing the link's window leaves it to the
-        SignInKeeper to notice the approval."""
-        import asyncio
-
-        from .backoff import wait_event
-        from .kube.session import exec_spec, run_plugin
-        from .screens.modals import SignInModal
-
-        ref = self.store.meta.get("cluster")
-        nc = self.backend.nc if self.backend is not None else None
-        if ref is None or ref.kind != "kubernetes" or nc is None:
-            self.notify("kubectl sign-in is for a Kubernetes cluster.")
-            return False
-        # The client in use: its gate (the watches and the log wait on it). None: a sign-in of its own.
-        gate = kube.gate if kube is not None and kube is self._kube else None
-        in_use = gate is not None
-        if not (gate is not None and not gate.is_open):  # (an expired sign-in stays "expired" until approved)
-            self.store.set("kube_signin", "checking")
-        attempt: Callable[[], Awaitable[SigninResult]]
-        if kube is not None:
-            attempt = kube.check_sign_in
-        else:
-            try:
-                text = await nc.kubeconfig(ref.name)
-                spec = exec_spec(text)
-            except (NCError, ValueError) as e:
-                self.store.fail("kube_signin", f"Cannot sign in: {e}")
-                self.notify(f"Cannot sign in: {e}", severity="error", timeout=8)
-                return False
-            if not await self.plugin_cleared(ref.name, text, ask_again=announce):  # (s: a remembered no asked again)
-                return False
-            attempt = lambda: run_plugin(spec)  # noqa: E731
-        result = await attempt()
-        if result.signed_in:
-            self.store.set("kube_signin", "signed in")
-            if announce:
-                self.notify(f"kubectl is signed in to {ref.name}.")
-            return True
-        if not result.link and link:  # the plugin prints a link once per caller: we were told it already
-            from dataclasses import replace
-
-            result = replace(result, link=link)
-        if not result.link:
-            why = result.message or "the sign-in plugin gave no link"
-            self.store.fail("kube_signin", why)
-            self.notify(f"Sign-in failed: {why[:200]}", severity="error", timeout=10)
-            return False
-        self.store.set("kube_signin", "expired" if in_use else "waiting for approval")
-        closed = asyncio.Event()
-        modal = SignInModal(
-            ref.name, result.link, reason=gate.reason if gate is not None else "", approve=self.box_approver()
-        )
-        await self.push_screen(modal, callback=lambda _ok: closed.set())
-        link = result.link
-        while not closed.is_set():
-            if await wait_event(closed, 2.0):
-                break
-            if in_use and (kube is not self._kube or self._kube_for != ref.name):  # another cluster now
-                if self.screen is modal:
-                    modal.dismiss(False)
-                return False
-            result = await attempt()
-            if result.signed_in:
-                self.store.set("kube_signin", "signed in")
-                history.note("kubectl", history.kubectl_command(ref.name, "get", "nodes"), SIGNED_IN, True)
-                if not closed.is_set() and self.screen is modal:
-                    modal.dismiss(True)
-                self.notify(
-                    f"Signed in to {ref.name}: kubectl signs in silently from now on."
-                    + (" The watches and the log resume where they stopped." if in_use else "")
-                )
-                return True
-            if result.link and result.link != link:
-                link = result.link
-                modal.new_link(link)
-        if in_use:
-            self.notify(
-                "The sign-in link stays valid: approve it and ncui resumes by itself (s shows it again).", timeout=8
-            )
-            return False
-        self.store.set("kube_signin", "not signed in")
-        self.notify("Sign-in goes on in the background: approve the link, then press s again.", timeout=8)
-        return False
-
-    def start_watchers(self, kube: KubeClient) -> None:
-        """Watch the cluster's objects into the store (pods, jobs, deployments, nodes), and whether the
-        cluster still accepts the sign-in."""
-        from .kube.gate import SignInKeeper
-        from .kube.watch import ResourceWatcher
-
-        self.stop_watchers()
-        for kind in ("pods", "jobs", "deployments", "nodes"):
-            slice_name = f"k8s_{kind}"
-            w = ResourceWatcher(
-                kube,
-                kind,
-                on_snapshot=partial(self._watched, slice_name),
-                on_error=partial(self._watch_failed, kube, slice_name),
-                coalesce=WATCH_COALESCE,
-            )
-            self._watchers.append(w)
-            self.start_worker(w.run, name=f"watch-{kind}", group="watch")
-        keeper = SignInKeeper(kube, on_change=lambda gate: self._on_signin_gate(kube, gate))
-        self._watchers.append(keeper)
-        self.start_worker(keeper.run, name="signin-keeper", group="watch")  # (no coroutine made before it
-        # runs: quitting first leaves none un-awaited)
-
-    def _watched(self, slice_name: str, snapshot: Mapping[str, dict[str, Any]]) -> None:
-        self.store.set(slice_name, snapshot)
-
-    def _on_signin_gate(self, kube: KubeClient, gate: SignInGate) -> None:
-        """The cluster stopped accepting the sign-in (or its link changed, or it accepts it again): say so
-        where the human is, with the new link (one sign-in flow at a time)."""
-        if kube is not self._kube:
-            return
-        if gate.is_open:
-            self.store.set("kube_signin", "signed in")
-            return
-        self.store.set("kube_signin", "expired")
-        if not any(w.group == "signin" and not w.is_finished for w in self.workers):
-            self.start_worker(
-                partial(self.sign_in_flow, link=gate.link, kube=kube), name="signin", group="signin", exclusive=True
-            )
-
-    def _watch_failed(self, kube: KubeClient, slice_name: str, message: str) -> None:
-        self.store.fail(slice_name, message)
-        # The cluster cannot be reached: its endpoint may have moved (a restarted cluster, a new certificate).
-        # Read its kubeconfig again, at most every 15 s, and connect to the new one when it changed.
-        import time
-
-        if kube is self._kube and message.startswith("cannot reach") and time.monotonic() - self._endpoint_checked > 15:
-            self._endpoint_checked = time.monotonic()
-            self.start_worker(partial(self._recheck_endpoint, kube), name="endpoint", group="endpoint", exclusive=True)
-
-    async def _recheck_endpoint(self, kube: KubeClient) -> None:
-        ref = self.store.meta.get("cluster")
-        if ref is None or kube is not self._kube or self.backend is None or self.backend.nc is None:
-            return
-        try:
-            text = await self.backend.nc.kubeconfig(ref.name)
-        except NCError:
-            return  # the service is down too: the header says so; the next failure asks again
-        if kube.kubeconfig is None or text == kube.kubeconfig or kube is not self._kube:
-            return
-        self.notify(f"{ref.name}'s Kubernetes API moved (a new address or certificate): connecting again.", timeout=8)
-        self._kube_for = None  # the next kube_client() builds a client from the new kubeconfig
-        if await self.kube_client() is not None:
-            from .screens.workloads import WorkloadsView
-
-            for view in self.query(WorkloadsView):
-                view.kube_changed()
-
-    def stop_watchers(self) -> None:
-        for w in self._watchers:
-            w.stop()
-        self._watchers.clear()
+        self.connect.sign_in()
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
@@ -668,7 +456,8 @@ class NCApp(KeyHoldMixin, ConnectMixin, FlowsMixin, VmFlowsMixin, App[None]):
         yield SystemCommand(
             "Sign in to the cluster (kubectl)", "Run the kubeconfig's sign-in (key s)", self.action_kube_signin
         )
-        yield from self.connect_commands()
+        for title, help_text, run in self.connect.commands():
+            yield SystemCommand(title, help_text, run)
         yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)", self.action_help)
         ref = self.store.meta.get("cluster")
         if ref is not None and ref.kind == "vm":

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from . import __version__
 
 if TYPE_CHECKING:
-    from .screens.connect import Handoff
+    from .flows.connect import Handoff
     from .sim.world import World
 
 
@@ -71,7 +71,7 @@ def _name(text: str) -> str:
 
 
 def _handoff(args: argparse.Namespace) -> Handoff | None:
-    from .screens.connect import Handoff
+    from .flows.connect import Handoff
 
     return Handoff(args.cluster, args.recipe) if args.cluster or args.recipe else None
 

@@ -20,6 +20,7 @@ class ScriptedUI:
         self.told: list[tuple[str, str]] = []  # (severity, message)
         self.shown: list[str] = []
         self.tasks: list[asyncio.Task[object]] = []
+        self.groups: list[tuple[str, asyncio.Task[object]]] = []  # (group, task) of what was started
 
     async def ask(self, question: Question[Any]) -> Any:
         self.asked.append(question)
@@ -52,7 +53,14 @@ class ScriptedUI:
     ) -> object:
         task = asyncio.ensure_future(work())
         self.tasks.append(task)
+        self.groups.append((group, task))
         return task
+
+    def busy(self, *groups: str) -> bool:
+        return any(g in groups and not t.done() for g, t in self.groups)
+
+    def asking(self) -> bool:
+        return False  # (a scripted question is answered at once)
 
     def show(self, view: str) -> None:
         self.shown.append(view)

@@ -1,4 +1,4 @@
-"""Connect and start as the guide does (screens/connect.py): the kubeconfig where the human's own kubectl
+"""Connect and start as the guide does (flows/connect.py): the kubeconfig where the human's own kubectl
 finds it, the hand-off's --recipe/--cluster, a Marshall workspace's credential, the demo's sign-in."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from textual.widgets._toast import Toast
 from ncui.app import NCApp, first_run_message
 from ncui.backend import Backend, DemoOptions
 from ncui.config import WORKSPACE_NOTE, load_token
+from ncui.flows.connect import Handoff
 from ncui.kube.kubeconfig import KubeHome
-from ncui.screens.connect import Handoff
 from ncui.screens.modals import ConfirmModal, SignInModal
 from ncui.store import Store
 

@@ -134,7 +134,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
                     t.append(state.value + "…", style="yellow")
                 else:
                     t.append("press s to sign in", style="bold")
-                kf = self.store.value("kube_files")  # ~/.kube/<cluster>.yaml and the context (screens/connect.py)
+                kf = self.store.value("kube_files")  # ~/.kube/<cluster>.yaml and the context (flows/connect.py)
                 if kf is not None and kf.cluster == active.name:
                     t.append("\n")
                     t.append_text(kube_files_text(kf))
@@ -206,7 +206,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             return
         who = self.store.value("whoami")
         if who and 0 <= event.cursor_row < len(who.clusters):
-            self.ncapp.select_cluster(who.clusters[event.cursor_row])
+            self.ncapp.connect.select_cluster(who.clusters[event.cursor_row])
 
     def _money(self) -> None:
         st = self.store

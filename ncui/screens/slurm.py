@@ -23,6 +23,7 @@ from ..logfollow import LossCurve
 from ..textsafe import clean
 from ..widgets.chart import Chart
 from .base import fit_columns
+from .losses import LOG_BATCH_INTERVAL, LOSS_CHART_INTERVAL, show_losses
 
 if TYPE_CHECKING:
     from ..api import models as m
@@ -60,9 +61,6 @@ def slurm_card(store: Store, ref: m.ClusterRef, *, demo: bool = False, now: date
 
 
 # ---- Workloads on a Slurm cluster -----------------------------------------------------------------------
-
-LOG_BATCH_INTERVAL = 0.1
-LOSS_CHART_INTERVAL = 2.0
 
 
 class SlurmPanel(Vertical):
@@ -282,7 +280,6 @@ class SlurmPanel(Vertical):
         return self.query_one("#slurm-log", LogPane)
 
     def _chart(self) -> None:
-        from .workloads import show_losses
 
         show_losses(self.query_one("#slurm-chart", Chart), self.losses)
 

@@ -11,8 +11,10 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..flows.apply import CustomJob
+from ..flows.connect import SignInLink
 from ..flows.lease import Ceiling, ExitGuard
 from ..flows.limit import Countdown, SpendingLimitAsk
+from ..flows.node import AddNode, CopyOffForm, CopyProgress, RunImage
 from ..flows.ui import Confirm, Prompt, Question, Results, Retry, Severity
 
 if TYPE_CHECKING:
@@ -116,6 +118,47 @@ def _countdown(q: Countdown) -> ModalScreen[Any]:
     return CountdownModal(q.body, q.what, q.seconds, q.yes)
 
 
+# ---- ConnectFlow (ncui/flows/connect.py) ----
+
+
+@modal_for(SignInLink)
+def _sign_in_link(q: SignInLink) -> ModalScreen[Any]:
+    from .modals import SignInModal
+
+    return SignInModal(q.cluster, q.board.link, reason=q.reason, approve=q.approve, board=q.board)
+
+
+# ---- NodeFlow (ncui/flows/node.py) ----
+
+
+@modal_for(CopyOffForm)
+def _copy_off_form(q: CopyOffForm) -> ModalScreen[Any]:
+    from .nodes import CopyOffModal
+
+    return CopyOffModal(list(q.nodes), q.remote, q.local, q.intro)
+
+
+@modal_for(CopyProgress)
+def _copy_progress(q: CopyProgress) -> ModalScreen[Any]:
+    from .nodes import CopyProgressModal
+
+    return CopyProgressModal(q.title, q.board)
+
+
+@modal_for(RunImage)
+def _run_image(q: RunImage) -> ModalScreen[Any]:
+    from .nodes import RunImageModal
+
+    return RunImageModal(q.node, q.image, q.name)
+
+
+@modal_for(AddNode)
+def _add_node(q: AddNode) -> ModalScreen[Any]:
+    from .research import AddNodeModal
+
+    return AddNodeModal(q.box_ports)
+
+
 class ScreenUI:
     """``flows.ui.UI`` for the App: questions as modals, toasts, workers, views."""
 
@@ -152,6 +195,12 @@ class ScreenUI:
 
     def show(self, view: str) -> None:
         self.app.call_later(self.app.run_action, f"show({view!r})")
+
+    def busy(self, *groups: str) -> bool:
+        return any(w.group in groups and not w.is_finished for w in self.app.workers)
+
+    def asking(self) -> bool:
+        return len(self.app.screen_stack) > 1
 
     def bell(self) -> None:
         self.app.bell()

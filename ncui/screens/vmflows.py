@@ -1,12 +1,10 @@
 """The VM path on screen (the guide's "VM cluster" section): the questions of the key and declare flows
-(``ncui/flows/vm.py``: the flows themselves) as modals, Lease's words on a VM cluster, and the nodes' ssh
-connections with the copy-off before a release.
+(``ncui/flows/vm.py``: the flows themselves) as modals, and Lease's words on a VM cluster. The nodes' ssh
+connections and the copy-off before a release are ``ncui/flows/node.py`` and ``ncui/remote/``.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -20,16 +18,8 @@ from textual.widgets.option_list import Option
 from ..money import fmt_price
 
 if TYPE_CHECKING:
-    from textual.app import App
-
-    from ..api import models as m
     from ..remote.keys import LocalKey
     from ..store import Store
-    from .nodes import NodeSessions
-
-    _AppBase = App[None]  # (for the type checker the mixin is the App it is mixed into; a plain class at run time)
-else:
-    _AppBase = object
 
 
 class KeyPickModal(ModalScreen["LocalKey | None"]):
@@ -218,44 +208,3 @@ def vm_lease_text(store: Store) -> Text:
             )
     t.append("\n\nk keys · d declare · R release", style="dim")
     return t
-
-
-class VmFlowsMixin(_AppBase):
-    """Mixed into NCApp: the nodes' ssh connections and the copy-off (TRANSITIONAL, issue 22: F-connect moves them
-    to ``ncui/remote/`` and the node flow; the key, declare and release flows are ``ncui/flows/vm.py``)."""
-
-    if TYPE_CHECKING:
-        store: Store
-
-    # ---- the nodes' ssh connections -----------------------------------------------------------------
-
-    _vm_sessions: NodeSessions | None = None
-
-    def vm_sessions(self) -> NodeSessions:
-        """The ssh connections to the VM nodes (Workloads and the release's copy-off share them)."""
-        if self._vm_sessions is None:
-            from .nodes import NodeSessions
-
-            self._vm_sessions = NodeSessions(self)
-        return self._vm_sessions
-
-    async def vm_sessions_close(self) -> None:
-        if self._vm_sessions is not None:
-            await self._vm_sessions.close()
-
-    async def vm_copy_off(self, cap: m.VmCapacity) -> None:
-        """Before a release: offer to copy a folder off each active node (SFTP), with its progress in bytes."""
-        from .nodes import CopyOffModal, copy_off_node, vm_rows
-
-        nodes = [r for r in (vm_rows(self.store) or []) if r.reachable]
-        live = {a.id for a in cap.allocations if a.state == "active"}
-        nodes = [r for r in nodes if r.id in live]
-        if not nodes:
-            return
-        got = await self.push_screen_wait(CopyOffModal([r.id for r in nodes]))
-        if got is None:
-            return
-        remote, local = got
-        for r in nodes:
-            dest = Path(os.path.expanduser(local.replace("{node}", r.id)))
-            await copy_off_node(self, self.vm_sessions().runner(r), r, [remote], dest)
