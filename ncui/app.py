@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine, Iterable
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import events
@@ -17,7 +16,6 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.widgets import ContentSwitcher, Footer, Static
 from textual.worker import Worker, WorkerState
 
@@ -37,33 +35,27 @@ from .flows.vm import VmFlow
 from .remote.research import box_ssh_config
 from .screens.account import AccountView
 from .screens.base import View
+from .screens.commands import commands
 from .screens.keyhold import KeyHold
 from .screens.modals import HelpModal
+from .screens.signals import catch_signals
 from .screens.ui import ScreenUI
 from .store import Store
 from .textsafe import clean
 from .widgets.header import StatusHeader
 from .widgets.navbar import NavBar
+from .widgets.scrollbar import install as install_scrollbars
 
 if TYPE_CHECKING:
     from .flows.connect import Handoff
     from .pollers import Pollers
 
 log = logging.getLogger("ncui")
-SIGNAL_EXIT_GRACE_S = 5.0  # a SIGTERM or SIGHUP: seconds Textual gets to end before the process ends anyway
 
 
-class CellScrollBarRender(ScrollBarRender):
-    """Scrollbars in whole cells. Textual draws a thumb's ends with eighth blocks (▂, ▅, ▊) for smoothness;
-    beside a chart's or a list's border, and in a terminal of few colours, those read as stray blocks."""
+install_scrollbars()
 
-    VERTICAL_BARS: ClassVar[list[str]] = [" "] * 8
-    HORIZONTAL_BARS: ClassVar[list[str]] = [" "] * 8
-
-
-ScrollBar.renderer = CellScrollBarRender  # every scrollbar of the app (Textual's documented hook)
-
-# The five screens: (id, title, module, class). Only Account is imported before the first frame; the
+# The six screens: (id, title, module, class). Only Account is imported before the first frame; the
 # others are imported and built when first shown.
 VIEWS: tuple[tuple[str, str, str, str], ...] = (
     ("account", "Account", "account", "AccountView"),
@@ -204,59 +196,12 @@ class NCApp(App[None]):
         account.focus()
         self.connect.start()  # the active cluster from whoami; --recipe chosen on Recipes once the catalog is read
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self.lease.on_standing, interested=False))
-        self._catch_signals()
+        catch_signals(self)
         # a defective tune, a serve on the previous model, the load test's end: said at once
         self._unsubs.append(self.lifecycle.watch())
         if self.store.meta.get("token_warning"):  # also a line on Account until it is fixed
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)
-
-    def _catch_signals(self) -> None:
-        """SIGTERM (a kill, a supervisor) and SIGHUP (the terminal went away) end ncui as q does when no meter runs:
-        through Textual's exit, which puts the terminal back (main screen, no mouse reporting, the cursor shown)
-        and closes the demo's box and its folder. Nothing that stands is touched, and nothing is asked: the next
-        start says what still stands. (Not under a test's Pilot: the test process keeps its own handlers.)"""
-        import asyncio
-        import signal
-
-        if self.is_headless:
-            return
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            try:
-                loop.add_signal_handler(sig, self._on_signal, sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # (no such signal here, or not the main thread)
-                continue
-
-    def _on_signal(self, sig: int) -> None:
-        import os
-        import signal
-        import threading
-
-        log.info("signal %s: exiting without changing anything", sig)
-        if sig == signal.SIGHUP:
-            # The terminal is gone: nothing is left to restore, and what is still written on the way out goes nowhere
-            # (a write to the hung-up tty fails).
-            try:
-                null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, 1)
-                os.dup2(null, 2)
-                os.close(null)
-            except OSError:
-                pass
-
-        def hard_exit() -> None:
-            # Textual's exit can stall on a terminal that went away (its writer thread's queue, seen here with a
-            # hung-up pty): after a grace period the process ends anyway, its demo folder removed. Nothing that
-            # stands is touched either way; state files are written atomically.
-            if self.backend is not None:
-                self.backend.remove_demo_home()
-            os._exit(0)
-
-        timer = threading.Timer(SIGNAL_EXIT_GRACE_S, hard_exit)
-        timer.daemon = True
-        timer.start()
-        self.exit()
 
     def start_worker(
         self,
@@ -350,11 +295,6 @@ class NCApp(App[None]):
         for view in self.query(WorkloadsView):
             view.kube_changed()
 
-    # ---- TRANSITIONAL (issue 22): screens/nodes.py (F-connect's) still calls these; self.recall has them ------
-
-    def remember_job(self, fields: dict[str, Any], *, new: bool = False) -> None:  # TRANSITIONAL: nodes.py
-        self.recall.remember_job(fields, new=new)
-
     # ---- actions ------------------------------------------------------------------------------
 
     async def action_show(self, name: str) -> None:
@@ -441,63 +381,8 @@ class NCApp(App[None]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        if self.first_run:
-            return
-        for i, (name, title, _, _) in enumerate(VIEWS, 1):
-            yield SystemCommand(
-                f"Go to {title}",
-                f"Show the {title} screen (key {i})",
-                lambda name=name: self.run_action(f"show('{name}')"),
-            )
-        yield SystemCommand("Refresh", "Fetch everything now (key r)", self.action_refresh)
-        yield SystemCommand(
-            "History: the commands", "What ncui changed, as the commands you would type (key h)", self.action_history
-        )
-        yield SystemCommand(
-            "Sign in to the cluster (kubectl)", "Run the kubeconfig's sign-in (key s)", self.action_kube_signin
-        )
-        for title, help_text, run in self.connect.commands():
-            yield SystemCommand(title, help_text, run)
-        yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)", self.action_help)
-        ref = self.store.meta.get("cluster")
-        if ref is not None and ref.kind == "vm":
-            yield SystemCommand(
-                "VM: register an ssh key",
-                "One of your public keys, for nodes granted later",
-                partial(self.vm.start, "keys"),
-            )
-            yield SystemCommand(
-                "VM: declare capacity", "GPUs and your ceiling, asked first", partial(self.vm.start, "declare")
-            )
-            yield SystemCommand(
-                "VM: release capacity",
-                "max_gpus 0 with the same price, asked first",
-                partial(self.vm.start, "release"),
-            )
+        if not self.first_run:
+            yield from commands(self, VIEWS)
 
 
-def first_run_message(token_path: str, warning: str = "", *, workspace: bool = False) -> str:
-    if workspace:  # the daemon holds the credential: never a word asking for one
-        from .config import WORKSPACE_NO_CREDENTIAL
-
-        return "\n".join(["Welcome to ncui.", "", WORKSPACE_NO_CREDENTIAL, "", "Press q to quit."])
-    lines = [
-        "Welcome to ncui.",
-        "",
-        "ncui needs your National Compute token to show your account, the market and your jobs.",
-        "",
-        f"  Save it to {token_path} (then: chmod 600 {token_path})",
-        "  or set NC_TOKEN in the environment, and start ncui again.",
-        "",
-        "Inside a Marshall workspace the daemon holds the credential: never mint a token there.",
-        "",
-        "To try everything offline first, with a simulated National Compute:  ncui --demo",
-        "",
-        "Press q to quit.",
-    ]
-    if warning:
-        lines[1:1] = ["", f"Note: {warning}"]
-    return "\n".join(lines)
-
-
-__all__ = ["NCApp", "first_run_message", "Text"]
+__all__ = ["NCApp", "Text"]

@@ -262,9 +262,17 @@ def run_demo(args: argparse.Namespace) -> int:
 
 def run_app(args: argparse.Namespace) -> int:
     """The app against the real service (or --api/--access), or a first-run screen without a token."""
-    from .app import NCApp, first_run_message
+    from .app import NCApp
     from .backend import Backend
-    from .config import ACCESS_ORIGIN, API_ORIGIN, WORKSPACE_NO_CREDENTIAL, Endpoints, load_token, token_path
+    from .config import (
+        ACCESS_ORIGIN,
+        API_ORIGIN,
+        WORKSPACE_NO_CREDENTIAL,
+        Endpoints,
+        first_run_message,
+        load_token,
+        token_path,
+    )
     from .kube.kubeconfig import KubeHome
 
     src = load_token()

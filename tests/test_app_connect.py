@@ -15,9 +15,9 @@ import yaml
 from pydantic import SecretStr
 from textual.widgets._toast import Toast
 
-from ncui.app import NCApp, first_run_message
+from ncui.app import NCApp
 from ncui.backend import Backend, DemoOptions
-from ncui.config import WORKSPACE_NOTE, load_token
+from ncui.config import WORKSPACE_NOTE, first_run_message, load_token
 from ncui.flows.connect import Handoff
 from ncui.kube.kubeconfig import KubeHome
 from ncui.screens.modals import ConfirmModal, SignInModal
