@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.markup import escape
 from rich.text import Text
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
@@ -20,7 +21,7 @@ from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.widgets import ContentSwitcher, Footer, Static
 from textual.worker import Worker, WorkerState
 
-from . import history
+from . import history, logfile
 from .api.errors import NCError
 from .backend import Backend
 from .screens.account import AccountView
@@ -30,7 +31,7 @@ from .screens.flows import FlowsMixin
 from .screens.keyhold import KeyHoldMixin
 from .screens.lifecycle import LifecycleMixin
 from .screens.limitguard import LimitGuardMixin
-from .screens.modals import ConfirmModal, HelpModal
+from .screens.modals import ConfirmModal, HelpModal, ResultsModal
 from .screens.slurm import SlurmFlowsMixin
 from .screens.vmflows import VmFlowsMixin
 from .store import Slice, Store
@@ -522,19 +523,32 @@ class NCApp(
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one handler for a worker that failed (workers run with exit_on_error=False): said on screen in
-        a sentence, logged in full; never a traceback in the human's face, never silently gone."""
+        a sentence, logged in full (ncui.log: logfile.py) and kept for the palette's "Last error"; never a
+        traceback in the human's face unasked, never silently gone."""
         if event.state != WorkerState.ERROR:
             return
         err = event.worker.error
-        log.error("worker %s failed", event.worker.name, exc_info=err)
-        text = " ".join(str(err).split())[:200]
+        log.error("worker %s failed", event.worker.name, exc_info=err)  # (to ncui.log: logfile.py)
+        assert err is not None
+        secrets = self.backend.secrets() if self.backend is not None else ()
+        self.store.meta["last_error"] = logfile.Failure.of(event.worker.name, err, secrets)  # the palette's
+        text = " ".join(logfile.redact(str(err), secrets).split())[:200]
+        where = logfile.where()
         self.notify(
             f"Something went wrong ({event.worker.name}): {type(err).__name__}"
             + (f": {text}" if text else "")
-            + ". Nothing else was changed.",
+            + ". Nothing else was changed. The full error: Ctrl-P, Last error"
+            + (f"; also in {where}." if where else "."),
             severity="error",
             timeout=12,
         )
+
+    def action_last_error(self) -> None:
+        failure = self.store.meta.get("last_error")
+        if failure is None:
+            self.notify("No error so far in this session.", timeout=4)
+        else:
+            self.push_screen(ResultsModal(escape(f"Last error: {failure.what}"), failure.body()))
 
     # ---- the VM cluster (Lease: k keys, d declare, R release; also in the palette) -----------------------
 
@@ -850,6 +864,7 @@ class NCApp(
         )
         yield from self.connect_commands()
         yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)", self.action_help)
+        yield SystemCommand("Last error", "The full text of the last failure said on screen", self.action_last_error)
         ref = self.store.meta.get("cluster")
         if ref is not None and ref.kind == "vm":
             yield SystemCommand(
