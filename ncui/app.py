@@ -21,7 +21,7 @@ from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.widgets import ContentSwitcher, Footer, Static
 from textual.worker import Worker, WorkerState
 
-from . import history, logfile
+from . import history
 from .api.errors import NCError
 from .backend import Backend
 from .screens.account import AccountView
@@ -527,6 +527,8 @@ class NCApp(
         traceback in the human's face unasked, never silently gone."""
         if event.state != WorkerState.ERROR:
             return
+        from . import logfile
+
         err = event.worker.error
         log.error("worker %s failed", event.worker.name, exc_info=err)  # (to ncui.log: logfile.py)
         assert err is not None

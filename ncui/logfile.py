@@ -18,6 +18,7 @@ logging, the root logger and the box's web server's are left as they are).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -49,36 +50,38 @@ _SECRET_HEADER = (
     r"|[\w-]*token|[\w-]*secret[\w-]*|[\w-]*password|[\w-]*signature"
 )
 # "Authorization: Bearer x", "authorization=…" (to the end of the line, a comma or a closing bracket)
-_NAMED_BARE = re.compile(
-    rf"(?i)(?<![\w-])((?:{_SECRET_HEADER})[ \t]*[:=][ \t]*)(?!['\"\s]|\[redacted\])[^\n,'\"}})\]]+"
-)
+_NAMED_BARE = rf"(?i)(?<![\w-])((?:{_SECRET_HEADER})[ \t]*[:=][ \t]*)(?!['\"\s]|\[redacted\])[^\n,'\"}})\]]+"
 # "'authorization': 'Bearer x'", "\"X-Api-Key\": \"…\"", "token = '…'"
-_NAMED_QUOTED = re.compile(
-    rf"(?i)((?<![\w-])['\"]?(?:{_SECRET_HEADER})['\"]?[ \t]*[:=][ \t]*)(['\"])(?:(?!\2)[^\n])*\2"
-)
+_NAMED_QUOTED = rf"(?i)((?<![\w-])['\"]?(?:{_SECRET_HEADER})['\"]?[ \t]*[:=][ \t]*)(['\"])(?:(?!\2)[^\n])*\2"
 # an auth scheme's credential anywhere: "Bearer eyJ…", "Basic dXNlcjpw…" (8 characters or more, with a digit, a
 # symbol or both cases: not a word of prose, "Basic authentication")
-_SCHEME = re.compile(
-    r"(?i)\b(bearer|basic)([ \t]+)(?=[A-Za-z0-9._~+/=-]{8})(?-i:(?![a-z]+\b)(?![A-Z]+\b))[A-Za-z0-9._~+/=-]+"
-)
+_SCHEME = r"(?i)\b(bearer|basic)([ \t]+)(?=[A-Za-z0-9._~+/=-]{8})(?-i:(?![a-z]+\b)(?![A-Z]+\b))[A-Za-z0-9._~+/=-]+"
 # every value of a header mapping: Headers({'a': 'b'}), headers={'a': 'b'}, "headers": {"a": "b"}, [('a', 'b')]
-_HEADERS = re.compile(r"(?i)(headers['\"]?[ \t]*[=:(][ \t]*\(?[ \t]*)(\{[^{}\n]*\}|\[[^\[\]\n]*\])")
-_PAIR = re.compile(r"""(['"][^'"\n]*['"][ \t]*[:,][ \t]*)(['"])(?:(?!\2)[^\n])*\2""")
+_HEADERS = r"(?i)(headers['\"]?[ \t]*[=:(][ \t]*\(?[ \t]*)(\{[^{}\n]*\}|\[[^\[\]\n]*\])"
+_PAIR = r"""(['"][^'"\n]*['"][ \t]*[:,][ \t]*)(['"])(?:(?!\2)[^\n])*\2"""
+
+
+@functools.cache
+def _compiled() -> tuple[re.Pattern[str], ...]:
+    """The patterns above, compiled on the first redaction (not on import: ncui imports this before its first
+    frame)."""
+    return tuple(re.compile(p) for p in (_HEADERS, _PAIR, _NAMED_QUOTED, _NAMED_BARE, _SCHEME))
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with each secret (as itself, repr-escaped, JSON-escaped and URL-quoted) and every header value
     above replaced by ``[redacted]``. Never shows a piece of what it removes."""
-    text = _HEADERS.sub(lambda m: m.group(1) + _PAIR.sub(rf"\1\2{REDACTED}\2", m.group(2)), text)
-    text = _NAMED_QUOTED.sub(rf"\1\2{REDACTED}\2", text)
-    text = _NAMED_BARE.sub(rf"\1{REDACTED}", text)
+    headers, pair, named_quoted, named_bare, scheme = _compiled()
+    text = headers.sub(lambda m: m.group(1) + pair.sub(rf"\1\2{REDACTED}\2", m.group(2)), text)
+    text = named_quoted.sub(rf"\1\2{REDACTED}\2", text)
+    text = named_bare.sub(rf"\1{REDACTED}", text)
     forms: set[str] = set()
     for s in secrets:
         if s:
             forms.update({s, repr(s)[1:-1], json.dumps(s)[1:-1], quote(s, safe=""), quote(s)})
     for s in sorted(forms, key=len, reverse=True):  # the longest first: a form holding another goes whole
         text = text.replace(s, REDACTED)
-    return _SCHEME.sub(rf"\1\2{REDACTED}", text)
+    return scheme.sub(rf"\1\2{REDACTED}", text)
 
 
 class Redact(logging.Filter):
