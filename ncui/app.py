@@ -10,6 +10,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult, SystemCommand
@@ -34,10 +35,10 @@ from .flows.slurm import SlurmFlow
 from .flows.vm import VmFlow
 from .remote.research import box_ssh_config
 from .screens.account import AccountView
-from .screens.base import View
+from .screens.base import VIEWS, View, view_class
 from .screens.commands import commands
 from .screens.keyhold import KeyHold
-from .screens.modals import HelpModal
+from .screens.modals import HelpModal, ResultsModal
 from .screens.signals import catch_signals
 from .screens.ui import ScreenUI
 from .store import Store
@@ -54,26 +55,6 @@ log = logging.getLogger("ncui")
 
 
 install_scrollbars()
-
-# The six screens: (id, title, module, class). Only Account is imported before the first frame; the
-# others are imported and built when first shown.
-VIEWS: tuple[tuple[str, str, str, str], ...] = (
-    ("account", "Account", "account", "AccountView"),
-    ("market", "Market", "market", "MarketView"),
-    ("recipes", "Recipes", "recipes", "RecipesView"),
-    ("workloads", "Workloads", "workloads", "WorkloadsView"),
-    ("lease", "Lease", "lease", "LeaseView"),
-    ("report", "Report", "report", "ReportView"),
-)
-
-
-def view_class(name: str) -> type[View]:
-    import importlib
-
-    _, _, module, cls = next(v for v in VIEWS if v[0] == name)
-    view: type[View] = getattr(importlib.import_module(f".screens.{module}", __package__), cls)
-    return view
-
 
 GLOBAL_HELP = """
 [b]Keys[/b]  1–6 screens · Tab/Shift-Tab move focus · ? help · Ctrl-P commands · r refresh · h history · q quit
@@ -344,19 +325,34 @@ class NCApp(App[None]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The one handler for a worker that failed (workers run with exit_on_error=False): said on screen in
-        a sentence, logged in full; never a traceback in the human's face, never silently gone."""
+        a sentence, logged in full (ncui.log: logfile.py) and kept for the palette's "Last error"; never a
+        traceback in the human's face unasked, never silently gone."""
         if event.state != WorkerState.ERROR:
             return
+        from . import logfile
+
         err = event.worker.error
-        log.error("worker %s failed", event.worker.name, exc_info=err)
-        text = " ".join(str(err).split())[:200]
+        log.error("worker %s failed", event.worker.name, exc_info=err)  # (to ncui.log: logfile.py)
+        assert err is not None
+        secrets = self.backend.secrets() if self.backend is not None else ()
+        self.store.meta["last_error"] = logfile.Failure.of(event.worker.name, err, secrets)  # the palette's
+        text = " ".join(logfile.redact(str(err), secrets).split())[:200]
+        where = logfile.where()
         self.notify(
             f"Something went wrong ({event.worker.name}): {type(err).__name__}"
             + (f": {text}" if text else "")
-            + ". Nothing else was changed.",
+            + ". Nothing else was changed. The full error: Ctrl-P, Last error"
+            + (f"; also in {where}." if where else "."),
             severity="error",
             timeout=12,
         )
+
+    def action_last_error(self) -> None:
+        failure = self.store.meta.get("last_error")
+        if failure is None:
+            self.notify("No error so far in this session.", timeout=4)
+        else:
+            self.push_screen(ResultsModal(escape(f"Last error: {failure.what}"), failure.body()))
 
     # ---- quitting ----------------------------------------------------------------------------------
 

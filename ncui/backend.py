@@ -63,6 +63,12 @@ class Backend:
         self.known_hosts: Path | None = None  # ncui's known_hosts when not config.known_hosts_path() (the demo's)
         self._demo_home: str | None = None
 
+    def secrets(self) -> tuple[str, ...]:
+        """What the log file and an error's details never show (logfile.Redact): the token, the demo box's once
+        it started."""
+        value = self.token.get_secret_value() if self.token is not None else ""
+        return (value,) if value else ()
+
     def now(self) -> datetime:
         """The service's now: the box's virtual clock in the demo (it may run 60x), else the time the service's
         answers are dated (a separate box runs its own clock: ``api.client.ServiceClock``), else the wall clock."""

@@ -4,6 +4,7 @@ ncui                      the app against National Compute (NC_TOKEN or ~/.confi
 ncui --demo               the app against National Compute in a box, started in this process
 ncui --api URL --access URL   the app against another endpoint (e.g. a separate `ncui sim`)
 ncui --recipe NAME [--cluster NAME]   open on Recipes with the recipe a hand-off names (not asked again)
+ncui --debug              log everything to ~/.local/state/ncui/ncui.log (always: errors and failed workers)
 ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… NC_TOKEN=… NC_SSH_CONFIG=… then serves
 ncui history [--api URL | --all]   what ncui changed, as the commands a person would type
 ncui report [--json | --markdown] [--cluster NAME]   report back on the job that runs now or ran last
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from . import __version__
 
 if TYPE_CHECKING:
+    from .backend import Backend
     from .flows.connect import Handoff
     from .sim.world import World
 
@@ -101,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
         "finance-analyst, …: a catalog name, one of its files' stems, or train/serve/post-train)",
     )
     p.add_argument("--cluster", metavar="NAME", type=_name, help="make this cluster the active one")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="log at DEBUG, not only warnings and errors, to ncui's log file ($XDG_STATE_HOME/ncui/ncui.log, by "
+        "default ~/.local/state/ncui/ncui.log; never a token)",
+    )
     _sim_args(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     s = sub.add_parser(
@@ -252,12 +260,21 @@ def run_demo(args: argparse.Namespace) -> int:
 
     speed = 60.0 if args.speed is None else args.speed
     backend = Backend(demo=DemoOptions(args.scenario, speed, args.seed))
+    _log_to_file(args, backend)
     app = NCApp(backend, mode="demo", handoff=_handoff(args))
     try:
         app.run()
     finally:
         backend.remove_demo_home()  # (ended by a hang-up or a SIGTERM too: the app's exit closed it, or this does)
     return 0
+
+
+def _log_to_file(args: argparse.Namespace, backend: Backend | None) -> None:
+    """Once, before the app starts (its screen hides stderr): errors and failed workers in full to ncui.log,
+    never the backend's token (ncui/logfile.py). ``--debug``: everything ncui logs."""
+    from . import logfile
+
+    logfile.configure(debug=args.debug, secrets=backend.secrets if backend is not None else tuple)
 
 
 def run_app(args: argparse.Namespace) -> int:
@@ -277,6 +294,7 @@ def run_app(args: argparse.Namespace) -> int:
 
     src = load_token()
     if src.token is None:
+        _log_to_file(args, None)
         workspace = src.origin == "workspace"  # the daemon holds the credential: never ask for one
         if not sys.stdout.isatty():
             print(
@@ -298,6 +316,7 @@ def run_app(args: argparse.Namespace) -> int:
     store.meta["token_from"] = src.origin  # (the commands ncui prints authenticate with the same credential)
     endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
     backend = Backend(endpoints, src.token, kube_home=KubeHome.default())  # ~/.kube, as the guide's Connect step
+    _log_to_file(args, backend)
     NCApp(backend, store=store, handoff=_handoff(args)).run()
     return 0
 

@@ -11,11 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from .config import ACCESS_ORIGIN
 from .formatting import COVER_HOURS, plan_sentence, topup_words
-from .kube.kinds import spec_gpus
+from .kube.kinds import RECIPE_LABEL, spec_gpus
 from .money import CENT, cost_ucredits, fmt_price, fmt_usd
 
 if TYPE_CHECKING:
@@ -187,9 +185,6 @@ def stop_commands(recipe: m.Recipe, cluster: m.K8sCluster, catalog_url: str | No
     )
 
 
-RECIPE_LABEL = "first-job.nationalcompute.com/recipe"  # on every object of the catalog's manifests
-
-
 def recipe_of(catalog: Iterable[m.Recipe], obj: dict[str, Any]) -> m.Recipe | None:
     """The catalog recipe a cluster object belongs to: by its recipe label, else by the catalog's object list
     (kind and name), for a job applied by hand from an older copy of the file; None for the human's own."""
@@ -204,6 +199,8 @@ def recipe_of(catalog: Iterable[m.Recipe], obj: dict[str, Any]) -> m.Recipe | No
 
 
 def parse_manifests(text: str, name: str = "manifest") -> list[dict[str, Any]]:
+    import yaml  # (here: ncui imports this module before its first frame, which needs no yaml)
+
     try:
         docs = [d for d in yaml.safe_load_all(text) if d]
     except yaml.YAMLError as e:
@@ -349,6 +346,8 @@ def custom_job(job: CustomJob, cluster: m.K8sCluster) -> dict[str, Any]:
 
 
 def custom_plan(job: CustomJob, cluster: m.K8sCluster) -> Plan:
+    import yaml
+
     doc = custom_job(job, cluster)
     text = yaml.safe_dump(doc, sort_keys=False)
     c = doc["spec"]["template"]["spec"]["containers"][0]

@@ -1,10 +1,13 @@
 """The Kubernetes kinds ncui and the box know: one table, used by the client and by the simulator; and how
-the API server writes a quantity, which both follow."""
+the API server writes a quantity, which both follow; and the label that says whose recipe an object is."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+# On every object the catalog's manifests create (pods too, through their templates): whose recipe it is.
+RECIPE_LABEL = "first-job.nationalcompute.com/recipe"
 
 
 @dataclass(frozen=True)

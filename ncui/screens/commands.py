@@ -29,6 +29,7 @@ def commands(app: NCApp, views: tuple[tuple[str, str, str, str], ...]) -> Iterat
     for title, help_text, run in app.connect.commands():
         yield SystemCommand(title, help_text, run)
     yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)", app.action_help)
+    yield SystemCommand("Last error", "The full text of the last failure said on screen", app.action_last_error)
     ref = app.store.meta.get("cluster")
     if ref is not None and ref.kind == "vm":
         yield SystemCommand(
