@@ -105,7 +105,7 @@ class NCApp(App[None]):
         self.history: history.History | None = None  # this service's, once connected
         # what every flow is given (ncui/flows/base.py): its history and pollers are set once connected
         self.keyhold = KeyHold(self)  # keys typed ahead of a question reach it (screens/keyhold.py)
-        self.ctx = Context(backend, self.store, ScreenUI(self))
+        self.ctx = Context(backend, self.store, ScreenUI(self, self.keyhold))
         # the flows (ncui/flows/), each given what it calls. Some call each other both ways (apply and lifecycle;
         # connect, recall and slurm): the later one is reached through a lambda, bound when called.
         self.connect = ConnectFlow(  # sign-in, the kube client and its watches, the hand-off, the active cluster

@@ -67,3 +67,6 @@ class ScriptedUI:
 
     def bell(self) -> None:
         self.told.append(("bell", ""))
+
+    def waiting(self) -> None:
+        self.told.append(("waiting", ""))

@@ -356,6 +356,7 @@ class ApplyFlow(Flow):
                 )
                 return False
         self.store.meta.setdefault("kept_logs", {}).update(kept)  # Workloads says where, once the pod is gone
+        self.ui.waiting()  # (deleting what this replaces: no question soon, keys typed now go to the screen)
         try:
             for kind, name, _ in plan.replace:
                 await kube.delete(kind, name)

@@ -273,6 +273,7 @@ class LifecycleFlow(Flow):
     async def _gone(self, objs: Iterable[L.Obj], timeout: float = GONE_TIMEOUT) -> bool:
         """Wait (bounded) until the watch no longer shows the deleted jobs and deployments."""
         watched = [(f"k8s_{o.plural}", o.name) for o in objs if o.plural in ("jobs", "deployments")]
+        self.ui.waiting()  # (no question soon: keys typed now go to the screen)
         return await until(lambda: not any(name in (self.store.value(s) or {}) for s, name in watched), timeout, 0.1)
 
     # ---- one serving recipe at a time --------------------------------------------------------------

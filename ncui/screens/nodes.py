@@ -53,12 +53,10 @@ def node_rows(store: Store) -> list[NodeRow] | None:
 
 
 def _remember_losses(app: Any, owner: str, entries: list[str]) -> None:
-    """A log pane saw loss lines: the first ones are remembered for the report (``NCApp.remember_loss_lines``)."""
+    """A log pane saw loss lines: the first ones are remembered for the report (``RecallFlow.remember_loss_lines``)."""
     from ..logfollow import entry_text
 
-    keep = getattr(app, "remember_loss_lines", None)
-    if keep is not None:
-        keep(owner, [entry_text(e) for e in entries])
+    app.recall.remember_loss_lines(owner, [entry_text(e) for e in entries])
 
 
 # ---- the forms ---------------------------------------------------------------------------------------

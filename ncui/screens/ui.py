@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from textual.screen import ModalScreen
     from textual.worker import Worker
 
+    from .keyhold import KeyHold
+
 T = TypeVar("T")
 Q = TypeVar("Q", bound=Question[Any])
 
@@ -162,16 +164,27 @@ def _add_node(q: AddNode) -> ModalScreen[Any]:
 class ScreenUI:
     """``flows.ui.UI`` for the App: questions as modals, toasts, workers, views."""
 
-    def __init__(self, app: App[Any]) -> None:
+    def __init__(self, app: App[Any], keyhold: KeyHold | None = None) -> None:
         self.app = app
+        self.keyhold = keyhold
 
     async def ask(self, question: Question[T]) -> T:
+        self._asked()
         answer: T = await self.app.push_screen_wait(modal(question))
         return answer
 
     def ask_then(self, question: Question[T], then: Callable[[T], object] | None = None) -> None:
         done: Callable[[Any], None] | None = None if then is None else (lambda answer: None if then(answer) else None)
+        self._asked()
         self.app.push_screen(modal(question), done)
+
+    def _asked(self) -> None:
+        if self.keyhold is not None:  # (keys typed ahead are held for the question: screens/keyhold.py)
+            self.keyhold.asked()
+
+    def waiting(self) -> None:
+        if self.keyhold is not None:
+            self.keyhold.waiting()
 
     def notify(
         self, message: str, *, title: str = "", severity: Severity = "information", timeout: float | None = None
