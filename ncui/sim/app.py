@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from ..api import models as m
-from ..money import usd
+from .money import dollars, ucredits
 from .world import OrgState, SimError, World
 
 AREAS = {
@@ -321,7 +321,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
                         amount_ucredits=t.amount,
                         description=t.description,
                         gpu_hours=t.gpu_hours,
-                        price_per_gpu_hour=usd(t.price) if t.price is not None else None,
+                        price_per_gpu_hour=dollars(t.price) if t.price is not None else None,
                     )
                     for t in txs
                 ]
@@ -379,7 +379,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
         )
 
     def _bid(st) -> m.Bid:
-        return m.Bid(cluster=st.spec.name, max_price_per_gpu_hour=usd(st.bid), updated_at=st.bid_updated_at)
+        return m.Bid(cluster=st.spec.name, max_price_per_gpu_hour=dollars(st.bid), updated_at=st.bid_updated_at)
 
     @app.get("/api/k8s/bid", response_model=m.Bid, responses=k8s_errors, tags=["k8s"])
     def get_bid(org: OrgState = Org, cluster: str | None = None) -> m.Bid:
@@ -404,8 +404,8 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
                 gpu_model=market.gpu_model,
                 gpus_per_node=market.gpus_per_node,
                 as_of=world.at_step(world.step_index),
-                rungs=[m.LadderRung(nodes=n, price_per_gpu_hour=usd(p)) for n, p in market.ladder(8)],
-                floor_price_per_gpu_hour=usd(market.floor),
+                rungs=[m.LadderRung(nodes=n, price_per_gpu_hour=dollars(p)) for n, p in market.ladder(8)],
+                floor_price_per_gpu_hour=dollars(market.floor),
             )
 
     @app.get("/api/k8s/market/spend", response_model=m.Spend, responses=k8s_errors, tags=["k8s"])
@@ -428,7 +428,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
             return m.Spend(
                 nodes_held=len(held),
                 gpus_held=gpus,
-                price_per_gpu_hour=usd(price) if held else None,
+                price_per_gpu_hour=dollars(price) if held else None,
                 spend_ucredits_hr=price * gpus if held else 0,
                 as_of=now,
             )
@@ -444,7 +444,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     ) -> m.Ticks:
         with world.lock:
             rows = world.tick_list(gpu_model, _since(since), limit)
-        return m.Ticks(ticks=[m.Tick(at=t, gpu_model=g, price_per_gpu_hour=usd(p), gpus=n) for t, g, p, n in rows])
+        return m.Ticks(ticks=[m.Tick(at=t, gpu_model=g, price_per_gpu_hour=dollars(p), gpus=n) for t, g, p, n in rows])
 
     # ---- VM ---------------------------------------------------------------------------------
 
@@ -471,7 +471,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
         return m.VmCapacity(
             version=vm.version,
             max_gpus=vm.max_gpus,
-            max_price_per_gpu_hour=usd(vm.price),
+            max_price_per_gpu_hour=dollars(vm.price),
             allocations=allocs,
             environment=m.VmEnvironment(ssh_user=vm.ssh_user),
             gpu_model=vm.spec.gpu_model,
@@ -635,7 +635,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
         from .world import TxState
 
         with world.lock:
-            amount = int(body.usd * 1_000_000)
+            amount = ucredits(body.usd)
             org.balance += amount
             org.transactions.append(TxState(world._id("tx"), world.now(), "topup", amount, "Credits purchased"))
             return {"balance_ucredits": org.balance}
@@ -759,7 +759,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def sim_error(request: Request, exc: SimError) -> JSONResponse:
         body: dict[str, Any] = {"error": exc.slug, "detail": exc.detail}
         for k, v in exc.extra.items():
-            body[k] = float(usd(v)) if k.endswith("price_per_gpu_hour") else v
+            body[k] = float(dollars(v)) if k.endswith("price_per_gpu_hour") else v
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
         return JSONResponse(body, status_code=exc.status, headers=headers)
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from ..money import usd
 from ..world import K8sState, Node, OrgState, World
 from . import profiles
 from .events import Recorder, ref
@@ -514,8 +515,8 @@ class Cluster:
         need = total * price * 2
         if total and need > self.org.balance:
             raise deny(
-                f"the balance (${self.org.balance / 1e6:,.2f}) does not cover two hours of this job at "
-                f"{what}: {total} GPUs x ${price / 1e6:,.2f} x 2 h = ${need / 1e6:,.2f}. Top up on the "
+                f"the balance ({usd(self.org.balance)}) does not cover two hours of this job at "
+                f"{what}: {total} GPUs x {usd(price)} x 2 h = {usd(need)}. Top up on the "
                 f"console's Billing page or lower the limit price"
             )
 
@@ -1300,11 +1301,11 @@ class Cluster:
         if bid < price:
             return (
                 f"{head}: waiting for the market to grant a GPU node ({res}); your limit price "
-                f"(${bid / 1e6:,.2f}/GPU-hour) is below what the market clears at now: raise it or wait"
+                f"({usd(bid)}/GPU-hour) is below what the market clears at now: raise it or wait"
             )
         return (
             f"{head}: waiting for the market to grant a GPU node ({res}) at your limit price "
-            f"(${bid / 1e6:,.2f}/GPU-hour); a new node then takes 10 to 15 minutes to build and join"
+            f"({usd(bid)}/GPU-hour); a new node then takes 10 to 15 minutes to build and join"
         )
 
     def _explain_waiting(self, t: datetime) -> None:
