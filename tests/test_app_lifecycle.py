@@ -336,7 +336,7 @@ async def test_the_box_tune_passes_by_default_and_a_defective_one_is_asked_for(s
 
     for scenario, verdicts in (("k8s-market", [False, False, False]), ("k8s-bad-tune", [True, False, False])):
         cluster = Kube(make_world(scenario)).clusters["halcyon"]
-        assert [cluster._tune_defective() for _ in range(3)] == verdicts, scenario
+        assert [cluster.kubelet.tune_defective() for _ in range(3)] == verdicts, scenario
     auth = {"Authorization": f"Bearer {sim.token}"}
     async with httpx.AsyncClient() as h:
         r = await h.post(sim.api_url + "/_sim/k8s/tune", json={"defective": True, "count": 2}, headers=auth)

@@ -26,9 +26,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..world import World
-from . import authz, inference, openapi, portforward, tables
+from . import authz, inference, openapi, podlogs, portforward, tables
 from .auth import POLL_INTERVAL, Auth
-from .cluster import Cluster, PodRun
+from .cluster import Cluster
 from .objects import (
     BY_GV,
     GROUP_ORDER,
@@ -50,6 +50,7 @@ from .objects import (
     strategic_merge,
     to_json,
 )
+from .state import PodRun
 
 POLL = 0.05  # real seconds between a stream's looks at the store
 TICK_EVERY = 0.1  # real seconds between a stream's syncs of the clock
@@ -130,7 +131,7 @@ class Kube:
                         r = runs[i % len(runs)]
                         i += 1
                         r.restarts += 1
-                        c._render_put(r, c.t)
+                        c.kubelet.render_put(r, c.t)
                 done += due
                 self.churned += due if runs else 0
             await asyncio.sleep(0.01)
@@ -1014,16 +1015,16 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
                 raise KubeError(
                     400, "BadRequest", f'previous terminated container "{cname}" in pod "{run.name}" not found'
                 )
-            if not c.container_started(run, cname):
+            if not podlogs.container_started(run, cname):
                 reason = "PodInitializing" if (run.init_containers() and cname in names) else "ContainerCreating"
                 raise KubeError(
                     400, "BadRequest", f'container "{cname}" in pod "{run.name}" is waiting to start: {reason}'
                 )
-            lines = c.log_lines(run, cname, now)
+            lines = podlogs.log_lines(run, cname, now)
             lo = since_time or (now - timedelta(seconds=since_s) if since_s is not None else None)
             if lo is not None:
                 lines = [x for x in lines if x[0] >= lo]
-            done = c.container_done(run, cname, now)
+            done = podlogs.container_done(run, cname, now)
             return run, cname, lines, done
 
     run, cname, lines, done = await run_in_threadpool(first)
@@ -1032,7 +1033,7 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
 
         def ended() -> bool:
             with kube.world.lock:
-                return c.container_done(run, cname, kube.tick()) or not run.alive
+                return podlogs.container_done(run, cname, kube.tick()) or not run.alive
 
         return _flood(kube, run, cname, flood, follow, since_time, stamps, ended)
     if tail is not None:
@@ -1068,15 +1069,15 @@ async def _logs(kube: Kube, c: Cluster, t: Target, q) -> Response:
             chunk = counted(fmt(x))
             sent += len(chunk)
             yield chunk
-        seen = len(c.log_lines(run, cname, lines[-1][0])) if lines else 0
+        seen = len(podlogs.log_lines(run, cname, lines[-1][0])) if lines else 0
         cursor_t = lines[-1][0] if lines else None
         finished = done
 
         def more() -> tuple[list, bool]:
             with kube.world.lock:
                 now = kube.tick()
-                all_lines = c.log_lines(run, cname, now)
-                return all_lines, c.container_done(run, cname, now) or not run.alive
+                all_lines = podlogs.log_lines(run, cname, now)
+                return all_lines, podlogs.container_done(run, cname, now) or not run.alive
 
         while not finished and not kube.closed:
             if (limit is not None and sent >= limit) or kube.revocations != revocations:
