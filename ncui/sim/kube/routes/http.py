@@ -13,15 +13,7 @@ from ..objects import KubeError, to_json
 
 POLL = 0.05  # real seconds between a stream's looks at the store
 
-UNAUTHORIZED = {
-    "kind": "Status",
-    "apiVersion": "v1",
-    "metadata": {},
-    "status": "Failure",
-    "message": "Unauthorized",
-    "reason": "Unauthorized",
-    "code": 401,
-}
+UNAUTHORIZED = KubeError(401, "Unauthorized", "Unauthorized").status()
 
 
 def bearer(headers: Mapping[str, str]) -> str:

@@ -68,50 +68,17 @@ async def watch(call: Call) -> Response:
                 if matches(o, o["metadata"].get("namespace", "")):
                     yield encode("ADDED", o)
         elif rv > c.store.rv:  # a version this cluster never reached (a watcher from a cluster before a restart)
-            yield (
-                to_json(
-                    {
-                        "type": "ERROR",
-                        "object": {
-                            "kind": "Status",
-                            "apiVersion": "v1",
-                            "metadata": {},
-                            "status": "Failure",
-                            "message": f"Too large resource version: {rv}, current: {c.store.rv}",
-                            "reason": "Timeout",
-                            "details": {
-                                "causes": [
-                                    {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
-                                ],
-                                "retryAfterSeconds": 1,
-                            },
-                            "code": 504,
-                        },
-                    }
-                )
-                + b"\n"
-            )
+            details = {
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            }
+            msg = f"Too large resource version: {rv}, current: {c.store.rv}"
+            yield _error(KubeError(504, "Timeout", msg, details))
             return
         while not kube.closed and time.monotonic() < deadline and kube.revocations == revocations:
             events = c.store.events_after(rv)
             if events is None:
-                yield (
-                    to_json(
-                        {
-                            "type": "ERROR",
-                            "object": {
-                                "kind": "Status",
-                                "apiVersion": "v1",
-                                "metadata": {},
-                                "status": "Failure",
-                                "message": f"too old resource version: {rv} ({c.store.oldest_rv})",
-                                "reason": "Expired",
-                                "code": 410,
-                            },
-                        }
-                    )
-                    + b"\n"
-                )
+                yield _error(KubeError(410, "Expired", f"too old resource version: {rv} ({c.store.oldest_rv})"))
                 return
             for e in events:
                 rv = e.rv
@@ -122,3 +89,8 @@ async def watch(call: Call) -> Response:
                 await asyncio.sleep(POLL)
 
     return Stream(gen(), "application/json")
+
+
+def _error(e: KubeError) -> bytes:
+    """A watch's ERROR event: the Status the stream ends with."""
+    return to_json({"type": "ERROR", "object": e.status()}) + b"\n"
