@@ -22,8 +22,8 @@ demo: $(STAMP)
 
 # The gate first (lint, format, types: ncui outside the box, its lower layers strict), then the suite.
 lint: $(STAMP)
-	$(BIN)/ruff check ncui tests bench
-	$(BIN)/ruff format --check ncui tests bench
+	$(BIN)/ruff check ncui tests bench tools
+	$(BIN)/ruff format --check ncui tests bench tools
 	$(BIN)/mypy
 
 # Four workers on two cores: most tests wait on the box, a terminal or a daemon (load stays near 1 serially).

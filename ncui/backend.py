@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from .history import History
 from .store import Store
 
 if TYPE_CHECKING:  # imported when first needed: the first frame does not wait for httpx or pydantic
@@ -51,6 +52,9 @@ class Backend:
         self.demo = demo
         self.sim: SimServer | None = None  # in the demo
         self.nc: NCClient | None = None
+        # this service's history (what ncui changed, as commands: ncui/history.py), made once the endpoints are
+        # known and handed to the clients built here; the App and its flows record into the same one
+        self.history: History | None = None
         self.timeout = timeout
         self.clock = clock  # tests: the box's frozen virtual clock
         # Where the cluster's kubeconfig is written for the human's own kubectl (~/.kube; in the demo a stand-in
@@ -58,6 +62,12 @@ class Backend:
         self.kube_home = kube_home
         self.known_hosts: Path | None = None  # ncui's known_hosts when not config.known_hosts_path() (the demo's)
         self._demo_home: str | None = None
+
+    def secrets(self) -> tuple[str, ...]:
+        """What the log file and an error's details never show (logfile.Redact): the token, the demo box's once
+        it started."""
+        value = self.token.get_secret_value() if self.token is not None else ""
+        return (value,) if value else ()
 
     def now(self) -> datetime:
         """The service's now: the box's virtual clock in the demo (it may run 60x), else the time the service's
@@ -90,7 +100,8 @@ class Backend:
         return self.endpoints.api if self.endpoints else ""
 
     async def connect(self) -> NCClient:
-        """Start the box when this is the demo (off the event loop: it imports a web stack), then a client."""
+        """Start the box when this is the demo (off the event loop: it imports a web stack), then this service's
+        ``history`` (dated on the service's clock, ``now``) and a client that records its writes into it."""
         from .api.client import NCClient
         from .config import Endpoints, SecretStr
 
@@ -110,10 +121,12 @@ class Backend:
 
                 self.kube_home = KubeHome(home / ".kube", home / "kube-contexts.json")
         assert self.endpoints is not None
+        if self.history is None:
+            self.history = History(self.endpoints.api, clock=self.now)
         # NCClient's annotation names pydantic's SecretStr, but it only calls get_secret_value(): config's
         # SecretStr (the same face, without importing pydantic before the first frame) is as good.
         token = cast("PydanticSecretStr | None", self.token)
-        self.nc = NCClient(self.endpoints, token, timeout=self.timeout)
+        self.nc = NCClient(self.endpoints, token, timeout=self.timeout, history=self.history)
         return self.nc
 
     async def close(self) -> None:

@@ -1,5 +1,5 @@
-"""One backoff rule for everything that retries on its own (pollers, watches, log streams), and one way
-to wait with a deadline that never loses a cancellation (``within``, ``wait_event``)."""
+"""One backoff rule for everything that retries on its own (pollers, watches, log streams, the API client's
+GETs), and one way to wait with a deadline that never loses a cancellation (``within``, ``wait_event``)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ ncui                      the app against National Compute (NC_TOKEN or ~/.confi
 ncui --demo               the app against National Compute in a box, started in this process
 ncui --api URL --access URL   the app against another endpoint (e.g. a separate `ncui sim`)
 ncui --recipe NAME [--cluster NAME]   open on Recipes with the recipe a hand-off names (not asked again)
+ncui --debug              log everything to ~/.local/state/ncui/ncui.log (always: errors and failed workers)
 ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… NC_TOKEN=… NC_SSH_CONFIG=… then serves
 ncui history [--api URL | --all]   what ncui changed, as the commands a person would type
 ncui report [--json | --markdown] [--cluster NAME]   report back on the job that runs now or ran last
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING
 from . import __version__
 
 if TYPE_CHECKING:
-    from .screens.connect import Handoff
+    from .backend import Backend
+    from .flows.connect import Handoff
     from .sim.world import World
 
 
@@ -71,7 +73,7 @@ def _name(text: str) -> str:
 
 
 def _handoff(args: argparse.Namespace) -> Handoff | None:
-    from .screens.connect import Handoff
+    from .flows.connect import Handoff
 
     return Handoff(args.cluster, args.recipe) if args.cluster or args.recipe else None
 
@@ -101,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
         "finance-analyst, …: a catalog name, one of its files' stems, or train/serve/post-train)",
     )
     p.add_argument("--cluster", metavar="NAME", type=_name, help="make this cluster the active one")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="log at DEBUG, not only warnings and errors, to ncui's log file ($XDG_STATE_HOME/ncui/ncui.log, by "
+        "default ~/.local/state/ncui/ncui.log; never a token)",
+    )
     _sim_args(p)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     s = sub.add_parser(
@@ -252,6 +260,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
     speed = 60.0 if args.speed is None else args.speed
     backend = Backend(demo=DemoOptions(args.scenario, speed, args.seed))
+    _log_to_file(args, backend)
     app = NCApp(backend, mode="demo", handoff=_handoff(args))
     try:
         app.run()
@@ -260,15 +269,32 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_to_file(args: argparse.Namespace, backend: Backend | None) -> None:
+    """Once, before the app starts (its screen hides stderr): errors and failed workers in full to ncui.log,
+    never the backend's token (ncui/logfile.py). ``--debug``: everything ncui logs."""
+    from . import logfile
+
+    logfile.configure(debug=args.debug, secrets=backend.secrets if backend is not None else tuple)
+
+
 def run_app(args: argparse.Namespace) -> int:
     """The app against the real service (or --api/--access), or a first-run screen without a token."""
-    from .app import NCApp, first_run_message
+    from .app import NCApp
     from .backend import Backend
-    from .config import ACCESS_ORIGIN, API_ORIGIN, WORKSPACE_NO_CREDENTIAL, Endpoints, load_token, token_path
+    from .config import (
+        ACCESS_ORIGIN,
+        API_ORIGIN,
+        WORKSPACE_NO_CREDENTIAL,
+        Endpoints,
+        first_run_message,
+        load_token,
+        token_path,
+    )
     from .kube.kubeconfig import KubeHome
 
     src = load_token()
     if src.token is None:
+        _log_to_file(args, None)
         workspace = src.origin == "workspace"  # the daemon holds the credential: never ask for one
         if not sys.stdout.isatty():
             print(
@@ -290,6 +316,7 @@ def run_app(args: argparse.Namespace) -> int:
     store.meta["token_from"] = src.origin  # (the commands ncui prints authenticate with the same credential)
     endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
     backend = Backend(endpoints, src.token, kube_home=KubeHome.default())  # ~/.kube, as the guide's Connect step
+    _log_to_file(args, backend)
     NCApp(backend, store=store, handoff=_handoff(args)).run()
     return 0
 

@@ -155,3 +155,25 @@ class Endpoints:
     @property
     def catalog_url(self) -> str:
         return self.access.rstrip("/") + "/first-job/"
+
+
+def first_run_message(token_path: str, warning: str = "", *, workspace: bool = False) -> str:
+    if workspace:  # the daemon holds the credential: never a word asking for one
+        return "\n".join(["Welcome to ncui.", "", WORKSPACE_NO_CREDENTIAL, "", "Press q to quit."])
+    lines = [
+        "Welcome to ncui.",
+        "",
+        "ncui needs your National Compute token to show your account, the market and your jobs.",
+        "",
+        f"  Save it to {token_path} (then: chmod 600 {token_path})",
+        "  or set NC_TOKEN in the environment, and start ncui again.",
+        "",
+        "Inside a Marshall workspace the daemon holds the credential: never mint a token there.",
+        "",
+        "To try everything offline first, with a simulated National Compute:  ncui --demo",
+        "",
+        "Press q to quit.",
+    ]
+    if warning:
+        lines[1:1] = ["", f"Note: {warning}"]
+    return "\n".join(lines)

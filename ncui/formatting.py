@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
-from .money import cost_ucredits, fmt_price, fmt_usd
+from .money import CENT, cost_ucredits, fmt_price, fmt_usd
 
 COVER_HOURS = 2  # a Kubernetes job is refused unless the balance covers two hours at the ceiling
 
@@ -68,7 +68,7 @@ def plan_sentence(
 
 def topup_words(short: int, purchases: bool) -> str:
     """What to do about ``short`` µcredits missing: "top up $37.90 on the console's Billing page"."""
-    topup = fmt_usd(-(-short // 10_000) * 10_000)  # up to the cent: a top-up of the figure shown always covers
+    topup = fmt_usd(-(-short // CENT) * CENT)  # up to the cent: a top-up of the figure shown always covers
     return (
         "top up " + topup + " on the console's Billing page"
         if purchases

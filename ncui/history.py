@@ -10,6 +10,11 @@ and whether it worked. People learn the real tools from it, and can do the same 
   applied (``applied``), and Stop the guide's delete commands it stands for (``stopped``); the remote layer
   records what it runs on a node or a login node (``remote.runner.run_noted``) and the first ssh connection;
   the sign-in flow its approval.
+- Told, not reached for: the backend makes the service's History once it knows the endpoints
+  (``Backend.history``) and hands it to the clients it builds; ``NCClient``, ``KubeClient``, ``SshRunner`` and
+  ``LocalRunner`` take it as ``history=`` (a ``Recorder``: ``note`` and ``with_kubeconfig``), and record nothing
+  without one (the lower layers' own tests, ``ncui sim``, the command line's reads). The App and its flows use
+  the same object (``Flow.history``).
 - The token never: a curl names ``$NC_TOKEN``, and ``record`` replaces anything after a ``Bearer`` that is
   not ``$NC_TOKEN`` before it is written (a belt to the braces: nothing builds such a line).
 - Persisted as JSON lines in ``state_dir()/history.jsonl`` (mode 600): each entry one ``write`` on an
@@ -17,8 +22,6 @@ and whether it worked. People learn the real tools from it, and can do the same 
   interleaved. A line that cannot be read (a crash mid-write, an edit by hand) is skipped and said
   (``Read.problems``), never a crash. Entries carry their API origin: each service (and each demo box) has its
   own history in the one file.
-- Process-wide: the app ``activate``s its History once connected; ``note`` records into it, and is a no-op
-  in a process without one (the lower layers' own tests, ``ncui sim``).
 
 Plain Python: no Textual here. Text in an entry may come from a server (object names): the screen and the
 command line pass it through ``textsafe.clean`` before a terminal shows it.
@@ -37,7 +40,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast, get_args
+from typing import TYPE_CHECKING, Literal, Protocol, cast, get_args
 
 if TYPE_CHECKING:
     from .kube.client import ApplyResult
@@ -162,6 +165,20 @@ def read_file(path: Path, origin: str | None) -> Read:
     return Read(tuple(entries), tuple(problems), origins)
 
 
+class Recorder(Protocol):
+    """What a client is given to record into (a ``History``; None where nothing is recorded: the lower layers'
+    own tests, ``ncui sim``, the command line's reads). The backend makes the History once it knows the service
+    and hands it to the clients it builds: none of them reaches for a global."""
+
+    def note(self, kind: Kind, command: str, what: str, ok: bool) -> Entry | None:
+        """Record one change as its command, never raising."""
+        ...
+
+    def with_kubeconfig(self, command: str) -> str:
+        """A ``kubectl --context C …`` line as it works when typed (``KUBECONFIG=<C's file>`` first when needed)."""
+        ...
+
+
 class History:
     """One service's history: ``History(origin).record("kubectl", line, "stop job/nanogpt", True)``.
 
@@ -174,6 +191,9 @@ class History:
         self.clock = clock  # the service's now (Backend.now: the box's in the demo); None: the wall clock
         self.session: list[Entry] = []  # what this process recorded, oldest first
         self.write_error = ""
+        # a cluster whose context is not in ~/.kube/config (the merge declined, or not asked yet) → its file as a
+        # person writes it (~/.kube/halcyon.yaml); said by the sign-in flow (kubeconfig_for)
+        self.kubeconfigs: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return f"History(origin={self.origin!r}, path={str(self.path)!r})"
@@ -216,8 +236,95 @@ class History:
         extra = tuple(e for e in self.session if e not in have and (want is None or e.origin == want))
         return Read(read.entries + extra, read.problems + (self.write_error,), read.origins)
 
+    # ---- what the flows and the clients record (they are given this History: no module global) ----------
 
-# ---- the process's history -----------------------------------------------------------------------
+    def note(self, kind: Kind, command: str, what: str, ok: bool) -> Entry | None:
+        """Record, never raising. A kubectl line for a cluster whose context is not in ~/.kube/config
+        (``kubeconfig_for``) is recorded as ``KUBECONFIG=<its file> kubectl …``."""
+        try:
+            return self.record(kind, self.with_kubeconfig(command) if kind == "kubectl" else command, what, ok)
+        except Exception:  # the action it records stands whatever happens here
+            log.exception("recording %r", what)
+            return None
+
+    def kubeconfig_for(self, cluster: str, path: str) -> None:
+        """``cluster``'s context is only in ``path`` (``""``: it is in ~/.kube/config, or no file was written): its
+        kubectl lines then read ``KUBECONFIG=<path> kubectl --context <cluster> …``, which works as typed, where
+        ``kubectl --context <cluster> …`` alone finds no such context."""
+        if path:
+            self.kubeconfigs[cluster] = path
+        else:
+            self.kubeconfigs.pop(cluster, None)
+
+    def with_kubeconfig(self, command: str) -> str:
+        """``kubectl --context C …`` with ``KUBECONFIG=<C's file>`` before it when C's context is only there."""
+        return with_kubeconfig_of(self.kubeconfigs, command)
+
+    def with_kubeconfigs(self, text: str) -> str:
+        """Every ``kubectl --context C`` inside ``text`` (a sentence that names commands) as ``with_kubeconfig``
+        gives it: ``KUBECONFIG=<C's file> kubectl --context C …`` where C's context is only in that file (one that
+        already names its file is left as it is)."""
+        if not self.kubeconfigs:
+            return text
+
+        def one(m: re.Match[str]) -> str:
+            return m.group(0) if m.group(1) else self.with_kubeconfig(m.group(0))
+
+        return re.sub(r"(KUBECONFIG=\S+ )?kubectl --context \S+", one, text)
+
+    def applied(self, cluster: str, plan: Plan, results: Sequence[ApplyResult]) -> None:
+        """The apply flow's results as the guide's ``kubectl --context <cluster> apply -f <file>``, one per file
+        (``applied_step``). Files after a refusal were not sent: not recorded."""
+        done = list(results)
+        for step in (s for s in plan.steps if not s.optional):
+            mine, done = done[: len(step.docs)], done[len(step.docs) :]
+            if not mine:
+                break
+            self.applied_step(cluster, plan.title, step, mine)
+
+    def applied_step(self, cluster: str, title: str, step: PlanStep, results: Sequence[ApplyResult]) -> None:
+        """One file applied (its URL; Something else's manifest saved first) as ``kubectl --context <cluster>
+        apply -f <file>``: ok when every object of the file was applied."""
+        source = step.url
+        if not source:
+            try:
+                source = str(save_manifest(step.file, step.text))
+            except OSError as e:
+                log.warning("cannot keep %s: %s", step.file, e)
+                source = step.file
+        ok = len(results) == len(step.docs) and all(r.error is None for r in results)
+        what = f"apply {title}: " + ", ".join(str(r) for r in results)
+        self.note("kubectl", kubectl_command(cluster, "apply", "-f", source), what, ok)
+
+    def stopped(
+        self, title: str, commands: Sequence[str], deleted: Sequence[str], failed: Collection[str] = ()
+    ) -> None:
+        """A Stop as the guide's commands it stands for (``kubectl --context <cluster> delete -f <file>``, ``…
+        delete job NAME``), one line each with the objects it removed, ok when none of them failed: one change, the
+        lines the Stop question showed. ``deleted`` holds kubectl's TYPE/NAME of each object deleted, ``failed``
+        those the cluster refused. An object goes to the command that names it (``delete job a b``), else to the
+        first ``delete -f``; a command that removed nothing (its objects were gone already) is not recorded."""
+        if not commands:
+            return
+        owned: dict[str, list[str]] = {c: [] for c in commands}
+        by_file = next((c for c in commands if " -f " in f" {c} "), commands[0])
+        for ref in deleted:
+            kind, _, name = ref.partition("/")
+            named = next((c for c in commands if f" delete {kind} " in c and name in shlex.split(c)), None)
+            owned[named or by_file].append(ref)
+        for command, refs in owned.items():
+            if refs:
+                bad = [r for r in refs if r in failed]
+                what = f"stop {title}: delete " + ", ".join(refs) + (f" ({', '.join(bad)} refused)" if bad else "")
+                self.note("kubectl", command, what, not bad)
+
+
+# ---- the process's history: TRANSITIONAL (issue 22 removes this global) ---------------------------------------
+# No client uses it: api/, kube/, remote/, report.py and the chat are given the History (``Recorder``). What still
+# calls these wrappers are the App's mixins the flows move is converting (ncui/app.py: activate, active, note;
+# screens/flows.py: with_kubeconfig, applied; screens/lifecycle.py: with_kubeconfig, stopped, applied_step;
+# screens/connect.py: kubeconfig_for; screens/slurm.py: note); tests/test_layers.py fails a new caller. Once none
+# is left, delete ``_active`` and every function down to ``with_kubeconfig_of`` (and their ``__all__`` names).
 
 _active: History | None = None
 
@@ -226,7 +333,6 @@ def activate(h: History | None) -> None:
     """The app's history (set once it has connected, None when it ends)."""
     global _active
     _active = h
-    _kubeconfigs.clear()  # (the clusters' files are the app's, said again once it connects)
 
 
 def active() -> History | None:
@@ -234,57 +340,47 @@ def active() -> History | None:
 
 
 def note(kind: Kind, command: str, what: str, ok: bool) -> Entry | None:
-    """Record into the process's history, when there is one; never raises. A kubectl line for a cluster whose
-    context is not in ~/.kube/config (``kubeconfig_for``) is recorded as ``KUBECONFIG=<its file> kubectl …``."""
-    h = _active
-    if h is None:
-        return None
-    try:
-        return h.record(kind, with_kubeconfig(command) if kind == "kubectl" else command, what, ok)
-    except Exception:  # the action it records stands whatever happens here
-        log.exception("recording %r", what)
-        return None
-
-
-# Where a cluster's kubeconfig is when ~/.kube/config has no context for it (the merge declined, or not asked yet):
-# cluster → its file as a person writes it (~/.kube/halcyon.yaml). Set by the app (screens/connect.py).
-_kubeconfigs: dict[str, str] = {}
+    return _active.note(kind, command, what, ok) if _active is not None else None
 
 
 def kubeconfig_for(cluster: str, path: str) -> None:
-    """``cluster``'s context is only in ``path`` (``""``: it is in ~/.kube/config, or no file was written): its
-    kubectl lines then read ``KUBECONFIG=<path> kubectl --context <cluster> …``, which works as typed, where
-    ``kubectl --context <cluster> …`` alone finds no such context."""
-    if path:
-        _kubeconfigs[cluster] = path
-    else:
-        _kubeconfigs.pop(cluster, None)
+    if _active is not None:
+        _active.kubeconfig_for(cluster, path)
 
 
 def with_kubeconfig(command: str) -> str:
-    """``kubectl --context C …`` with ``KUBECONFIG=<C's file>`` before it when C's context is only there."""
+    return _active.with_kubeconfig(command) if _active is not None else command
+
+
+def with_kubeconfigs(text: str) -> str:
+    return _active.with_kubeconfigs(text) if _active is not None else text
+
+
+def applied(cluster: str, plan: Plan, results: Sequence[ApplyResult]) -> None:
+    if _active is not None:
+        _active.applied(cluster, plan, results)
+
+
+def applied_step(cluster: str, title: str, step: PlanStep, results: Sequence[ApplyResult]) -> None:
+    if _active is not None:
+        _active.applied_step(cluster, title, step, results)
+
+
+def stopped(title: str, commands: Sequence[str], deleted: Sequence[str], failed: Collection[str] = ()) -> None:
+    if _active is not None:
+        _active.stopped(title, commands, deleted, failed)
+
+
+def with_kubeconfig_of(kubeconfigs: dict[str, str], command: str) -> str:
+    """``kubectl --context C …`` with ``KUBECONFIG=<C's file>`` before it when ``kubeconfigs`` has C's file."""
     words = command.split(" ", 3)
     if len(words) >= 3 and words[:2] == ["kubectl", "--context"]:
-        path = _kubeconfigs.get(shlex.split(words[2])[0] if words[2] else "")
+        path = kubeconfigs.get(shlex.split(words[2])[0] if words[2] else "")
         if path:
             # (~/ left unquoted: the shell expands it after KUBECONFIG=)
             value = "~/" + shlex.quote(path[2:]) if path.startswith("~/") else shlex.quote(path)
             return f"KUBECONFIG={value} {command}"
     return command
-
-
-def with_kubeconfigs(text: str) -> str:
-    """Every ``kubectl --context C`` inside ``text`` (a sentence that names commands) as ``with_kubeconfig`` gives
-    it: ``KUBECONFIG=<C's file> kubectl --context C …`` where C's context is only in that file (one that already
-    names its file is left as it is)."""
-    if not _kubeconfigs:
-        return text
-    import re
-
-    def one(m: re.Match[str]) -> str:
-        return m.group(0) if m.group(1) else with_kubeconfig(m.group(0))
-
-    return re.sub(r"(KUBECONFIG=\S+ )?kubectl --context \S+", one, text)
 
 
 # ---- the commands --------------------------------------------------------------------------------
@@ -325,53 +421,6 @@ def save_manifest(name: str, text: str) -> Path:
     return path
 
 
-def applied(cluster: str, plan: Plan, results: Sequence[ApplyResult]) -> None:
-    """The apply flow's results as the guide's ``kubectl --context <cluster> apply -f <file>``, one per file
-    (``applied_step``). Files after a refusal were not sent: not recorded."""
-    done = list(results)
-    for step in (s for s in plan.steps if not s.optional):
-        mine, done = done[: len(step.docs)], done[len(step.docs) :]
-        if not mine:
-            break
-        applied_step(cluster, plan.title, step, mine)
-
-
-def applied_step(cluster: str, title: str, step: PlanStep, results: Sequence[ApplyResult]) -> None:
-    """One file applied (its URL; Something else's manifest saved first) as ``kubectl --context <cluster> apply -f
-    <file>``: ok when every object of the file was applied."""
-    source = step.url
-    if not source:
-        try:
-            source = str(save_manifest(step.file, step.text))
-        except OSError as e:
-            log.warning("cannot keep %s: %s", step.file, e)
-            source = step.file
-    ok = len(results) == len(step.docs) and all(r.error is None for r in results)
-    what = f"apply {title}: " + ", ".join(str(r) for r in results)
-    note("kubectl", kubectl_command(cluster, "apply", "-f", source), what, ok)
-
-
-def stopped(title: str, commands: Sequence[str], deleted: Sequence[str], failed: Collection[str] = ()) -> None:
-    """A Stop as the guide's commands it stands for (``kubectl --context <cluster> delete -f <file>``, ``… delete
-    job NAME``), one line each with the objects it removed, ok when none of them failed: one change, the lines
-    the Stop question showed. ``deleted`` holds kubectl's TYPE/NAME of each object deleted, ``failed`` those
-    the cluster refused. An object goes to the command that names it (``delete job a b``), else to the first
-    ``delete -f``; a command that removed nothing (its objects were gone already) is not recorded."""
-    if not commands:
-        return
-    owned: dict[str, list[str]] = {c: [] for c in commands}
-    by_file = next((c for c in commands if " -f " in f" {c} "), commands[0])
-    for ref in deleted:
-        kind, _, name = ref.partition("/")
-        named = next((c for c in commands if f" delete {kind} " in c and name in shlex.split(c)), None)
-        owned[named or by_file].append(ref)
-    for command, refs in owned.items():
-        if refs:
-            bad = [r for r in refs if r in failed]
-            what = f"stop {title}: delete " + ", ".join(refs) + (f" ({', '.join(bad)} refused)" if bad else "")
-            note("kubectl", command, what, not bad)
-
-
 __all__ = [
     "Entry",
     "History",
@@ -392,5 +441,6 @@ __all__ = [
     "save_manifest",
     "stopped",
     "with_kubeconfig",
+    "with_kubeconfig_of",
     "with_kubeconfigs",
 ]

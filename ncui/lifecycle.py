@@ -20,11 +20,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .kube.chat import ENDPOINTS, endpoint_ready
-from .kube.kinds import KINDS
+from .kube.kinds import KINDS, RECIPE_LABEL
 from .kube.status import deployment_ready, human_duration, is_gpu_node, job_status, owned_by, parse_time
-from .recipes import RECIPE_LABEL
-from .recipes import recipe_of as recipe_of_catalog
+
+# (recipes.py and kube/chat.py are imported where they are used, not here: ncui imports this module before its
+# first frame, and neither is needed for it)
 
 if TYPE_CHECKING:
     from .api import models as m
@@ -70,6 +70,8 @@ def _meta(obj: Mapping[str, Any]) -> dict[str, Any]:
 def recipe_of(obj: Mapping[str, Any], catalog: Iterable[m.Recipe] = ()) -> str | None:
     """The name of the recipe that created ``obj``: the catalog's (``recipes.recipe_of``: its recipe label, else the
     recipe that lists its kind and name), else its label alone (the catalog not read yet)."""
+    from .recipes import recipe_of as recipe_of_catalog
+
     r = recipe_of_catalog(catalog, dict(obj))
     if r is not None:
         return r.name
@@ -110,6 +112,16 @@ class Obj:
         return f"{KINDS[self.plural].kind.lower()}/{self.name}"
 
 
+def stop_list(objs: Iterable[Obj]) -> str:
+    """``job/nanogpt (Running), service/infera``: what Stop deletes, as its question lists it."""
+    return ", ".join(o.ref + (f" ({o.state})" if o.state else "") for o in objs)
+
+
+def stays(recipe: str) -> str:
+    """What stays when ``recipe`` is stopped (the shared volume's contents, staged weights, a tuned model)."""
+    return STAYS.get(recipe, "What it wrote to the shared volume stays there.")
+
+
 def _plural(kind: str) -> str | None:
     return next((p for p, k in KINDS.items() if k.kind == kind), None)
 
@@ -145,6 +157,8 @@ async def recipe_objects(kube: KubeClient, recipe: m.Recipe, namespace: str = "d
 
 def serve_ready(deployments: Mapping[str, dict[str, Any]], service: str) -> bool:
     """Every Deployment behind ``service`` is READY (1/1 or more)."""
+    from .kube.chat import ENDPOINTS, endpoint_ready
+
     return endpoint_ready(ENDPOINTS[service], deployments)
 
 
@@ -314,6 +328,8 @@ def advice(store: Store) -> list[tuple[str, str]]:
             )
         )
     else:  # the other endpoints: that m talks to them (the footer's "m Chat" alone says little)
+        from .kube.chat import ENDPOINTS
+
         for service, ep in ENDPOINTS.items():
             if service != "infera" and serve_ready(deps, service):
                 out.append(("info", f"{ep.recipe} is up (READY 1/1): m talks to it (svc/{service})."))

@@ -96,8 +96,9 @@ def _exact(ucredits: int) -> Decimal:
 
 
 def ucredits_to_dollars(ucredits: int) -> float:
-    """The wire form of a price: dollars as a JSON number (exact to the micro-credit)."""
-    return float(Decimal(ucredits) / UCREDITS_PER_DOLLAR)
+    """Dollars as a float: the wire form of a price (a JSON number, exact to the micro-credit) and a chart's
+    value. (Python divides two ints correctly rounded: the float nearest the exact quotient, as through Decimal.)"""
+    return ucredits / UCREDITS_PER_DOLLAR
 
 
 def usd(ucredits: int) -> Decimal:

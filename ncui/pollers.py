@@ -122,7 +122,7 @@ class Pollers:
             self.failures[spec.name] = self.failures.get(spec.name, 0) + 1
             self.store.fail(spec.name, str(e))
             return
-        except Exception as e:  # a bug or an unexpected answer: shown as a sentence, logged in full
+        except Exception as e:  # a bug or an unexpected answer: shown as a sentence, logged in full (ncui.log)
             log.exception("poller %s failed", spec.name)
             self.failures[spec.name] = self.failures.get(spec.name, 0) + 1
             self.store.fail(spec.name, f"Unexpected error reading {spec.name} ({type(e).__name__}).")

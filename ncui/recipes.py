@@ -11,11 +11,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from .config import ACCESS_ORIGIN
 from .formatting import COVER_HOURS, plan_sentence, topup_words
-from .money import cost_ucredits, fmt_price, fmt_usd
+from .kube.kinds import RECIPE_LABEL, spec_gpus
+from .money import CENT, cost_ucredits, fmt_price, fmt_usd
 
 if TYPE_CHECKING:
     from .api import models as m
@@ -186,9 +185,6 @@ def stop_commands(recipe: m.Recipe, cluster: m.K8sCluster, catalog_url: str | No
     )
 
 
-RECIPE_LABEL = "first-job.nationalcompute.com/recipe"  # on every object of the catalog's manifests
-
-
 def recipe_of(catalog: Iterable[m.Recipe], obj: dict[str, Any]) -> m.Recipe | None:
     """The catalog recipe a cluster object belongs to: by its recipe label, else by the catalog's object list
     (kind and name), for a job applied by hand from an older copy of the file; None for the human's own."""
@@ -203,6 +199,8 @@ def recipe_of(catalog: Iterable[m.Recipe], obj: dict[str, Any]) -> m.Recipe | No
 
 
 def parse_manifests(text: str, name: str = "manifest") -> list[dict[str, Any]]:
+    import yaml  # (here: ncui imports this module before its first frame, which needs no yaml)
+
     try:
         docs = [d for d in yaml.safe_load_all(text) if d]
     except yaml.YAMLError as e:
@@ -214,7 +212,8 @@ def parse_manifests(text: str, name: str = "manifest") -> list[dict[str, Any]]:
 
 
 def gpus_of(docs: Iterable[dict[str, Any]], vendor: str) -> int:
-    """GPUs the documents ask for at once: GPU limits × pods (Job parallelism, Deployment replicas).
+    """GPUs the documents ask for at once: each pod template's ``kinds.spec_gpus`` × pods (Job parallelism,
+    Deployment replicas).
 
     A Deployment held at 0 replicas by a launcher (finance-analyst) counts as one replica: it takes the
     node the tune frees, funded by the same limit price.
@@ -233,13 +232,7 @@ def gpus_of(docs: Iterable[dict[str, Any]], vendor: str) -> int:
             pods, tmpl = 1, {"spec": spec}
         else:
             continue
-        per_pod = 0
-        for c in (tmpl.get("spec") or {}).get("containers") or []:
-            limits = (c.get("resources") or {}).get("limits") or {}
-            for k, v in limits.items():
-                if k.endswith(".com/gpu"):
-                    per_pod += int(str(v))
-        total += pods * per_pod
+        total += pods * spec_gpus(tmpl.get("spec") or {})
     return total
 
 
@@ -353,6 +346,8 @@ def custom_job(job: CustomJob, cluster: m.K8sCluster) -> dict[str, Any]:
 
 
 def custom_plan(job: CustomJob, cluster: m.K8sCluster) -> Plan:
+    import yaml
+
     doc = custom_job(job, cluster)
     text = yaml.safe_dump(doc, sort_keys=False)
     c = doc["spec"]["template"]["spec"]["containers"][0]
@@ -399,7 +394,7 @@ def admission_topup(refusal: str, purchases: bool) -> str | None:
     found = _REFUSED.search(refusal)
     if found is None:
         return None
-    have, need = (int(round(float(x.replace(",", "")) * 100)) * 10_000 for x in found.groups())
+    have, need = (int(round(float(x.replace(",", "")) * 100)) * CENT for x in found.groups())
     if need <= have:
         return None
     return f"You have {fmt_usd(have)}; two hours need {fmt_usd(need)}: {topup_words(need - have, purchases)}."

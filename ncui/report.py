@@ -22,7 +22,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from . import history, memory
+from . import memory
+from .kube.kinds import spec_gpus
 from .kube.status import owned_by
 from .limits import charged_since
 from .logfollow import parse_loss
@@ -32,6 +33,7 @@ from .textsafe import clean
 if TYPE_CHECKING:
     from .api import models as m
     from .api.client import NCClient
+    from .history import History
     from .kube.client import KubeClient
     from .remote.runner import Runner
 
@@ -99,18 +101,6 @@ def _release_vm(api: str, cap: m.VmCapacity, auth: str) -> str:
 # ---- Kubernetes --------------------------------------------------------------------------------------
 
 
-def _gpus(pod_spec: dict[str, Any]) -> int:
-    n = 0
-    for c in pod_spec.get("containers") or ():
-        for k, v in ((c.get("resources") or {}).get("limits") or {}).items():
-            if k.endswith(".com/gpu"):
-                try:
-                    n += int(v)
-                except (TypeError, ValueError):
-                    pass
-    return n
-
-
 def pick_job(objs: list[dict[str, Any]], remembered: dict[str, Any] | None) -> dict[str, Any] | None:
     """The job the report is about: the one ncui remembers applying when it is still there, else the newest that
     asks for GPUs (a running one first), else the newest."""
@@ -126,7 +116,7 @@ def pick_job(objs: list[dict[str, Any]], remembered: dict[str, Any] | None) -> d
     def rank(o: dict[str, Any]) -> tuple[bool, bool, str]:
         spec = ((o.get("spec") or {}).get("template") or {}).get("spec") or {}
         running = o.get("kind") != "Job" or job_status(o) not in ("Complete", "Failed")
-        return (_gpus(spec) > 0, running, o["metadata"].get("creationTimestamp") or "")
+        return (spec_gpus(spec) > 0, running, o["metadata"].get("creationTimestamp") or "")
 
     return max(objs, key=rank)
 
@@ -171,7 +161,7 @@ def _current_pod(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
 def _job_gpus(obj: dict[str, Any]) -> int:
     """The GPUs the job or deployment asks for: its pod template's × the pods it runs at once."""
     spec = obj.get("spec") or {}
-    per_pod = _gpus((spec.get("template") or {}).get("spec") or {})
+    per_pod = spec_gpus((spec.get("template") or {}).get("spec") or {})
     at_once = spec.get("parallelism") if obj.get("kind") == "Job" else spec.get("replicas")
     return per_pod * max(1, at_once if isinstance(at_once, int) else 1)
 
@@ -250,6 +240,7 @@ async def _kubernetes(
     mem: dict[str, Any] | None,
     un: _Unknown,
     auth: str,
+    history: History | None,
 ) -> dict[str, Any]:
     """Fill ``r`` for a Kubernetes cluster; returns what to remember of the job."""
     from . import recipes as R
@@ -294,7 +285,8 @@ async def _kubernetes(
                 }
             )
     if kube is None:
-        run = history.with_kubeconfig(f"kubectl --context {name} get nodes")
+        run = f"kubectl --context {name} get nodes"
+        run = history.with_kubeconfig(run) if history is not None else run
         why = f"not signed in to {name}: run {run} (or s in ncui), then read it again"
         if mem and mem.get("object"):  # what ncui saw of it, said as remembered: never as none
             _remembered(r, mem, f"not read now ({why}); as remembered", list(mem.get("stop") or ()))
@@ -774,12 +766,19 @@ async def _research(
 
 
 async def node_runner(
-    host: str, port: int, user: str, *, alias: str = "", ssh_config: Path | None = None, known_hosts: Path | None = None
+    host: str,
+    port: int,
+    user: str,
+    *,
+    alias: str = "",
+    ssh_config: Path | None = None,
+    known_hosts: Path | None = None,
+    history: History | None = None,
 ) -> Runner:
     """A runner on a node for the report, which never asks: ncui's known_hosts (``known_hosts``: the demo's), and a
     host key it does not know is refused (``HostKeyUnknown``, said as unknown) unless ssh's own known_hosts pin it
     (the research node's workspace pin, found through ``alias`` in ``ssh_config``), as Workloads trusts it. Nothing
-    connects yet."""
+    connects yet. ``history``: where its first connection is recorded (the app's; None: nowhere)."""
     from .config import known_hosts_path
     from .remote.research import pinned_keys, ssh_setup
     from .remote.runner import SshRunner
@@ -793,7 +792,7 @@ async def node_runner(
 
     keys = list(setup.identities) if setup is not None and setup.identities else None
     known = known_hosts or known_hosts_path()
-    return SshRunner(host, port, user, known_hosts=known, confirm_host_key=pinned, client_keys=keys)
+    return SshRunner(host, port, user, known_hosts=known, confirm_host_key=pinned, client_keys=keys, history=history)
 
 
 # ---- the report ------------------------------------------------------------------------------------
@@ -833,6 +832,7 @@ async def collect(
     node: NodeFor | None = None,
     remember: bool = True,
     token_from: str | None = None,
+    history: History | None = None,
 ) -> dict[str, Any]:
     """The report for ``cluster`` (default: the one ncui remembers as active, else the first Kubernetes one).
     ``kube(name)``: a signed-in client of that cluster (it may raise ``KubeError``, ``NotSignedIn`` with the link:
@@ -840,7 +840,8 @@ async def collect(
     login node; ``node(id, host, port, user, alias)``: a runner on a VM or research node (``NodeFor``). With
     ``remember``, what it learned of the job (its node's arrival, its first loss lines) is kept
     in ``memory`` so the report holds once the pod is gone and after a restart. ``token_from``: where the session's
-    token came from (``TokenSource.origin``): the printed withdraw commands use that credential."""
+    token came from (``TokenSource.origin``): the printed withdraw commands use that credential. ``history``: this
+    session's (the app's), whose kubectl lines name the kubeconfig while ~/.kube/config has no such context."""
     r = empty(now)  # (generated_at: moved to the service's clock below, when it says it)
     un = _Unknown()
     who = await _try(un, "organization", nc.whoami)
@@ -867,7 +868,7 @@ async def collect(
         if ref.kind == "kubernetes":
             name = ref.name
             client = await _try(un, "job", lambda: kube(name)) if kube is not None else None
-            learned = await _kubernetes(r, nc, client, ref, mem, un, auth_header(token_from))
+            learned = await _kubernetes(r, nc, client, ref, mem, un, auth_header(token_from), history)
         elif ref.kind == "vm":
             learned = await _vm(r, nc, ref, mem, node, un, auth_header(token_from))
         elif ref.kind == "slurm":
@@ -1028,8 +1029,9 @@ def unknown_text(un: dict[str, str], *fields: str) -> str:
     return f"unknown ({why})"
 
 
-def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
-    """The report as (label, lines) rows, in the guide's order: what markdown and the screen draw."""
+def rows(r: dict[str, Any], history: History | None = None) -> list[tuple[str, list[str]]]:
+    """The report as (label, lines) rows, in the guide's order: what markdown and the screen draw. Its Stop
+    commands as ``history`` (the app's) writes kubectl lines: ``KUBECONFIG=<file> kubectl …`` where needed."""
     un = r.get("unknown") or {}
     unknown = partial(unknown_text, un)
     out: list[tuple[str, list[str]]] = []
@@ -1102,7 +1104,8 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
         out.append(("Spend so far", [f"{spent} charged since {_when(s['since'])} (the meter's charges)"]))
     else:
         out.append(("Spend so far", [unknown("spend_so_far")]))
-    out.append(("Stop it", [history.with_kubeconfigs(x) for x in r["stop"]] or [unknown("job")]))
+    stop = [history.with_kubeconfigs(x) for x in r["stop"]] if history is not None else list(r["stop"])
+    out.append(("Stop it", stop or [unknown("job")]))
     stands: list[str] = []
     for st in r.get("standing") or ():
         price = (
@@ -1121,11 +1124,12 @@ def rows(r: dict[str, Any]) -> list[tuple[str, list[str]]]:
     return out
 
 
-def markdown(r: dict[str, Any]) -> str:
-    """The report for a chat or an issue: a heading, one bullet per fact, commands and log lines as code."""
+def markdown(r: dict[str, Any], history: History | None = None) -> str:
+    """The report for a chat or an issue: a heading, one bullet per fact, commands and log lines as code (its
+    Stop commands as ``rows`` gives them)."""
     code_rows = {"First loss lines", "Stop it"}
     out = [f"### Report back — {_when(r.get('generated_at'))}", ""]
-    for label, lines in rows(r):
+    for label, lines in rows(r, history):
         if label in code_rows and not lines[0].startswith("unknown ("):
             out.append(f"- **{label}:**")
             out.append("  ```")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 from pydantic import SecretStr
 
@@ -11,6 +9,7 @@ from ncui.app import NCApp
 from ncui.backend import Backend
 from ncui.store import Store
 
+from . import waits
 from .conftest import endpoints_of
 
 
@@ -24,12 +23,14 @@ def app_for(sim, *, frozen: bool = True) -> NCApp:
 async def until(pilot, cond, timeout: float = 15.0, what: str = "") -> None:
     """Let the app run until ``cond()`` holds and the screen on top has finished composing and mounting (a
     modal that has just been pushed is on the stack before its widgets are), with a deadline."""
-    deadline = time.monotonic() + timeout
-    while not (cond() and pilot.app.screen.is_mounted):
-        if time.monotonic() > deadline:
-            held = "held, but the screen on top never finished mounting" if cond() else "never held"
-            raise AssertionError(f"timed out waiting for {what or cond} ({held}; on top: {_top(pilot.app)})")
-        await pilot.pause(0.02)
+
+    def said() -> str:
+        held = "held, but the screen on top never finished mounting" if cond() else "never held"
+        return f"{held}; on top: {_top(pilot.app)}"
+
+    await waits.until(
+        lambda: cond() and pilot.app.screen.is_mounted, timeout, what or repr(cond), 0.02, sleep=pilot.pause, say=said
+    )
 
 
 def _top(app) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 
@@ -14,6 +13,8 @@ from ncui.api.client import NCClient
 from ncui.config import Endpoints
 from ncui.sim.server import SimServer
 from ncui.sim.world import World
+
+from .waits import wait_until as wait_for  # noqa: F401  (the one wait with a deadline; the tests import it here)
 
 START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 
@@ -76,15 +77,3 @@ async def nc(sim) -> NCClient:
     client = NCClient(endpoints_of(sim), SecretStr(sim.token), timeout=5, backoff=0.01)
     yield client
     await client.aclose()
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.01, what: str = ""):
-    """Wait on a condition with a deadline (never a fixed sleep); returns the predicate's value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
-        time.sleep(interval)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 
 import httpx
@@ -12,17 +11,7 @@ import yaml
 
 from ncui.kube.client import KubeClient
 
-
-async def until(predicate: Callable[[], object], timeout: float = 10.0, what: str = "", interval: float = 0.01):
-    """Wait on a condition with a deadline, letting the event loop run; returns the predicate's value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = predicate()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
-        await asyncio.sleep(interval)
+from .waits import until  # the one async wait with a deadline (the kube tests import it here)
 
 
 async def advance_until(

@@ -15,12 +15,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.sshd_support import REAPER, free_port
+from tests.waits import wait_until
 
 MUNGED, SLURMCTLD, SLURMD = Path("/usr/sbin/munged"), Path("/usr/sbin/slurmctld"), Path("/usr/sbin/slurmd")
 MUNGEKEY = Path("/usr/sbin/mungekey")
@@ -83,12 +83,13 @@ class Slurm:
             )  # SLURM_CONF: slurmd finds gres.conf beside it
 
     def _wait(self, what: str, ok, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not ok():
-            dead = [n for n, p in self.procs.items() if p.poll() is not None]
-            if dead or time.monotonic() > deadline:
-                raise RuntimeError(f"{what} did not happen ({', '.join(dead) or 'timed out'}):\n{self.logs()}")
-            time.sleep(0.05)
+        """Until ``ok()`` (each look runs a Slurm command: twenty a second at most); a daemon that exits ends it."""
+
+        def dead() -> str:
+            gone = [n for n, p in self.procs.items() if p.poll() is not None]
+            return f"{', '.join(gone)} exited" if gone else ""
+
+        wait_until(ok, timeout, what, 0.05, give_up=dead, say=lambda: f"the logs:\n{self.logs()}")
 
     def logs(self) -> str:
         out = []
@@ -118,9 +119,10 @@ class Slurm:
     def stop(self) -> None:
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
             self.client("scancel", "--full", "--user=root")
-            deadline = time.monotonic() + 10  # the jobs end (their processes go) before slurmd does
-            while self.client("squeue", "-h", "-o", "%i").stdout.strip() and time.monotonic() < deadline:
-                time.sleep(0.1)
+            try:  # the jobs end (their processes go) before slurmd does; stopping goes on either way
+                wait_until(lambda: not self.client("squeue", "-h", "-o", "%i").stdout.strip(), 10, "no job left", 0.1)
+            except AssertionError:
+                pass
         for name in ("slurmd", "slurmctld", "munged"):
             proc = self.procs.pop(name, None)
             if proc is None:

@@ -13,14 +13,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import asyncssh
 import pytest
 
-from tests.kc_support import until  # noqa: F401  (the one async wait with a deadline; the ssh tests import it here)
+from tests.waits import until, wait_until  # noqa: F401  (until: the one async wait with a deadline; the ssh tests import it here)
 
 SSHD = Path("/usr/sbin/sshd")
 
@@ -101,15 +100,23 @@ class Sshd:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", REAPER, str(SSHD), "-D", "-e", "-f", str(conf)], stdout=log, stderr=log
             )
-        deadline = time.monotonic() + 15
-        while True:
+        proc = self.proc
+
+        def listening() -> bool:
             try:
                 socket.create_connection((self.host, self.port), timeout=1).close()
-                return
+                return True
             except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"sshd did not start: {self.log.read_text()[-2000:]}") from None
-                time.sleep(0.02)
+                return False
+
+        wait_until(
+            listening,
+            15,
+            "sshd to listen",
+            0.02,
+            give_up=lambda: "sshd exited" if proc.poll() is not None else "",
+            say=lambda: f"its log: {self.log.read_text()[-2000:]}",
+        )
 
     def sessions(self) -> list[int]:
         """The pids of this server's per-connection sshd processes."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from ncui.app import NCApp, first_run_message
+from ncui.app import NCApp
+from ncui.config import first_run_message
 from ncui.screens.modals import ConfirmModal, HelpModal, SignInModal
 
 from .apphelp import app_for, loaded, screen_text, until

@@ -1,4 +1,4 @@
-"""Connect and start as the guide does (screens/connect.py): the kubeconfig where the human's own kubectl
+"""Connect and start as the guide does (flows/connect.py): the kubeconfig where the human's own kubectl
 finds it, the hand-off's --recipe/--cluster, a Marshall workspace's credential, the demo's sign-in."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import yaml
 from pydantic import SecretStr
 from textual.widgets._toast import Toast
 
-from ncui.app import NCApp, first_run_message
+from ncui.app import NCApp
 from ncui.backend import Backend, DemoOptions
-from ncui.config import WORKSPACE_NOTE, load_token
+from ncui.config import WORKSPACE_NOTE, first_run_message, load_token
+from ncui.flows.connect import Handoff
 from ncui.kube.kubeconfig import KubeHome
-from ncui.screens.connect import Handoff
 from ncui.screens.modals import ConfirmModal, SignInModal
 from ncui.store import Store
 
@@ -132,9 +132,11 @@ async def test_no_leaves_the_config_alone_and_is_remembered(sim, tmp_path):
         # Account: how to use the file instead (the guide's manual path)
         await until(pilot, lambda: "not in config: export KUBECONFIG=↑" in screen_text(app))
         # the history's kubectl lines then name the file: kubectl --context halcyon alone finds no such context
-        from ncui import history
+        from ncui.history import kubectl_command
 
-        line = history.note("kubectl", history.kubectl_command("halcyon", "get", "pods"), "a read", True).command
+        assert app.history is not None
+        noted = app.history.note("kubectl", kubectl_command("halcyon", "get", "pods"), "a read", True)
+        line = noted.command if noted is not None else ""
         assert line == f"KUBECONFIG={app.store.value('kube_files').file} kubectl --context halcyon get pods"
         # and so do the commands a question shows: the apply question's way to stop it works as typed
         await to_apply_question(pilot, app, sim)

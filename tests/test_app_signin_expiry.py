@@ -28,7 +28,7 @@ async def _signed_in(pilot, app, sim) -> str:
     await _approve(sim, link)
     await until(
         pilot,
-        lambda: app._kube is not None and app.store.value("k8s_pods") is not None,
+        lambda: app.connect.kube is not None and app.store.value("k8s_pods") is not None,
         timeout=30,
         what="signed in and watching",
     )
@@ -57,15 +57,17 @@ async def test_an_idle_day_shows_the_new_link_in_place_and_approving_it_resumes(
         await until(pilot, lambda: not isinstance(app.screen, SignInModal))
         text = screen_text(app)
         assert "sign-in expired: approve the new link" in text and "signed in ✓" not in text
-        assert await app.kube_client() is None  # a flow that needs the cluster (apply) is told, not failed silently
+        assert (
+            await app.connect.kube_client() is None
+        )  # a flow that needs the cluster (apply) is told, not failed silently
         await pilot.press("s")  # s shows the same link again
         await until(pilot, lambda: isinstance(app.screen, SignInModal), what="the link again")
         assert app.screen.link == link
         await _approve(sim, link)
         await until(pilot, lambda: not isinstance(app.screen, SignInModal), timeout=30, what="the modal closing")
-        await until(pilot, lambda: app.store.value("kube_signin") == "signed in" and app._kube.gate.is_open)
+        await until(pilot, lambda: app.store.value("kube_signin") == "signed in" and app.connect.kube.gate.is_open)
         assert "signed in ✓" in screen_text(app)
-        res = await app._kube.apply([busybox_job("after", "echo hi")])  # the pods watch goes on
+        res = await app.connect.kube.apply([busybox_job("after", "echo hi")])  # the pods watch goes on
         assert [r.error for r in res] == [None]
         await until(
             pilot,
@@ -80,7 +82,7 @@ async def test_a_401_pauses_the_watch_and_the_log_until_approved_then_every_line
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await _signed_in(pilot, app, sim)
-        kube = app._kube
+        kube = app.connect.kube
         router = [d for d in (await _recipe(sim)) if d["metadata"]["name"] == "infera-router"]
         assert [r.error for r in await kube.apply(router)] == [None]
         await pilot.press("4")

@@ -1,4 +1,4 @@
-"""A kubeconfig's exec plugin is a command the service chose (kube/plugins.py, screens/connect.py): the box serves
+"""A kubeconfig's exec plugin is a command the service chose (kube/plugins.py, flows/connect.py): the box serves
 a hostile kubeconfig answer (/_sim/kubeconfig/exec, as an intercepted ``--api http://…`` would); ncui shows the
 command and asks before its first run, remembers the answer per cluster and command, keeps nothing of a refused
 kubeconfig; the two known plugins run without a question; the human's kuberc policy refuses even those; ``ncui

@@ -36,8 +36,10 @@ async def test_workloads_marks_a_lost_cluster_stale_and_lists_the_restarted_one(
         async with app.run_test(size=(120, 40)) as pilot:
             await until(pilot, lambda: loaded(app, "whoami", "cluster"))
             await pilot.press("4")
-            await until(pilot, lambda: app._kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching")
-            first = app._kube
+            await until(
+                pilot, lambda: app.connect.kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching"
+            )
+            first = app.connect.kube
             res = await first.apply([busybox_job("before", "echo old")])
             assert [r.error for r in res] == [None]
             await until(pilot, lambda: any(n.startswith("before") for n in pods()), what="the old pod")
@@ -55,10 +57,12 @@ async def test_workloads_marks_a_lost_cluster_stale_and_lists_the_restarted_one(
             new.app.state.kube.auth.sessions.update(old.app.state.kube.auth.sessions)  # it keeps the sign-ins
             new.start()
             if moved:
-                await until(pilot, lambda: app._kube not in (first, None), timeout=40, what="a client for the move")
+                await until(
+                    pilot, lambda: app.connect.kube not in (first, None), timeout=40, what="a client for the move"
+                )
                 assert any("moved" in n.message for n in list(app._notifications))
             await until(pilot, lambda: "job/before" not in screen_text(app), timeout=30, what="the new cluster")
-            res = await app._kube.apply([busybox_job("after", "echo new")])
+            res = await app.connect.kube.apply([busybox_job("after", "echo new")])
             assert [r.error for r in res] == [None]
             await until(pilot, lambda: any(n.startswith("after") for n in pods()), timeout=30, what="the new pod")
             await until(  # (Workloads redraws a burst of watch events at once, within WATCH_REDRAW)
@@ -83,8 +87,10 @@ async def test_age_counts_by_the_services_clock_between_watch_events(kube_factor
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))
         await pilot.press("4")
-        await until(pilot, lambda: app._kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching")
-        res = await app._kube.apply([busybox_job("quiet", "true")])
+        await until(
+            pilot, lambda: app.connect.kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching"
+        )
+        res = await app.connect.kube.apply([busybox_job("quiet", "true")])
         assert [r.error for r in res] == [None]
         table = app.query_one("#pods", DataTable)
 

@@ -92,17 +92,17 @@ async def test_train_applied_and_stopped_shows_its_commands_in_history_and_on_th
 
 async def test_the_curl_line_replays_the_request_and_the_file_survives_two_writers_and_a_bad_line(sim, tmp_path):
     h = History(sim.api_url)
-    history.activate(h)
-    try:
-        async with NCClient(endpoints_of(sim), SecretStr(sim.token), timeout=5) as nc:
-            await nc.set_bid(dollars_to_ucredits("7.25"), "halcyon")
-            # A write the box refuses is recorded too, as failed.
-            with pytest.raises(NCError):
-                await nc.set_bid(1, "halcyon")
-        # Remote actions: on the login node as typed; over ssh as `ssh [-p PORT] user@host 'command'`.
-        await run_noted(LocalRunner(), "echo submitted", "a local change", timeout=30)
-    finally:
-        history.activate(None)
+    async with NCClient(endpoints_of(sim), SecretStr(sim.token), timeout=5, history=h) as nc:
+        await nc.set_bid(dollars_to_ucredits("7.25"), "halcyon")
+        # A write the box refuses is recorded too, as failed.
+        with pytest.raises(NCError):
+            await nc.set_bid(1, "halcyon")
+    # Remote actions: on the login node as typed; over ssh as `ssh [-p PORT] user@host 'command'`.
+    await run_noted(LocalRunner(history=h), "echo submitted", "a local change", timeout=30)
+    # A client given no history records nothing (and says nothing): the lower layers' own tests, `ncui sim`.
+    async with NCClient(endpoints_of(sim), SecretStr(sim.token), timeout=5) as nc:
+        await nc.set_bid(dollars_to_ucredits("7.25"), "halcyon")
+    await run_noted(LocalRunner(), "echo unrecorded", "a local change", timeout=30)
     assert [e.ok for e in h.session] == [True, False, True]
     assert h.session[2].kind == "shell" and h.session[2].command == "echo submitted"
     node = SshRunner("127.10.0.3", 2222, "ubuntu", known_hosts=tmp_path / "kh")
@@ -139,20 +139,37 @@ async def test_the_curl_line_replays_the_request_and_the_file_survives_two_write
     assert b"s3cret" not in path.read_bytes()
 
 
+async def test_the_backend_makes_the_history_and_hands_it_to_its_client(sim, tmp_path):
+    """The backend knows the service: it makes the History (dated on the service's clock) and builds its client
+    with it; what the client sends is recorded there, in the history file of that service alone."""
+    from ncui.backend import Backend
+
+    backend = Backend(endpoints_of(sim), SecretStr(sim.token), timeout=5, clock=sim.world.now)
+    assert backend.history is None  # (not before the endpoints are known)
+    nc = await backend.connect()
+    try:
+        h = backend.history
+        assert h is not None and nc.history is h and h.origin == history.origin_of(sim.api_url)
+        before = sim.world.now()
+        await nc.set_bid(dollars_to_ucredits("7.25"), "halcyon")
+        after = sim.world.now()
+    finally:
+        await backend.close()
+    assert [(e.kind, e.ok) for e in h.session] == [("curl", True)] and "halcyon" in h.session[0].command
+    assert before <= h.session[0].at <= after  # on the box's clock (its scenario's day), not the wall's
+    assert [e.command for e in h.read().entries] == [h.session[0].command]
+
+
 def test_kubectl_lines_name_the_kubeconfig_while_config_has_no_such_context(tmp_path):
     """The context merge declined (or not asked yet): ``kubectl --context halcyon …`` alone finds no context, so
     the history's line is ``KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon …``; once config has it,
     the guide's line as it is."""
     h = History("http://box", path=tmp_path / "history.jsonl")
-    history.activate(h)
-    try:
-        history.kubeconfig_for("halcyon", "~/.kube/halcyon.yaml")
-        history.note("kubectl", history.kubectl_command("halcyon", "get", "nodes"), "signed in", True)
-        history.note("kubectl", "kubectl --context other delete job nanogpt", "stop", True)
-        history.kubeconfig_for("halcyon", "")
-        history.note("kubectl", history.kubectl_command("halcyon", "delete", "job", "nanogpt"), "stop", True)
-    finally:
-        history.activate(None)
+    h.kubeconfig_for("halcyon", "~/.kube/halcyon.yaml")
+    h.note("kubectl", history.kubectl_command("halcyon", "get", "nodes"), "signed in", True)
+    h.note("kubectl", "kubectl --context other delete job nanogpt", "stop", True)
+    h.kubeconfig_for("halcyon", "")
+    h.note("kubectl", history.kubectl_command("halcyon", "delete", "job", "nanogpt"), "stop", True)
     assert [e.command for e in h.session] == [
         "KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon get nodes",
         "kubectl --context other delete job nanogpt",
@@ -160,34 +177,33 @@ def test_kubectl_lines_name_the_kubeconfig_while_config_has_no_such_context(tmp_
     ]
 
 
-def test_the_commands_a_sentence_names_name_the_kubeconfig_too():
+def test_the_commands_a_sentence_names_name_the_kubeconfig_too(tmp_path):
     """The Report's "nothing to stop: …; kubectl --context halcyon delete job nanogpt removes it" (a command inside a
     sentence) names the file as History does; one that names its file already, or another cluster's, stays."""
-    history.kubeconfig_for("halcyon", "~/.kube/halcyon.yaml")
-    try:
-        said = "nothing to stop: job/nanogpt has ended; kubectl --context halcyon delete job nanogpt removes it"
-        assert history.with_kubeconfigs(said) == said.replace(
-            "kubectl --context", "KUBECONFIG=~/.kube/halcyon.yaml kubectl --context"
-        )
-        done = "KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon get nodes; kubectl --context other get pods"
-        assert history.with_kubeconfigs(done) == done
-    finally:
-        history.kubeconfig_for("halcyon", "")
-    assert history.with_kubeconfigs(said) == said
+    h = History("http://box", path=tmp_path / "history.jsonl")
+    h.kubeconfig_for("halcyon", "~/.kube/halcyon.yaml")
+    said = "nothing to stop: job/nanogpt has ended; kubectl --context halcyon delete job nanogpt removes it"
+    assert h.with_kubeconfigs(said) == said.replace(
+        "kubectl --context", "KUBECONFIG=~/.kube/halcyon.yaml kubectl --context"
+    )
+    done = "KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon get nodes; kubectl --context other get pods"
+    assert h.with_kubeconfigs(done) == done
+    h.kubeconfig_for("halcyon", "")
+    assert h.with_kubeconfigs(said) == said
 
 
-def test_the_chats_curl_names_the_kubeconfig_while_config_has_no_such_context():
+def test_the_chats_curl_names_the_kubeconfig_while_config_has_no_such_context(tmp_path):
     """The chat's Ctrl+R/Ctrl+T curl starts with the port-forward: with the context merge declined it reads
     ``KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon port-forward …``, which works as typed."""
     from ncui.kube.chat import Endpoint, curl_command
 
     ep = Endpoint(service="infera", port=8000, model="moonshotai/Kimi-K3", recipe="Kimi K3", behind=())
     body = {"model": "moonshotai/Kimi-K3", "messages": [{"role": "user", "content": "hello"}]}
-    try:
-        history.kubeconfig_for("halcyon", "~/.kube/halcyon.yaml")
-        declined = curl_command(ep, body, "halcyon").splitlines()[0]
-    finally:
-        history.kubeconfig_for("halcyon", "")
+    h = History("http://box", path=tmp_path / "history.jsonl")
+    h.kubeconfig_for("halcyon", "~/.kube/halcyon.yaml")
+    declined = curl_command(ep, body, "halcyon", h).splitlines()[0]
+    h.kubeconfig_for("halcyon", "")
+    merged = curl_command(ep, body, "halcyon", h).splitlines()[0]
+    alone = curl_command(ep, body, "halcyon", None).splitlines()[0]  # (no history: the guide's line as it is)
     assert declined == "KUBECONFIG=~/.kube/halcyon.yaml kubectl --context halcyon port-forward svc/infera 8000:8000 &"
-    merged = curl_command(ep, body, "halcyon").splitlines()[0]
-    assert merged == "kubectl --context halcyon port-forward svc/infera 8000:8000 &"
+    assert merged == alone == "kubectl --context halcyon port-forward svc/infera 8000:8000 &"

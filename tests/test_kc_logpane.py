@@ -1,15 +1,18 @@
-"""LogPane: the Textual 8.2.8 max_lines redraw workaround, filter, follow, timestamps, wrap (headless pilot)."""
+"""LogPane: a capped log keeps redrawing (Textual 8.2.8's Log did not), filter, follow, timestamps, wrap (headless
+pilot)."""
 
 from __future__ import annotations
 
-import asyncio
 import html
 import re
 
 from textual.app import App
+from textual.scroll_view import ScrollView
 from textual.widgets import Log
 
 from ncui.widgets.logpane import LogPane
+
+from .waits import until
 
 
 class PaneApp(App):
@@ -29,10 +32,7 @@ def _screen_numbers(app: App) -> list[int]:
 
 
 async def _painted(pilot, pane: LogPane, seconds: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while pane.lines_log.paint_pending:
-        assert asyncio.get_running_loop().time() < deadline, "the pane's repaint never came"
-        await pilot.pause(0.02)
+    await until(lambda: not pane.lines_log.paint_pending, seconds, "the pane's repaint", 0.02, sleep=pilot.pause)
     await pilot.pause()
 
 
@@ -110,7 +110,7 @@ async def test_filter_follow_timestamps_and_wrap():
         await pilot.press("i", "t", "e", "r", " ", "2", "9", "9")
         await pilot.pause()
         assert pane.filter_text == "iter 299" and list(log.lines) == ["iter 299: loss 2.2990, time 1ms"]
-        assert isinstance(log, Log)
+        assert isinstance(log, ScrollView) and not isinstance(log, Log)  # a Line API view of its own
 
 
 async def test_entries_of_a_burst_the_newest_shown_and_every_mode_honoured():
@@ -159,10 +159,8 @@ async def test_a_throttled_chart_draws_the_newest_data_when_its_time_comes():
         chart.set_data(data(6))  # too soon: put off…
         chart.set_data(data(7))  # …and this one rides along
         assert chart.pending and "s5" in chart.content.plain
-        deadline = asyncio.get_running_loop().time() + 5
-        while chart.pending and asyncio.get_running_loop().time() < deadline:
-            await pilot.pause(0.05)
-        assert not chart.pending and "s7" in chart.content.plain
+        await until(lambda: not chart.pending, 5, "the put-off chart drawn", 0.05, sleep=pilot.pause)
+        assert "s7" in chart.content.plain
 
 
 async def test_the_status_line_showing_keeps_the_newest_line_in_view_and_following():
@@ -181,3 +179,49 @@ async def test_the_status_line_showing_keeps_the_newest_line_in_view_and_followi
         pane.write_batch(["line 100"])
         await _painted(pilot, pane)
         assert _screen_numbers(app)[-1] == 100
+
+
+async def test_a_growing_log_draws_what_a_full_layout_would():
+    """While a log grows (longer, wider) its view sets the scrollbars' extents itself, without laying out the
+    screen: what it draws is what a layout of the screen then draws (lines, scrollbars, their thumbs)."""
+    pane = LogPane(max_lines=500)
+    app = PaneApp(pane)
+    async with app.run_test(size=(60, 14)) as pilot:
+        log = pane.lines_log
+        for b in range(8):  # 100 lines a batch, each batch 10 cells wider; the cap reached at the fifth
+            pane.write_batch([f"line {b * 100 + i} " + "x" * (b * 10) for i in range(100)])
+            await _painted(pilot, pane)
+            drawn = app.export_screenshot()
+            bars = (log.vertical_scrollbar.window_virtual_size, log.horizontal_scrollbar.window_virtual_size)
+            assert log.virtual_size == (len(f"line {b * 100 + 99} ") + b * 10, min(500, (b + 1) * 100))
+            assert bars == (log.virtual_size.height, log.virtual_size.width)
+            log.refresh(layout=True)
+            await pilot.pause()
+            await pilot.pause()
+            assert app.export_screenshot() == drawn, f"batch {b}: the screen moved on a layout"
+        assert _screen_numbers(app)[-1] == 799
+
+
+async def test_lines_are_selected_with_textual_selection():
+    """Text selection (the mouse's) works on the pane's lines as on Textual's Log: the selected text, and the
+    selected cells drawn in the screen's selection style."""
+    from textual.geometry import Offset
+    from textual.selection import Selection
+
+    pane = LogPane()
+    app = PaneApp(pane)
+    async with app.run_test(size=(60, 12)) as pilot:
+        pane.write_batch([f"line {i}" for i in range(5)])
+        await _painted(pilot, pane)
+        log = pane.lines_log
+        assert log.allow_select
+        app.screen.selections = {log: Selection.from_offsets(Offset(5, 1), Offset(4, 3))}
+        await pilot.pause()
+        assert app.screen.get_selected_text() == "1\nline 2\nline"
+        selected = app.screen.get_component_rich_style("screen--selection")
+        styled = [(seg.text, seg.style) for seg in log.render_line(1)]
+        assert styled[0][0] == "line " and styled[0][1] is not None and styled[0][1].bgcolor != selected.bgcolor
+        assert styled[1][0] == "1" and styled[1][1] is not None and styled[1][1].bgcolor == selected.bgcolor
+        app.screen.selections = {}
+        await pilot.pause()
+        assert [seg.text for seg in log.render_line(1)][0].startswith("line 1")

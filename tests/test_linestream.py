@@ -26,7 +26,7 @@ import pytest
 from ncui.kube.linestream import Head, Lines, LineStream, StreamFailed
 from ncui.sim.kube.tls import self_signed
 
-from .kc_support import until as kc_until
+from .waits import until as kc_until
 
 DEADLINE = 3.0  # seconds: no single step of these tests should come anywhere near this
 CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -49,7 +49,7 @@ def length_head(n: int, status: bytes = b"200 OK") -> bytes:
 
 
 async def until(cond: Callable[[], bool], what: str, timeout: float = DEADLINE) -> None:
-    """Wait until ``cond()`` holds, failing after ``timeout`` seconds (the kube tests' helper)."""
+    """Wait until ``cond()`` holds, failing after ``timeout`` seconds (``waits.until``, ``what`` second)."""
     await kc_until(cond, timeout, what)
 
 

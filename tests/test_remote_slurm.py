@@ -110,12 +110,8 @@ async def gone(r, jid: str) -> bool:
 
 
 async def until_async(cond, timeout: float = 30.0, what: str = "") -> None:
-    """``until`` for an async condition (each check is a command on the login node)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await cond():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.1)
+    """``until`` for an async condition: each look is a command on the login node (ten a second at most)."""
+    await until(cond, timeout, what, 0.1)
 
 
 # ---- on the login node itself --------------------------------------------------------------------------

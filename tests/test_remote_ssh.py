@@ -357,14 +357,10 @@ async def test_a_copy_off_is_in_the_history_as_its_scp_line(sshd, tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "a.txt").write_text("a\n")
     h = history.History("http://box", path=tmp_path / "history.jsonl")
-    history.activate(h)
-    try:
-        async with runner_for(sshd, trusted(sshd, tmp_path)) as r:
-            await r.copy_from(str(tmp_path / "out"), tmp_path / "here", recurse=True)
-            with pytest.raises(CopyFailed):
-                await r.copy_from(str(tmp_path / "missing.pt"), tmp_path / "here")
-    finally:
-        history.activate(None)
+    async with runner_for(sshd, trusted(sshd, tmp_path), history=h) as r:
+        await r.copy_from(str(tmp_path / "out"), tmp_path / "here", recurse=True)
+        with pytest.raises(CopyFailed):
+            await r.copy_from(str(tmp_path / "missing.pt"), tmp_path / "here")
     copies = [e for e in h.session if e.kind == "scp"]
     port = f"-P {r.port} " if r.port != 22 else ""
     host = r.shown[-1]

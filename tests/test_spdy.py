@@ -16,6 +16,8 @@ from starlette.responses import JSONResponse, StreamingResponse
 from ncui.sim.kube import portforward, spdy
 from ncui.sim.kube.spdy import Codec, Frame, SpdyError
 
+from .waits import until
+
 
 def test_dictionary_is_spdy3s():
     d = spdy.DICTIONARY
@@ -179,7 +181,7 @@ async def test_session_pairs_streams_serves_http_keepalive_and_ends_like_the_kub
     assert _fin(frames, e2) and _body(frames, e2) == b""
     # a reset (Ctrl-C) cancels the other connection's handler
     await c.send(c.codec.rst_stream(d1))
-    await asyncio.wait_for(_until(lambda: c.session.active == 0), 5)
+    await until(lambda: c.session.active == 0, 5, "no stream of the session left active")
     assert c.session.served == 2
     # pings are echoed; GOAWAY ends the session
     await c.send(c.codec.ping(5))
@@ -220,11 +222,6 @@ async def test_bad_http_gets_400_and_the_connection_closes():
 
 async def _handler():
     return lambda reader, write: portforward.serve_http(reader, write, _engine)
-
-
-async def _until(pred) -> None:
-    while not pred():
-        await asyncio.sleep(0.01)
 
 
 async def test_channel_protocol_as_the_python_client_speaks_it():

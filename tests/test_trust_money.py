@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 from textual.widgets import Button
 
+from ncui.flows.apply import idle_gpu_nodes
 from ncui.screens.exitguard import ExitGuardModal
-from ncui.screens.flows import idle_gpu_nodes
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal
 from ncui.store import Store
 
@@ -114,7 +114,7 @@ def test_idle_nodes_are_ready_unused_and_not_already_promised():
 
 def test_the_exit_guard_never_takes_an_unread_limit_for_none():
     from ncui.api.models import Bid, ClusterRef, K8sCluster
-    from ncui.screens.exitguard import standing_spend
+    from ncui.meters import standing
 
     st = Store()
     st.meta["cluster"] = ClusterRef(name="halcyon", kind="kubernetes")
@@ -122,14 +122,14 @@ def test_the_exit_guard_never_takes_an_unread_limit_for_none():
     st.set("cluster", K8sCluster.model_validate({**info, "gpu_vendor": "nvidia", "gpu_model": "H100-SXM-80GB"}))
     why = "National Compute had an error (503) while reading the limit price; try again shortly: HTTP 503."
     st.fail("bid", why)  # never read: unknown, asked about (never "nothing stands")
-    (s,) = standing_spend(st)
+    (s,) = standing(st)
     assert s.unknown and s.sentence == (
         "Whether a limit price stands on halcyon is unknown (could not read it: National Compute had an error "
         "(503) while reading the limit price; try again shortly: HTTP 503)."
     )
     st.set("bid", Bid.model_validate({"cluster": "halcyon", "max_price_per_gpu_hour": 4.5}))
     st.fail("bid", why)  # read once, then failing: the last value, said to be the last read
-    (s,) = standing_spend(st)
+    (s,) = standing(st)
     assert not s.unknown and s.price == 4_500_000
     assert s.sentence.startswith("A limit price of $4.50/GPU-h stands on halcyon (last read; the latest read failed).")
 
@@ -148,7 +148,15 @@ async def _set_limit_then_cancel_apply(pilot, app, sim) -> None:
     await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply Train" in screen_text(app))
     assert sim.world.main_org.k8s["halcyon"].bid == 5_000_000
     await pilot.press("n")
-    await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Keep the limit price" in screen_text(app))
+    # (its "Enter: …" line is written once the modal is laid out: waited for too)
+    await until(
+        pilot,
+        lambda: (
+            isinstance(app.screen, ConfirmModal)
+            and "Keep the limit price" in (text := screen_text(app))
+            and "Enter: " in text
+        ),
+    )
 
 
 async def test_set_then_cancel_offers_the_limit_back_and_enter_withdraws_it(sim):

@@ -3,14 +3,14 @@ as a person reads it. Used where the terminal itself is what is tested (escape c
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+
+from .waits import until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,14 +43,16 @@ class Tmux:
 
     async def until(self, cond, timeout: float = 60.0, what: str = "") -> str:
         """The screen once ``cond(screen)`` holds, polled with a deadline."""
-        deadline = time.monotonic() + timeout
-        while True:
+        text = ""
+
+        def shows() -> bool:
+            nonlocal text
             text = self.screen()
-            if cond(text):
-                return text
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; the screen:\n{text}")
-            await asyncio.sleep(0.1)  # a polling interval, not a wait for something to be done
+            return bool(cond(text))
+
+        # a tmux capture a look: ten a second
+        await until(shows, timeout, what or repr(cond), 0.1, say=lambda: f"the screen:\n{text}")
+        return text
 
     def pane_pid(self) -> int:
         """The pane's program (``run`` execs it in place of the shell)."""

@@ -2,8 +2,9 @@
 
 - The token is a ``SecretStr`` handed to an ``httpx.Auth``: it is never in a repr, a log line, an
   error message or a local variable of these frames.
-- Idempotent GETs retry network errors, 429 and 5xx with exponential backoff and jitter; PUT and POST
-  never retry (a retried bid or declaration could act twice).
+- Idempotent GETs retry network errors, 429 and 5xx with ncui's one backoff (``backoff.backoff_delay``:
+  exponential from ``backoff`` seconds, capped at ``backoff_cap``, equal jitter); PUT and POST never retry (a
+  retried bid or declaration could act twice).
 - Every failure is one of the typed errors of ``errors.py`` with a sentence a researcher can act on.
 """
 
@@ -23,8 +24,9 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, SecretStr, TypeAdapter, ValidationError
 
-from .. import history
+from ..backoff import backoff_delay
 from ..config import Endpoints, token_problem
+from ..history import Recorder, curl_command
 from ..money import fmt_price, usd
 from ..textsafe import clean_json
 from . import models as m
@@ -164,12 +166,15 @@ class NCClient:
         timeout: float = 10.0,
         retries: int = 3,
         backoff: float = 0.25,
+        backoff_cap: float = 4.0,
         transport: httpx.AsyncBaseTransport | None = None,
         rng: random.Random | None = None,
+        history: Recorder | None = None,
     ) -> None:
         self.endpoints = endpoints
+        self.history = history  # where each write is recorded as its curl (the backend's History; None: nowhere)
         self._retries = max(0, retries)
-        self._backoff = backoff
+        self._backoff, self._backoff_cap = backoff, backoff_cap
         self._rng = rng or random.Random()
         self.clock = ServiceClock()  # the service's now, off its answers' Date (Backend.now outside the demo)
         # A value that cannot be a bearer token is never sent (httpx would refuse it as a LocalProtocolError,
@@ -226,7 +231,7 @@ class NCClient:
         try:
             for attempt in range(attempts):
                 if attempt:
-                    await asyncio.sleep(self._delay(attempt))
+                    await asyncio.sleep(backoff_delay(attempt, self._backoff, self._backoff_cap, self._rng))
                 request = self._http.build_request(method, url, params=params, json=json_body)
                 try:
                     resp = await self._http.send(request)
@@ -249,12 +254,8 @@ class NCClient:
             assert last is not None
             raise last
         finally:
-            if method != "GET" and request is not None:
-                history.note("curl", _curl(request), shown or what, ok)
-
-    def _delay(self, attempt: int) -> float:
-        """Exponential backoff with full jitter."""
-        return self._rng.uniform(0, self._backoff * (2 ** (attempt - 1)))
+            if method != "GET" and request is not None and self.history is not None:
+                self.history.note("curl", _curl(request), shown or what, ok)
 
     async def _get(self, path: str, model: type[T], *, what: str, params: dict[str, Any] | None = None) -> T:
         resp = await self._send("GET", self._api(path), what=what, params=_clean_params(params))
@@ -455,9 +456,7 @@ def _curl(request: httpx.Request) -> str:
     """The one function that turns a request into its curl: the method, the URL and the body as they were
     sent (so the history cannot drift from the wire). Of its headers only Content-Type is read (the token is
     one of them)."""
-    return history.curl_command(
-        request.method, str(request.url), request.content, request.headers.get("content-type", "")
-    )
+    return curl_command(request.method, str(request.url), request.content, request.headers.get("content-type", ""))
 
 
 def _parse(resp: httpx.Response, model: type[T], what: str) -> T:

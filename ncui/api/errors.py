@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..money import fmt_price
+from ..money import dollars_to_ucredits, fmt_price
 from ..textsafe import clean
 
 
@@ -105,8 +105,6 @@ def error_from_response(status: int, body: object, *, what: str) -> NCError:
     if status == 403:
         return Forbidden(f"Not allowed while {what} (403){tail}", status=status, detail=detail)
     if slug == "bid-too-low":
-        from ..money import dollars_to_ucredits
-
         floor = None
         try:
             if extra.get("min_price_per_gpu_hour") is not None:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
-from ..money import dollars_to_ucredits, ucredits_to_dollars, usd
+from ..money import MAX_DOLLARS, dollars_to_ucredits, ucredits_to_dollars, usd
 
 
 def _wire_price(value: Any) -> int:
@@ -22,7 +22,7 @@ Price = Annotated[
     int,
     BeforeValidator(_wire_price),
     PlainSerializer(ucredits_to_dollars, return_type=float, when_used="always"),
-    WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1_000_000, "description": "US dollars per GPU hour"}),
+    WithJsonSchema({"type": "number", "minimum": 0, "maximum": MAX_DOLLARS, "description": "US dollars per GPU hour"}),
 ]
 
 __all__ = ["Price", "usd"]

@@ -11,18 +11,19 @@ words, what moved meanwhile, before anything is sent.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..formatting import fmt_age
 from ..money import fmt_price, fmt_usd
+from .ui import Confirm, Results, Retry
+from .wait import until
 
 if TYPE_CHECKING:
     from ..pollers import Pollers
     from ..store import Store
+    from .base import Context
 
 FRESH, STALE, UNKNOWN = "fresh", "stale", "unknown"
 READ_TIMEOUT = 8.0  # seconds a question waits for its reads (a failing GET retries with backoff first)
@@ -122,12 +123,9 @@ async def read(
         polled = {n: pollers.polls.get(n, 0) for n in names if n in pollers.specs and pollers.specs[n].enabled()}
         if polled:
             pollers.refresh(*polled)
-    deadline = time.monotonic() + timeout
-    assert pollers is not None or not polled
-    while polled and any(pollers.done.get(n, 0) <= before for n, before in polled.items()):  # type: ignore[union-attr]
-        if time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.02)
+    if pollers is not None and polled:
+        done = pollers.done
+        await until(lambda: all(done.get(n, 0) > before for n, before in polled.items()), timeout, every=0.02)
     return snapshot(store, pollers, names)
 
 
@@ -205,3 +203,69 @@ def changes(
 
 
 __all__ = ["Figure", "Snapshot", "figure", "snapshot", "read", "sentence", "changes", "FRESH", "STALE", "UNKNOWN"]
+
+
+# ---- the two steps of a money question, asked through the flow's UI (flows/base.py) ------------------------
+
+MAX_ROUNDS = 3  # questions asked again because a figure changed meanwhile, before ncui gives up and says so
+
+
+async def figures(ctx: Context, names: tuple[str, ...], declined: str) -> Snapshot | None:
+    """Read the figures a money question judges, for it. While one is not fresh, say which (as read how long
+    ago, and why not since) and offer r to read again: nothing is judged "covered" on an old figure. None
+    (``declined`` said) when the human gives up."""
+    ref = ctx.store.meta.get("cluster")
+    while True:
+        snap = await read(ctx.store, ctx.pollers, names)
+        bad = snap.not_fresh()
+        if not bad:
+            return snap
+        said = "\n".join(sentence(f, ref.name if ref is not None else "") for f in bad)
+        if not await ctx.ui.ask(Retry("The figures could not be confirmed", said)):
+            ctx.ui.notify(declined)
+            return None
+
+
+async def confirm(
+    ctx: Context,
+    snap: Snapshot,
+    names: tuple[str, ...],
+    title: str,
+    body: Callable[[Snapshot], Any],
+    still: Callable[[Snapshot, Snapshot], tuple[list[str], str | None]],
+    *,
+    yes: str,
+    no: str,
+    declined: str,
+) -> Snapshot | None:
+    """Ask ``title`` with ``body(snap)``; at the yes read ``names`` again: ``still(snap, new)`` gives what
+    changed meanwhile in words and, when the change makes the answer wrong, why (then nothing is sent: said
+    in a modal). A change is said in a new question before anything is sent. The snapshot the yes was given
+    on, or None (said) when the human said no, a figure could not be read again, or it was refused."""
+    from rich.text import Text
+
+    heading, lead = title, ""
+    for _ in range(MAX_ROUNDS):
+        if not await ctx.ui.ask(Confirm(heading, lead + body(snap), yes=yes, no=no)):
+            ctx.ui.notify(declined)
+            return None
+        new = await figures(ctx, names, declined)
+        if new is None:
+            return None
+        said, wrong = still(snap, new)
+        if wrong is not None:
+            moved = f"While you were asked, {'; '.join(said)}.\n\n" if said else ""
+            await ctx.ui.ask(Results(declined.rstrip("."), Text(f"{moved}{wrong}")))
+            return None
+        if not said:
+            return new
+        snap = new
+        heading = f"Something changed while you were asked: {title[0].lower()}{title[1:]}"
+        lead = f"While you were asked, {'; '.join(said)}.\n\n"
+    await ctx.ui.ask(
+        Results(
+            declined.rstrip("."),
+            Text(f"The figures changed {MAX_ROUNDS} times while you were asked; look at Lease, then try again."),
+        )
+    )
+    return None

@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..textsafe import clean
+from .errors import KubeError
 
 if TYPE_CHECKING:
+    from ..history import Recorder
     from .client import KubeClient
 
 __all__ = [
@@ -124,15 +126,14 @@ def request_body(ep: Endpoint, history: Sequence[Turn], text: str, *, stream: bo
     return body
 
 
-def curl_command(ep: Endpoint, body: Mapping[str, Any], context: str) -> str:
-    """The guide's two lines for ``body``: the port-forward, then curl (without ``stream``: one JSON answer)."""
-    from ..history import with_kubeconfig  # (the context merge declined: KUBECONFIG=… first, as History's lines)
-
+def curl_command(ep: Endpoint, body: Mapping[str, Any], context: str, history: Recorder | None) -> str:
+    """The guide's two lines for ``body``: the port-forward, then curl (without ``stream``: one JSON answer). The
+    port-forward as ``history`` writes kubectl lines (the context merge declined: ``KUBECONFIG=…`` first)."""
     plain = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
     data = json.dumps(plain, ensure_ascii=False)
     forward = f"kubectl --context {shlex.quote(context)} port-forward svc/{ep.service} {ep.port}:{ep.port}"
     return (
-        f"{with_kubeconfig(forward)} &\n"
+        f"{history.with_kubeconfig(forward) if history is not None else forward} &\n"
         f"curl -s localhost:{ep.port}/v1/chat/completions -H 'content-type: application/json' \\\n"
         f"  -d {shlex.quote(data)}"
     )
@@ -251,8 +252,6 @@ async def stream_chat(
     ``answer`` (text, timing, finish reason, usage) on the way. Raises ``ChatError`` with a sentence for an
     endpoint that refuses (4xx/5xx), a stream that drops before ``[DONE]``, or a chunk that is not an
     OpenAI chunk; ``KubeError`` when the cluster cannot be reached or refuses the sign-in."""
-    from .client import KubeError
-
     answer.started = time.monotonic()
     got_done = False
     try:

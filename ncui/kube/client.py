@@ -27,10 +27,11 @@ import httpx
 import yaml
 from pydantic import SecretStr
 
-from .. import history
 from ..api.client import BearerAuth, ResendOnHangup
-from ..textsafe import clean, loads_clean
+from ..history import Recorder, kubectl_command
+from ..textsafe import loads_clean
 from . import session
+from .errors import Gone, KubeError, NotSignedIn, clean_line
 from .gate import SignInGate
 from .linestream import Lines, LineStream, StreamFailed
 from .status import parse_time
@@ -38,52 +39,6 @@ from .status import parse_time
 __all__ = ["KubeError", "Gone", "NotSignedIn", "ApplyResult", "KubeClient", "Kind", "KINDS", "kind_of"]
 
 REFRESH_MARGIN = 30.0  # seconds before the credential's expiry at which the plugin is run again
-
-
-def _clean(text: str, limit: int = 2000) -> str:
-    """One line of a server's text, safe to show (``textsafe.clean``), runs of spaces as one, bounded."""
-    return " ".join(clean(str(text)).split())[:limit]
-
-
-# ---- errors --------------------------------------------------------------------------------------
-
-
-class KubeError(Exception):
-    """The cluster refused or could not be reached. ``message`` is the Status message (kubectl prints it)."""
-
-    def __init__(self, status: int | None, reason: str, message: str) -> None:
-        self.status = status
-        self.reason = _clean(reason, 200)  # both from the server: safe to show (textsafe)
-        self.message = _clean(message)
-        super().__init__(self._sentence())
-
-    def _sentence(self) -> str:
-        if self.status is None:
-            return f"cannot reach the cluster: {self.message}"
-        if self.status in (401, 403) and self.reason == "Unauthorized":
-            return f"the cluster does not accept the sign-in: {self.message}"
-        return f"the cluster answered {self.status} {self.reason}: {self.message}"
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(status={self.status!r}, reason={self.reason!r}, message={self.message!r})"
-
-
-class Gone(KubeError):
-    """410: the resourceVersion is older than the server's history; list again. Also a resourceVersion the
-    server never reached (504 ResourceVersionTooLarge): a restarted or different cluster; list again."""
-
-
-class NotSignedIn(KubeError):
-    """The sign-in plugin has no credential: the human must open ``link`` and approve it."""
-
-    def __init__(self, link: str | None, message: str = "") -> None:
-        self.link = link
-        super().__init__(401, "NotSignedIn", message or "sign in to the cluster first")
-
-    def _sentence(self) -> str:
-        if self.link:
-            return f"not signed in to the cluster: open {self.link} and approve the sign-in"
-        return f"not signed in to the cluster: {self.message}"
 
 
 # ---- kinds ----------------------------------------------------------------------------------------
@@ -212,8 +167,10 @@ class KubeClient:
         verify: ssl.SSLContext | bool = True,
         namespace: str = "default",
         timeout: float = 15.0,
+        history: Recorder | None = None,
     ) -> None:
         self.server = server.rstrip("/")
+        self.history = history  # where its deletes, scales and restarts are recorded (the backend's; None: nowhere)
         self.namespace = namespace
         self._spec = exec_spec
         self._token: SecretStr | None = None
@@ -372,7 +329,7 @@ class KubeClient:
     @staticmethod
     def _unreachable(e: Exception, url: str) -> KubeError:
         host = httpx.URL(url).netloc.decode("ascii", "replace")
-        return KubeError(None, "Unreachable", f"{host} ({type(e).__name__}: {_clean(str(e), 200) or 'no answer'})")
+        return KubeError(None, "Unreachable", f"{host} ({type(e).__name__}: {clean_line(str(e), 200) or 'no answer'})")
 
     async def _request(
         self,
@@ -569,13 +526,14 @@ class KubeClient:
 
     def _noted(self, what: str, ok: bool, *args: str) -> None:
         """A change, in the history as the kubectl line that makes it (``kubectl --context <cluster> …``)."""
-        history.note("kubectl", history.kubectl_command(self.context or "<cluster>", *args), what, ok)
+        if self.history is not None:
+            self.history.note("kubectl", kubectl_command(self.context or "<cluster>", *args), what, ok)
 
     async def delete(
         self, kind: str, name: str, namespace: str = "default", propagation: str = "Background", *, noted: bool = True
     ) -> bool:
         """Delete; False when it was already gone. ``noted=False``: the caller records the command it stands for
-        (Stop's ``kubectl delete -f <file>``: ``history.stopped``)."""
+        (Stop's ``kubectl delete -f <file>``: ``History.stopped``)."""
         k = kind_of(kind).kind.lower()
         ns = [] if namespace == "default" else ["-n", namespace]
         ok = False

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..backoff import RetryLoop, wait_event
+from .errors import KubeError
 
 if TYPE_CHECKING:
     from .client import KubeClient
@@ -82,8 +83,6 @@ class SignInKeeper(RetryLoop):
         self._task = None  # RetryLoop's: the running task
 
     async def run(self) -> None:
-        from .client import KubeError
-
         self._task = asyncio.current_task()
         gate = self.client.gate
         unsubscribe = gate.subscribe(self.on_change) if self.on_change is not None else None

@@ -42,6 +42,7 @@ import yaml
 
 from .. import statefile
 from ..textsafe import clean, unsafe
+from .kubeconfig import shown as shown_path
 from .session import ExecSpec
 
 VERSION = 1
@@ -92,8 +93,6 @@ class Kuberc:
 
     @property
     def where(self) -> str:
-        from .kubeconfig import shown as shown_path
-
         return shown_path(self.path)
 
 

@@ -15,17 +15,21 @@ No Textual here.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import os
 import shutil
 import signal
 import socket
 from collections.abc import AsyncGenerator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..backoff import within
+from ..lines import LineSplitter
 from ..textsafe import clean
 from .runner import _READ, MAX_OUTPUT, CopyFailed, Progress, RemoteError, Result, _failed, _short, _text, drain_bounded
+
+if TYPE_CHECKING:
+    from ..history import Recorder
 
 __all__ = ["LOGIN_NODE_ENV", "LocalRunner", "on_login_node", "slurm_config"]
 
@@ -58,9 +62,17 @@ def on_login_node(force: bool | None = None, env: Mapping[str, str] | None = Non
 
 class LocalRunner:
     """This machine as a ``Runner``. ``env``: variables added to the commands' environment; ``cwd``: where
-    commands start (the home folder by default, as over ssh)."""
+    commands start (the home folder by default, as over ssh); ``history``: where ``run_noted`` records."""
 
-    def __init__(self, *, env: Mapping[str, str] | None = None, cwd: Path | None = None, shell: str = "/bin/sh"):
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        shell: str = "/bin/sh",
+        history: Recorder | None = None,
+    ):
+        self.history = history
         self.env = {**os.environ, **(env or {})}
         self.home = Path(self.env.get("HOME") or os.path.expanduser("~"))
         self.cwd = cwd or self.home
@@ -158,21 +170,14 @@ class LocalRunner:
                     err.extend(data[: max(0, 8192 - len(err))])
 
             errs = asyncio.ensure_future(drain_err())
-        decode = codecs.getincrementaldecoder("utf-8")("replace").decode
-        partial = ""
+        split = LineSplitter()
         assert proc.stdout is not None
         try:
             while data := await proc.stdout.read(_READ):
-                text = partial + decode(data)
-                lines = text.split("\n")
-                partial = lines.pop()
-                if lines:
-                    if "\r" in text:
-                        lines = [x[:-1] if x.endswith("\r") else x for x in lines]
+                if lines := split.feed(data):
                     yield lines
-            tail = partial + decode(b"", True)
-            if tail:
-                yield [tail]
+            if tail := split.end():
+                yield tail
             status = await proc.wait()
             if status != 0:
                 if errs is not None:

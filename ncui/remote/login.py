@@ -16,12 +16,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..textsafe import clean
 from .local import LocalRunner, on_login_node
 from .node import BadInput
 from .runner import ConfirmHostKey, Runner, SshRunner
 from .slurm import _output
+
+if TYPE_CHECKING:
+    from ..history import Recorder
 
 __all__ = ["SshTarget", "resolve", "slurm_runner"]
 
@@ -84,11 +88,13 @@ async def slurm_runner(
     confirm_host_key: ConfirmHostKey | None = None,
     login_node: bool | None = None,
     env: Mapping[str, str] | None = None,
+    history: Recorder | None = None,
 ) -> Runner:
     """The cluster's login node as a ``Runner``: here (``LocalRunner``) on the login node, else over ssh to the
-    cluster's name read from ``ssh_config`` (the human's own when None). Nothing connects yet."""
+    cluster's name read from ``ssh_config`` (the human's own when None). Nothing connects yet. ``history``: where
+    the runner records (``run_noted``, its first connection)."""
     if on_login_node(login_node, env):
-        return LocalRunner()
+        return LocalRunner(history=history)
     t = await resolve(cluster, ssh_config)
     return SshRunner(
         t.host,
@@ -98,6 +104,7 @@ async def slurm_runner(
         client_keys=list(t.identities) or None,
         client_certs=t.certificates,
         confirm_host_key=confirm_host_key,
+        history=history,
         config=[],  # ssh -G has applied the config already (its Host block names the alias, not the address)
         shown=(
             "ssh",

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, TypedDict
 
 from ..logfollow import FollowCore, FollowOptions
+from ..textsafe import clean
 from .runner import (
     AuthFailed,
     CommandFailed,
@@ -168,8 +169,6 @@ async def stop(runner: Runner, name: str) -> Result:
 def docker_containers(text: str) -> dict[str, tuple[str, str]]:
     """``docker ps [-a]``'s table → {name: (image, status)} (cleaned), by the header's column positions (STATUS
     runs to PORTS or NAMES: ``Up 5 minutes``, ``Exited (0) 2 minutes ago``); {} when unreadable."""
-    from ..textsafe import clean
-
     lines = text.splitlines()
     if not lines or "IMAGE" not in lines[0] or "NAMES" not in lines[0]:
         return {}

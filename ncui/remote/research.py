@@ -29,7 +29,16 @@ from ..textsafe import clean
 from .node import BadInput
 from .slurm import _output
 
-__all__ = ["Login", "SshSetup", "config_ports", "lease_cover", "parse_login", "pinned_keys", "ssh_setup"]
+__all__ = [
+    "Login",
+    "SshSetup",
+    "box_ssh_config",
+    "config_ports",
+    "lease_cover",
+    "parse_login",
+    "pinned_keys",
+    "ssh_setup",
+]
 
 RESEARCH_PORT = 22  # the guide: "Port 22 is the only way in"
 _USER = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,31}")  # a POSIX login name, never an option
@@ -159,3 +168,12 @@ def config_ports(ssh_config: Path | None) -> set[int]:
     except OSError:
         return set()
     return {int(m) for m in re.findall(r"(?im)^\s*Port\s+(\d{1,5})\s*$", text)}
+
+
+def box_ssh_config(backend: object) -> Path | None:
+    """The box's ssh_config (``NC_SSH_CONFIG``): the demo's own box's, or the one a human exported."""
+    sim = getattr(backend, "sim", None)
+    if sim is not None and getattr(sim, "ssh", None) is not None:
+        return Path(sim.ssh.config_path)
+    env = os.environ.get("NC_SSH_CONFIG")
+    return Path(env) if env and Path(env).is_file() else None

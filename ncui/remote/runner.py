@@ -22,7 +22,6 @@ what this module puts in its own messages is cleaned here. No Textual here.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import ipaddress
 import os
 import socket
@@ -34,8 +33,9 @@ from typing import Any, Protocol
 
 import asyncssh
 
-from .. import history
 from ..backoff import within
+from ..history import Recorder, join
+from ..lines import LineSplitter
 from ..textsafe import clean
 
 __all__ = [
@@ -138,6 +138,7 @@ class Runner(Protocol):
     """What runs commands on a node: ``SshRunner`` (and a runner on the login node itself)."""
 
     where: str
+    history: Recorder | None  # where ``run_noted`` records (the backend's History; None: nowhere)
 
     def shell_line(self, cmd: str = "") -> str:
         """The line a person types to run ``cmd`` there (to connect, without one): the history's."""
@@ -164,8 +165,9 @@ async def run_noted(runner: Runner, cmd: str, what: str, *, timeout: float | Non
         ok = True
         return res
     finally:
-        line = runner.shell_line(cmd)
-        history.note("shell" if line == cmd else "ssh", line, what, ok)
+        if runner.history is not None:
+            line = runner.shell_line(cmd)
+            runner.history.note("shell" if line == cmd else "ssh", line, what, ok)
 
 
 # ---- known_hosts ------------------------------------------------------------------------------------
@@ -255,8 +257,10 @@ class SshRunner:
         agent_path: str | None | tuple[()] = (),
         config: Sequence[str | Path] | tuple[()] = (),
         shown: Sequence[str] = (),
+        history: Recorder | None = None,
     ) -> None:
         self.host, self.port, self.user = host, int(port), user
+        self.history = history  # where its first connection, ``run_noted`` and copies are recorded (None: nowhere)
         # How a person reaches it: `ssh [-p PORT] user@host`, or what the caller says (`ssh plover`).
         self.shown = tuple(shown) or ("ssh", *(["-p", str(self.port)] if self.port != 22 else []), f"{user}@{host}")
         self.known_hosts = Path(known_hosts)
@@ -281,7 +285,7 @@ class SshRunner:
     # ---- the connection -------------------------------------------------------------------------------
 
     def shell_line(self, cmd: str = "") -> str:
-        return history.join([*self.shown, *([cmd] if cmd else [])])
+        return join([*self.shown, *([cmd] if cmd else [])])
 
     def _lost(self, client: _Client) -> None:
         if client is self._client:
@@ -307,8 +311,8 @@ class SshRunner:
             self._conn = self._client = None
             conn = await self._open()
             self.connects += 1
-            if self.connects == 1:  # the first connection (not each one after a drop)
-                history.note("ssh", self.shell_line(), f"connect to {self.where}", True)
+            if self.connects == 1 and self.history is not None:  # the first connection (not each one after a drop)
+                self.history.note("ssh", self.shell_line(), f"connect to {self.where}", True)
             return conn
 
     def _options(self, **kw: Any) -> dict[str, Any]:
@@ -545,8 +549,7 @@ class SshRunner:
                     err.extend(data[: max(0, 8192 - len(err))])
 
             errs = asyncio.ensure_future(drain_err())
-        decode = codecs.getincrementaldecoder("utf-8")("replace").decode
-        partial = ""
+        split = LineSplitter()
         try:
             while True:
                 try:
@@ -555,16 +558,10 @@ class SshRunner:
                     raise self._dropped(e) from None
                 if not data:
                     break
-                text = partial + decode(data)
-                lines = text.split("\n")
-                partial = lines.pop()
-                if lines:
-                    if "\r" in text:
-                        lines = [x[:-1] if x.endswith("\r") else x for x in lines]
+                if lines := split.feed(data):
                     yield lines
-            tail = partial + decode(b"", True)
-            if tail:
-                yield [tail]
+            if tail := split.end():
+                yield tail
             try:
                 await proc.wait_closed()
             except (asyncssh.DisconnectError, OSError) as e:
@@ -623,14 +620,15 @@ class SshRunner:
         except OSError as e:  # the local side: no room, no permission, no folder
             raise CopyFailed(f"Cannot write {local}: {clean(e.strerror or str(e))}.") from None
         finally:  # in the history as the guide's scp line, copied or not
-            history.note("scp", self.scp_line(remote, local, recurse), f"copy {remote} off {self.where}", ok)
+            if self.history is not None:
+                self.history.note("scp", self.scp_line(remote, local, recurse), f"copy {remote} off {self.where}", ok)
 
     def scp_line(self, remote: str, local: Path, recurse: bool = False) -> str:
         """The copy as a person types it, the guide's ``scp [-r] user@host:path .``: how ssh reaches the node, with
         ``-P`` for ssh's ``-p`` (``scp -P 2222 -r ubuntu@203.0.113.7:first-job/nanogpt.out ./results``)."""
         _, *opts, host = self.shown
         opts = ["-P" if o == "-p" else o for o in opts]
-        return history.join(["scp", *opts, *(["-r"] if recurse else []), f"{host}:{remote}", str(local)])
+        return join(["scp", *opts, *(["-r"] if recurse else []), f"{host}:{remote}", str(local)])
 
 
 async def _size(sftp: asyncssh.SFTPClient, path: str, recurse: bool) -> int:

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
 from ..formatting import COVER_HOURS, clip_words, fmt_rate, fmt_runway, plan_sentence
-from ..money import fmt_price, fmt_usd
+from ..money import fmt_price, fmt_usd, ucredits_to_dollars
 from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns, show_text
 from .connect import kube_files_text
@@ -82,7 +82,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         ref = self.store.meta.get("cluster")
         if ref is None or ref.kind != "slurm":
             return
-        self.ncapp.start_worker(self.ncapp.slurm_demo_login, name="slurm-demo-login", group="slurm-login")
+        self.ncapp.slurm.demo_login()
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="row"):
@@ -134,7 +134,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
                     t.append(state.value + "…", style="yellow")
                 else:
                     t.append("press s to sign in", style="bold")
-                kf = self.store.value("kube_files")  # ~/.kube/<cluster>.yaml and the context (screens/connect.py)
+                kf = self.store.value("kube_files")  # ~/.kube/<cluster>.yaml and the context (flows/connect.py)
                 if kf is not None and kf.cluster == active.name:
                     t.append("\n")
                     t.append_text(kube_files_text(kf))
@@ -164,7 +164,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             from .slurm import slurm_card
 
             demo = self.ncapp.backend is not None and self.ncapp.backend.demo is not None
-            show_text(wide, slurm_card(self.store, active, demo=demo, now=self.ncapp.cert_now()))
+            show_text(wide, slurm_card(self.store, active, demo=demo, now=self.ncapp.slurm.cert_now()))
 
     def _clusters(self, who: m.Whoami | None) -> None:
         table = self.query_one("#clusters", DataTable)
@@ -206,7 +206,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             return
         who = self.store.value("whoami")
         if who and 0 <= event.cursor_row < len(who.clusters):
-            self.ncapp.select_cluster(who.clusters[event.cursor_row])
+            self.ncapp.connect.select_cluster(who.clusters[event.cursor_row])
 
     def _money(self) -> None:
         st = self.store
@@ -357,6 +357,6 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             points.append((bal.assessed_at, bal.balance_ucredits))
         t0 = points[0][0]
         xs = tuple((p[0] - t0).total_seconds() / 3600 for p in points)
-        ys = tuple(p[1] / 1e6 for p in points)
+        ys = tuple(ucredits_to_dollars(p[1]) for p in points)
         ticks = ((xs[0], xs[-1]), (f"{points[0][0]:%m-%d %H:%M}", f"{points[-1][0]:%H:%M}"))
         chart.set_data(ChartData(series=(Series(xs, ys, "balance $", "green"),), xticks=ticks))

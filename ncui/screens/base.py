@@ -108,3 +108,23 @@ class View(VerticalScroll):
             if why:
                 return Text(f"⚠ {why[0].upper()}{why[1:]}", style="bold red")
         return None
+
+
+# The six screens: (id, title, module, class). Only Account is imported before the first frame; the
+# others are imported and built when first shown.
+VIEWS: tuple[tuple[str, str, str, str], ...] = (
+    ("account", "Account", "account", "AccountView"),
+    ("market", "Market", "market", "MarketView"),
+    ("recipes", "Recipes", "recipes", "RecipesView"),
+    ("workloads", "Workloads", "workloads", "WorkloadsView"),
+    ("lease", "Lease", "lease", "LeaseView"),
+    ("report", "Report", "report", "ReportView"),
+)
+
+
+def view_class(name: str) -> type[View]:
+    import importlib
+
+    _, _, module, cls = next(v for v in VIEWS if v[0] == name)
+    view: type[View] = getattr(importlib.import_module(f"ncui.screens.{module}"), cls)
+    return view

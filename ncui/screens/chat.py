@@ -59,7 +59,7 @@ class Composer(TextArea):
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
         self.send_on_enter = send_on_enter
 
-    async def _on_key(self, event: events.Key) -> None:  # Textual then calls TextArea's own, unless prevented
+    async def on_key(self, event: events.Key) -> None:  # Textual then calls TextArea's own, unless prevented
         if event.key == "enter" and self.send_on_enter:
             event.stop()
             event.prevent_default()
@@ -189,7 +189,7 @@ class ChatScreen(ModalScreen[None]):
             self.notify("An answer is still arriving: wait for it, or Esc stops it.", timeout=4)
             return
         app = cast("NCApp", self.app)  # Widget.app is an App[object]: this screen lives in NCApp only
-        if app._kube is None:
+        if app.connect.kube is None:
             self.notify("kubectl is not signed in to the cluster: press s on the main screen.", timeout=6)
             return
         why = load_test_guard(app.store, app.backend.now() if app.backend else None)
@@ -209,7 +209,7 @@ class ChatScreen(ModalScreen[None]):
         from ..kube.client import KubeError
 
         app = cast("NCApp", self.app)  # Widget.app is an App[object]: this screen lives in NCApp only
-        kube = app._kube
+        kube = app.connect.kube
         error = ""
         try:
             if kube is None:
@@ -265,7 +265,7 @@ class ChatScreen(ModalScreen[None]):
         t.append(
             "\n\nThe guide's curl (Ctrl+T copies it; without stream, it prints one JSON answer):\n\n", style="bold"
         )
-        t.append(curl_command(self.ep, body, self.context))
+        t.append(curl_command(self.ep, body, self.context, cast("NCApp", self.app).history))
         return title, t
 
     def action_request(self) -> None:
@@ -276,7 +276,7 @@ class ChatScreen(ModalScreen[None]):
         body = self.last_body or request_body(
             self.ep, self.turns, self.query_one("#composer", Composer).text.strip("\n") or "…"
         )
-        cmd = curl_command(self.ep, body, self.context)
+        cmd = curl_command(self.ep, body, self.context, cast("NCApp", self.app).history)
         self.app.copy_to_clipboard(cmd)
         self.notify(
             "The guide's port-forward and curl are copied (where the terminal allows: Ctrl+R shows them to copy by "

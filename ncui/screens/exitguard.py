@@ -17,19 +17,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from ..meters import Meter, standing
+from ..meters import Meter
 
 if TYPE_CHECKING:
-    from ..store import Store
-
-
-Standing = Meter  # (the name the limit guard knows: a meter that ncui can withdraw or release)
-
-
-def standing_spend(store: Store) -> list[Meter]:
-    """What stands now on the active cluster that ncui can withdraw or release (``meters.standing``). A value that
-    could not be read is not taken for "nothing": an unread bid on a market cluster is reported as unknown."""
-    return standing(store)
+    pass
 
 
 def meter_text(meters: list[Meter]) -> str:

@@ -16,6 +16,8 @@ after that key come back unused from the screen below, which they were handed to
 under one screen and comes back under a question) is held and replayed to the form, in order, as for a
 question. Within a form, Tab moves on at once (``widgets/field.py``), so what is typed after it lands in the
 next field.
+
+``KeyHold`` is held by the App, whose ``on_event`` gives it every event first (``held``).
 """
 
 from __future__ import annotations
@@ -31,10 +33,6 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.timer import Timer
 
-    _Base = App[None]
-else:
-    _Base = object
-
 # Worker groups of the flows that ask questions (screens/flows.py, the VM flows, the Slurm flows).
 QUESTION_FLOWS = frozenset({"apply", "vm", "slurm-flow", "lifecycle", "wl-stop"})  # flows that start with a question
 HOLD_MAX = 2.0  # seconds a typed key may wait for its question
@@ -43,67 +41,63 @@ ANSWER_WAIT = 0.5  # seconds to see a question close after such a key (a refused
 _RUNNING = (WorkerState.PENDING, WorkerState.RUNNING)
 
 
-class KeyHoldMixin(_Base):
-    _held: list[events.Key]
-    _held_since = 0.0
-    _hold_poll: Timer | None = None
-    _no_hold: tuple[Any, ...] | None = None  # the state in which held keys were last given up on
-    _answered: tuple[Any, float] | None = None  # (the question a replayed key may answer, until when to wait)
+class KeyHold:
+    """The keys typed ahead of a question, held for it (see the module's docstring). ``held(event)`` first in the
+    App's ``on_event``: True when the key was held (the App passes it on no further)."""
+
+    def __init__(self, app: App[Any]) -> None:
+        self.app = app
+        self._held: list[events.Key] = []
+        self._held_since = 0.0
+        self._hold_poll: Timer | None = None
+        self._no_hold: tuple[Any, ...] | None = None  # the state in which held keys were last given up on
+        self._answered: tuple[Any, float] | None = None  # (the question a replayed key may answer, until when)
 
     def _hold_state(self) -> tuple[Any, ...]:
         """What a question may be coming from: the screen on top and the asking flows under way."""
-        flows = tuple(sorted(id(w) for w in self.workers if w.group in QUESTION_FLOWS and w.state in _RUNNING))
-        return (id(self.screen), flows)
+        flows = tuple(sorted(id(w) for w in self.app.workers if w.group in QUESTION_FLOWS and w.state in _RUNNING))
+        return (id(self.app.screen), flows)
 
     def _question_coming(self) -> bool:
-        top = self.screen
+        top = self.app.screen
         if isinstance(top, ModalScreen):
             return not question_ready(top)
-        return any(w.group in QUESTION_FLOWS and w.state in _RUNNING for w in self.workers)
+        return any(w.group in QUESTION_FLOWS and w.state in _RUNNING for w in self.app.workers)
 
-    async def on_event(self, event: events.Event) -> None:
+    def held(self, event: events.Event) -> bool:
+        """Hold ``event`` when it is a key typed ahead of a question (True: held, to be replayed)."""
         # A key comes here twice: from the terminal (then the app forwards it to the focused widget), and back
         # (forwarded) when that widget did not take it, for the bindings. The terminal hands over a burst of
         # keys at once, all forwarded before the first one's binding (a's: the apply) runs: a key after it is
         # held on its way back, before the binding it would trigger on the screen below.
-        if isinstance(event, events.Key) and not event.is_forwarded:
-            event._ncui_under = self.screen  # type: ignore[attr-defined]  # the screen it is handed to
+        if not isinstance(event, events.Key):
+            return False
+        if not event.is_forwarded:
+            event._ncui_under = self.app.screen  # type: ignore[attr-defined]  # the screen it is handed to
         if (
-            isinstance(event, events.Key)
-            and (
-                (
-                    not getattr(event, "_ncui_replayed", False)
-                    and (getattr(self, "_held", None) or self._question_coming())
-                )
-                or self._opened_since(event)
-            )
-            and self._hold_state() != self._no_hold
-        ):
-            if not getattr(self, "_held", None):
-                self._held = []
+            (not getattr(event, "_ncui_replayed", False) and (self._held or self._question_coming()))
+            or self._opened_since(event)
+        ) and self._hold_state() != self._no_hold:
+            if not self._held:
                 self._held_since = time.monotonic()
-                self._hold_poll = self.set_interval(0.03, self._check_held)
+                self._hold_poll = self.app.set_interval(0.03, self._check_held)
             self._held.append(event)
             event.stop()
-            return
-        await super().on_event(event)
+            return True
+        return False
 
     def _opened_since(self, event: events.Key) -> bool:
         """A key back unused from the screen it was handed to, under a question (a form) opened since: the
         question's (a form pushed by the binding of a key typed just before it)."""
         under = getattr(event, "_ncui_under", None)
-        return (
-            event.is_forwarded
-            and under is not None
-            and under is not self.screen
-            and isinstance(self.screen, ModalScreen)
-        )
+        screen = self.app.screen
+        return event.is_forwarded and under is not None and under is not screen and isinstance(screen, ModalScreen)
 
     def _check_held(self) -> None:
         now = time.monotonic()
         if self._answered is not None:  # a key that may answer the question went to it: let it close first
             screen, until = self._answered
-            if self.screen is screen and now < until:
+            if self.app.screen is screen and now < until:
                 return
             self._answered = None
             self._held_since = now
@@ -117,14 +111,14 @@ class KeyHoldMixin(_Base):
     def _replay_held(self, everything: bool = False) -> None:
         """Give the held keys to the app again, in order: up to and including one that may answer the question
         on top (Enter, Esc, y, n), whose next keys wait to see whether it closed and what comes next."""
-        held = getattr(self, "_held", [])
+        held = self._held
         while held:
             old = held.pop(0)
             key = events.Key(old.key, old.character)
             key._ncui_replayed = True  # type: ignore[attr-defined]  # (held once: never again)
-            self.post_message(key)
-            if not everything and old.key in ANSWERS and isinstance(self.screen, ModalScreen):
-                self._answered = (self.screen, time.monotonic() + ANSWER_WAIT)
+            self.app.post_message(key)
+            if not everything and old.key in ANSWERS and isinstance(self.app.screen, ModalScreen):
+                self._answered = (self.app.screen, time.monotonic() + ANSWER_WAIT)
                 return
         if self._hold_poll is not None:
             self._hold_poll.stop()

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from ..formatting import COVER_HOURS, fmt_rate
-from ..money import cost_ucredits, fmt_price, fmt_usd
+from ..money import cost_ucredits, fmt_price, fmt_usd, ucredits_to_dollars
 from ..widgets.chart import Chart, ChartData, HLine, Series
 from .base import View
 
@@ -208,10 +208,10 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
             return
         t_end = ticks[-1].at
         xs = tuple((t.at - t_end).total_seconds() / 3600 for t in ticks)
-        ys = tuple(t.price_per_gpu_hour / 1e6 for t in ticks)
+        ys = tuple(ucredits_to_dollars(t.price_per_gpu_hour) for t in ticks)
         hlines: tuple[HLine, ...] = ()
         if bid is not None and bid.max_price_per_gpu_hour:
-            hlines = (HLine(bid.max_price_per_gpu_hour / 1e6, "yellow", "your limit"),)
+            hlines = (HLine(ucredits_to_dollars(bid.max_price_per_gpu_hour), "yellow", "your limit"),)
         span = xs[0]
         labels = (
             (span, span / 2, 0.0),

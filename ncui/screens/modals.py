@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from textual.events import DescendantFocus
     from textual.widgets import Input
 
+    from ..flows.connect import LinkBoard
     from ..recipes import Plan
 
 # CeilingModal's judge: a typed price (µ$/GPU-h) → (may it be set, the verdict's lines as (style, text)).
@@ -174,12 +175,18 @@ class SignInModal(ModalScreen[bool]):
     """
 
     def __init__(
-        self, cluster: str, link: str, reason: str = "", approve: Callable[[str], Awaitable[None]] | None = None
+        self,
+        cluster: str,
+        link: str,
+        reason: str = "",
+        approve: Callable[[str], Awaitable[None]] | None = None,
+        board: LinkBoard | None = None,
     ) -> None:
         super().__init__()
         self.cluster, self.link = cluster, link
         self.reason = reason  # why a sign-in that held needs approving again ("" for a first sign-in)
         self.approve = approve  # the demo only: the box does the human's browser step (key a); else None
+        self.board = board  # the flow's: a fresh link, and the close once signed in (flows/connect.py)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -214,6 +221,15 @@ class SignInModal(ModalScreen[bool]):
 
     def on_mount(self) -> None:
         self.action_copy(quiet=True)
+        if self.board is not None:
+            if self.board.link != self.link:  # (a fresh link came before this was shown)
+                self.new_link(self.board.link)
+            self.board.watch(self.new_link, self._flow_closed)
+
+    def _flow_closed(self, signed_in: bool) -> None:
+        """The flow is done with the link (signed in, or another cluster now): closed when it is on top."""
+        if self.app.screen is self:
+            self.dismiss(signed_in)
 
     def new_link(self, link: str) -> None:
         """The code expired: show the fresh link."""

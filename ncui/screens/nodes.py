@@ -3,20 +3,16 @@ research node): each node's state, GPUs and ssh login, what ncui started on it; 
 first time), run the starter or the human's own image detached, follow its log with the loss chart (resumed
 after a dropped connection with nothing lost or repeated), stop it with ``docker rm -f``.
 
-``NodeSessions`` holds the app's ssh connections (one ``SshRunner`` per node, ncui's own known_hosts, the
-human's keys and agent): ``NodesPane`` and the release flow's copy-off share them. ``NodeRow`` is what the
-pane lists; ``vm_rows(store)`` makes them of the VM capacity. Everything from a node is cleaned
-(``textsafe``) before the screen: the followers clean log lines, this module cleans the rest.
+The app's ssh connections are ``NodeFlow.sessions`` (``flows/node.py``, its pool in ``remote/sessions.py``):
+``NodesPane`` and the release flow's copy-off share them; the connect's host-key question and the copy-off are
+the flow's. ``NodeRow`` is what the pane lists; ``vm_rows(store)`` makes them of the VM capacity. Everything
+from a node is cleaned (``textsafe``) before the screen: the followers clean log lines, this module the rest.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import timezone
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
@@ -27,93 +23,26 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Label, Static
 
+from ..flows.node import STARTER_NAME, CopyBoard, vm_rows
 from ..logfollow import LossCurve
+from ..remote.sessions import NodeRow, NodeRun
 from ..textsafe import clean
 from ..widgets.chart import Chart
 from .base import fit_columns
-from .modals import ConfirmModal, ResultsModal
+from .losses import LOG_BATCH_INTERVAL, LOSS_CHART_INTERVAL, show_losses
+from .modals import ConfirmModal
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from ..app import NCApp
+    from ..flows.node import NodeFlow
     from ..remote.node import _RemoteFollower
-    from ..remote.research import SshSetup
     from ..remote.runner import SshRunner
+    from ..remote.sessions import NodeSessions
     from ..store import Store
     from ..widgets.logpane import LogPane
 
-STARTER_NAME = "nanogpt"  # the container the starter runs (nanogpt-node.sh), stopped with docker rm -f nanogpt
-LOG_BATCH_INTERVAL = 0.1  # as Workloads' pod log
-LOSS_CHART_INTERVAL = 2.0
-
 
 # ---- the nodes --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NodeRow:
-    """A node ncui can reach over ssh: ``id`` names it (an allocation id), ``host``/``port``/``user`` log in."""
-
-    id: str
-    state: str
-    gpus: int = 0
-    gpu_model: str = ""
-    host: str | None = None
-    port: int = 22
-    user: str = ""
-    since: str = ""  # when it was granted ("09:14"), or ""
-    kind: str = "vm"  # "vm" (a VM cluster's allocation) or "research" (a public-research node)
-    alias: str = ""  # its Host name in the box's ssh_config (research-node), where ssh -G finds its key and pin
-    note: str = ""  # why it cannot be reached yet (a research node's queue position), or where it came from
-
-    @property
-    def research(self) -> bool:
-        return self.kind == "research"
-
-    @property
-    def release_hint(self) -> str:
-        """How the node stops being billed: Lease's release on a VM cluster; only Marshall for a research node."""
-        if self.research:
-            return "through Marshall's workspace (public_research_release); ncui never releases it"
-        return "on Lease (5, then R)"
-
-    @property
-    def reachable(self) -> bool:
-        return self.state == "active" and bool(self.host)
-
-    @property
-    def login(self) -> str:
-        """The command a person types: ``ssh [-p PORT] user@host``."""
-        if not self.host:
-            return ""
-        return f"ssh{'' if self.port == 22 else f' -p {self.port}'} {self.user}@{self.host}"
-
-
-def vm_rows(store: Store) -> list[NodeRow] | None:
-    """The VM cluster's live allocations as nodes (None while the capacity is unread)."""
-    cap = store.value("vm_capacity")
-    if cap is None:
-        return None
-    user = clean(cap.environment.ssh_user)
-    out = []
-    for a in cap.allocations:
-        if a.state in ("released", "reclaimed"):
-            continue
-        since = a.granted_at.astimezone(timezone.utc).strftime("%H:%M") if a.granted_at else ""
-        out.append(
-            NodeRow(
-                clean(a.id),
-                clean(a.state),
-                a.gpus,
-                clean(a.gpu_model),
-                clean(a.public_ip) if a.public_ip else None,
-                a.ssh_port,
-                user,
-                since,
-            )
-        )
-    return out
 
 
 def node_rows(store: Store) -> list[NodeRow] | None:
@@ -123,27 +52,6 @@ def node_rows(store: Store) -> list[NodeRow] | None:
     return research_rows(store) if research_org(store) else vm_rows(store)
 
 
-@dataclass
-class NodeRun:
-    """What ncui started on a node: the starter (its log is ``~/first-job/nanogpt.out``) or a container."""
-
-    name: str  # the container's name (docker rm -f NAME stops it)
-    starter: bool
-    image: str = ""
-    command: str = ""
-    stopping: bool = False  # x was answered yes and docker rm -f is on its way: its end is no run's end
-
-    def label(self) -> str:
-        return self.name
-
-
-def _remember_run(app: Any, node: NodeRow, container: str, recipe: str | None) -> None:
-    """ncui started ``container`` on ``node``: the next session's report knows what to stop (ncui/memory.py)."""
-    remember = getattr(app, "remember_job", None)
-    if remember is not None:
-        remember({"container": container, "recipe": recipe, "node": node.id}, new=True)
-
-
 def _remember_losses(app: Any, owner: str, entries: list[str]) -> None:
     """A log pane saw loss lines: the first ones are remembered for the report (``NCApp.remember_loss_lines``)."""
     from ..logfollow import entry_text
@@ -151,142 +59,6 @@ def _remember_losses(app: Any, owner: str, entries: list[str]) -> None:
     keep = getattr(app, "remember_loss_lines", None)
     if keep is not None:
         keep(owner, [entry_text(e) for e in entries])
-
-
-def _vendor(gpu_model: str | None) -> str:
-    return "amd" if (gpu_model or "").upper().startswith(("MI", "AMD")) else "nvidia"
-
-
-async def stock_image(app: Any, gpu_model: str | None) -> str:
-    """The stock PyTorch image, as the catalog's Train recipe names it (``image:`` of nanogpt-job[-vendor].yaml);
-    '' when the catalog cannot be read."""
-    from ..api.errors import NCError
-
-    nc = app._client()
-    if nc is None:
-        return ""
-    try:
-        f = await nc.recipe_file("nanogpt-job", _vendor(gpu_model))
-    except NCError:
-        return ""
-    m = re.search(r"^\s*image:\s*['\"]?([^\s'\"]+)", f.text, re.M)
-    return m.group(1) if m else ""
-
-
-# ---- the connections --------------------------------------------------------------------------------
-
-
-def host_key_question(node: NodeRow, fingerprint: str, known_hosts: Path) -> str:
-    """The first-use question: the fingerprint, what a yes does, and that the safe answer is no."""
-    return (
-        f"ncui has never connected to {node.id} ({node.user}@{node.host}, port {node.port}). It presents this "
-        f"host key:\n\n  {fingerprint}\n\n"
-        "Trust it only if that is the node you asked for (a node National Compute just granted you is). A yes "
-        f"remembers it in {known_hosts}, and ncui then refuses this address if its key ever changes. "
-        "A no connects nothing and remembers nothing."
-    )
-
-
-class NodeSessions:
-    """The app's ssh connections, one ``SshRunner`` per node, made on first use; the host key of a node never
-    seen is asked about in a modal (default: no). ``close()`` when the app ends."""
-
-    def __init__(self, app: App[Any]) -> None:
-        self.app = app
-        self.runners: dict[str, tuple[NodeRow, SshRunner]] = {}
-        self.runs: dict[str, NodeRun] = {}  # node id -> what ncui started there
-        self.followers: dict[str, _RemoteFollower] = {}  # node id -> the follower of its log
-
-    def runner(self, node: NodeRow, setup: SshSetup | None = None) -> SshRunner:
-        """The node's runner. ``setup`` (a research node): the identities ssh would offer it, and the known_hosts
-        files that pin its host key: a pinned key is trusted without the question, another key is refused."""
-        from ..config import known_hosts_path
-        from ..remote.runner import HostKeyChanged, SshRunner
-
-        held = self.runners.get(node.id)
-        if held is not None and (held[0].host, held[0].port, held[0].user) == (node.host, node.port, node.user):
-            return held[1]
-        if held is not None:
-            self.app.run_worker(held[1].close(), exit_on_error=False)
-        backend = getattr(self.app, "backend", None)
-        known = backend.known_hosts_file() if backend is not None else known_hosts_path()
-
-        async def ask(host: str, port: int, fingerprint: str) -> bool:
-            if setup is not None:
-                from ..remote.research import pinned_keys
-
-                pins = pinned_keys(setup.known_hosts, host, port)
-                fps = sorted({k.get_fingerprint("sha256") for k in pins})
-                if fingerprint in fps:
-                    self.app.notify(f"{node.id}: its host key {fingerprint} is pinned where ssh keeps it; trusted.")
-                    return True
-                if fps:
-                    files = ", ".join(str(p) for p in setup.known_hosts)
-                    raise HostKeyChanged(
-                        f"{node.user}@{node.host} presents the host key {clean(fingerprint)}, but {files} pins "
-                        f"{', '.join(fps)} for it. ncui refused to connect: it could be another machine answering at "
-                        "this address.",
-                        fps,
-                        fingerprint,
-                    )
-            answer = await self.app.push_screen_wait(
-                ConfirmModal(
-                    "A node's host key, the first time",
-                    host_key_question(node, clean(fingerprint), known),
-                    yes="Trust and connect",
-                    no="Do not connect",
-                )
-            )
-            return bool(answer)
-
-        keys = list(setup.identities) if setup is not None and setup.identities else None
-        r = SshRunner(node.host or "", node.port, node.user, known_hosts=known, confirm_host_key=ask, client_keys=keys)
-        self.runners[node.id] = (node, r)
-        return r
-
-    def connected(self, node_id: str) -> bool:
-        held = self.runners.get(node_id)
-        return held is not None and held[1].connected
-
-    async def forget(self, node_id: str) -> None:
-        """The node is gone (released, reclaimed): close its connection, forget what ran there."""
-        held = self.runners.pop(node_id, None)
-        self.runs.pop(node_id, None)
-        follower = self.followers.pop(node_id, None)
-        if follower is not None:
-            follower.stop()
-        if held is not None:
-            await held[1].close()
-
-    async def close(self) -> None:
-        for node_id in list(self.runners):
-            await self.forget(node_id)
-
-
-def connect_failure(node: NodeRow, e: Exception) -> tuple[str, Text]:
-    """A failed connection as a title and a body: the runner's sentence, and what the human can do."""
-    from ..remote.runner import AuthFailed, HostKeyChanged, HostKeyUnknown
-
-    t = Text(str(e))  # the runner's messages are cleaned where they are made
-    if isinstance(e, HostKeyChanged):
-        t.append("\n\nNothing was sent to the node.", style="bold")
-        return f"Refused: the host key of {node.id} changed", t
-    if isinstance(e, AuthFailed) and node.research:
-        t.append(
-            "\n\nThe workspace's key is on the node from its assignment; your own keys get in when they were "
-            "registered with the organization before the node was assigned."
-        )
-        return f"{node.id} refused your keys", t
-    if isinstance(e, AuthFailed):
-        t.append(
-            "\n\nRegister one of these keys with the cluster: k on Lease (5). Keys install on nodes granted after "
-            "they are registered, never on a running node: a node granted before your key was registered needs a "
-            "new grant (release it and declare again) to get it."
-        )
-        return f"{node.id} refused your keys", t
-    if isinstance(e, HostKeyUnknown):
-        return f"Not connected to {node.id}", t
-    return f"Cannot connect to {node.id}", t
 
 
 # ---- the forms ---------------------------------------------------------------------------------------
@@ -436,9 +208,10 @@ class CopyProgressModal(ModalScreen[None]):
                                    background: $surface; padding: 1 2; }
     """
 
-    def __init__(self, title: str) -> None:
+    def __init__(self, title: str, board: CopyBoard | None = None) -> None:
         super().__init__()
         self.title_text = title
+        self.board = board  # the flow's: the bytes so far, then what was copied (flows/node.py)
         self.done = False
         self.seen: list[tuple[int, int]] = []  # every (bytes done, bytes in all) shown
 
@@ -447,6 +220,10 @@ class CopyProgressModal(ModalScreen[None]):
             yield Static(f"[b]{clean(self.title_text)}[/b]", markup=True)
             yield Static("Starting…", id="progress", markup=False)
             yield Static("", id="then", markup=False)
+
+    def on_mount(self) -> None:
+        if self.board is not None:
+            self.board.watch(self.progress, self.finish)
 
     def progress(self, done: int, total: int) -> None:
         self.seen.append((done, total))
@@ -462,65 +239,6 @@ class CopyProgressModal(ModalScreen[None]):
     def action_close(self) -> None:
         if self.done:
             self.dismiss(None)
-
-
-def starter_refusal(node: NodeRow, e: Exception) -> Text:
-    """The starter stopped by itself (docker missing from the node, no GPU): its own words, plainly, then what
-    that means. Nothing was started; the node is billed as before."""
-    from ..remote.runner import CommandFailed
-
-    said = clean(e.stderr, multiline=True).strip() if isinstance(e, CommandFailed) else ""
-    said = "\n".join(x.removeprefix("nanogpt-node: ") for x in said.splitlines() if x.strip()) or str(e)
-    t = Text(f"{node.id} says:\n\n", style="bold")
-    t.append(said + "\n\n", style="")
-    t.append(
-        "Nothing was started and nothing is running there. The node stays "
-        f"{'assigned' if node.research else 'granted'} and billed until it is released {node.release_hint}.",
-        style="",
-    )
-    return t
-
-
-async def copy_off_node(app: App[Any], runner: SshRunner, node: NodeRow, remotes: list[str], dest: Path) -> int:
-    """Copy ``remotes`` (files or folders) off one node into ``dest`` over SFTP, with one progress modal for
-    them all (bytes so far of every item started), then what was copied and what was not; returns the bytes
-    copied once the human pressed Enter. The VM release and the research node's copy-off share it."""
-    from ..remote.runner import RemoteError
-
-    what = remotes[0] if len(remotes) == 1 else " and ".join(remotes)
-    modal = CopyProgressModal(f"Copying {what} off {node.id} into {dest}")
-    closed = app.push_screen(modal, wait_for_dismiss=True)  # a future: the human's Enter once it is done
-    base, done_items, failed = 0, [], []  # bytes of the items already copied
-    for remote in remotes:
-
-        def progress(done: int, total: int, base: int = base) -> None:
-            modal.progress(base + done, base + total)
-
-        try:
-            await runner.connect()
-            dest.mkdir(parents=True, exist_ok=True)
-            await runner.copy_from(remote, dest, progress=progress, recurse=True)
-        except RemoteError as e:
-            failed.append(Text.assemble((f"{remote}: not copied. ", "bold red"), connect_failure(node, e)[1]))
-            if not runner.connected:
-                break
-            continue
-        except OSError as e:
-            failed.append(Text(f"Not copied: cannot make {dest}: {e.strerror or e}.", style="bold red"))
-            break
-        base = modal.seen[-1][0] if modal.seen else base
-        done_items.append(dest / Path(remote.rstrip("/")).name)
-    end = Text()
-    if done_items:
-        where = str(done_items[0]) if len(done_items) == 1 else f"{dest}: " + ", ".join(p.name for p in done_items)
-        end.append(f"Copied {base:,} bytes into {where}.", style="green")
-    for f in failed:
-        end.append("\n" if end else "")
-        end.append_text(f)
-    end.append("\n\nEnter goes on.")
-    modal.finish(end)
-    await closed
-    return base
 
 
 # ---- the pane ----------------------------------------------------------------------------------------
@@ -539,7 +257,7 @@ def node_log_state(state: str, follower: _RemoteFollower) -> str:
 
 
 class NodesPane(Vertical):
-    """The node view (see the module's docstring). ``rows()`` lists the nodes; the app's ``vm_sessions()``
+    """The node view (see the module's docstring). ``rows()`` lists the nodes; the app's ``nodes.sessions``
     holds the connections."""
 
     # The footer fits 80 columns with ? Help, r Refresh and q Quit: the keys the line above the table names
@@ -580,8 +298,12 @@ class NodesPane(Vertical):
         self.display = False  # shown by Workloads on a VM cluster
 
     @property
+    def flow(self) -> NodeFlow:
+        return cast("NCApp", self.app).nodes  # Widget.app is an App[object]: a view lives in NCApp only
+
+    @property
     def sessions(self) -> NodeSessions:
-        return cast("NCApp", self.app).vm_sessions()  # Widget.app is an App[object]: a view lives in NCApp only
+        return self.flow.sessions
 
     def compose(self) -> ComposeResult:
         from ..widgets.logpane import LogPane
@@ -725,13 +447,12 @@ class NodesPane(Vertical):
                 else:
                     t.append("\nEnter (or o) connects over ssh with your keys; l copies the ssh command.")
             if r.research:
-                from .research import METER
+                from ..flows.node import METER
 
                 t.append(f"\n{METER} ncui never releases it.", style="yellow")
         self.query_one("#node-explain", Static).update(t)
 
     def _chart(self) -> None:
-        from .workloads import show_losses
 
         show_losses(self.query_one("#node-loss-chart", Chart), self.losses)
 
@@ -789,24 +510,7 @@ class NodesPane(Vertical):
 
     async def _connected(self, r: NodeRow) -> SshRunner | None:
         """The node's runner, connected (the host key asked about the first time); None when it failed (said)."""
-        from ..remote.runner import RemoteError
-
-        setup = None
-        if r.research and not self.sessions.connected(r.id):
-            from ..remote.research import ssh_setup
-            from .research import box_ssh_config
-
-            config = box_ssh_config(self.app) if r.alias else None
-            setup = await ssh_setup(r.alias if config is not None else r.host or "", r.user, r.port, config)
-        runner = self.sessions.runner(r, setup)
-        try:
-            await runner.connect()
-        except RemoteError as e:
-            self._redraw_rows()  # a refused or dropped connection is no longer "connected" in RUNS
-            title, body = connect_failure(r, e)
-            await self.app.push_screen_wait(ResultsModal(title, body))
-            return None
-        return runner
+        return await self.flow.connected(r, failed=self._redraw_rows)
 
     @work(group="node-connect", exclusive=True, exit_on_error=False)
     async def connect(self, r: NodeRow) -> None:
@@ -848,96 +552,17 @@ class NodesPane(Vertical):
         if r is not None:
             self.run_own(r)
 
-    def _access(self) -> str:
-        backend = cast("NCApp", self.app).backend  # Widget.app is an App[object]: a view lives in NCApp only
-        endpoints = backend.endpoints if backend is not None else None
-        return str(endpoints.access) if endpoints is not None else ""
-
-    async def _busy(self, r: NodeRow) -> bool:
-        run = self.sessions.runs.get(r.id)
-        if run is not None:
-            await self.app.push_screen_wait(
-                ResultsModal(
-                    f"{run.name} runs on {r.id}",
-                    Text(f"Stop it first (x: docker rm -f {run.name}), then start another run."),
-                )
-            )
-            return True
-        return False
-
     @work(group="node-run", exclusive=True, exit_on_error=False)
     async def run_starter(self, r: NodeRow) -> None:
-        from ..remote.node import BadInput, start_starter, starter_command
-        from ..remote.runner import CommandFailed, RemoteError
-
-        try:
-            line = starter_command(self._access())
-        except BadInput as e:
-            self.notify(str(e), severity="error", timeout=8)
-            return
-        runner = await self._connected(r)
-        if runner is None or await self._busy(r):
-            return
-        if not await self.app.push_screen_wait(
-            ConfirmModal(
-                f"Run the starter on {r.id}?",
-                f"On {runner.where}:\n\n  {line}\n\nThe guide's starter: it fetches nanoGPT under ~/first-job and runs "
-                f"it detached in the stock PyTorch container named {STARTER_NAME}, on every GPU, time-boxed to about "
-                "an hour; its log is ~/first-job/nanogpt.out. The node is billed as it is now, running or not"
-                + (", until it is released through Marshall." if r.research else "."),
-                yes="Run it",
-                no="Cancel",
-            )
-        ):
-            return
-        try:
-            await start_starter(runner, self._access())
-        except CommandFailed as e:  # the starter said why it stopped (docker missing, no GPU): its words, plainly
-            await self.app.push_screen_wait(ResultsModal(f"The starter did not start on {r.id}", starter_refusal(r, e)))
-            return
-        except RemoteError as e:
-            await self.app.push_screen_wait(ResultsModal(f"The starter did not start on {r.id}", str(e)))
-            return
-        self.sessions.runs[r.id] = NodeRun(STARTER_NAME, True)
-        _remember_run(self.app, r, STARTER_NAME, "nanogpt-node")
-        self.notify(f"Started {STARTER_NAME} on {r.id}; following its log.", timeout=5)
-        self._redraw_rows()
-        self.follow(r, fresh=True)
-        self._watch(r)
+        if await self.flow.run_starter(r, failed=self._redraw_rows):
+            self._started(r)
 
     @work(group="node-run", exclusive=True, exit_on_error=False)
     async def run_own(self, r: NodeRow) -> None:
-        from ..remote.node import docker_run, docker_run_command
-        from ..remote.runner import RemoteError
+        if await self.flow.run_own(r, failed=self._redraw_rows):
+            self._started(r)
 
-        runner = await self._connected(r)
-        if runner is None or await self._busy(r):
-            return
-        image = await stock_image(self.app, r.gpu_model)
-        got = await self.app.push_screen_wait(RunImageModal(r.id, image))
-        if got is None:
-            return
-        image, command, name = got
-        line = docker_run_command(image, command, name)
-        if not await self.app.push_screen_wait(
-            ConfirmModal(
-                f"Run your container on {r.id}?",
-                f"Image: {image}\nCommand: {command or '(the image’s own)'}\n\nSent to {runner.where}, as one line "
-                f"(every word quoted):\n\n  {line}\n\nIt runs detached on every GPU of the node; x stops it "
-                f"(docker rm -f {name}). The node is billed as it is now, running or not.",
-                yes="Run it",
-                no="Cancel",
-            )
-        ):
-            return
-        try:
-            await docker_run(runner, image, command, name)
-        except RemoteError as e:
-            await self.app.push_screen_wait(ResultsModal(f"{name} did not start on {r.id}", str(e)))
-            return
-        self.sessions.runs[r.id] = NodeRun(name, False, image, command)
-        _remember_run(self.app, r, name, None)
-        self.notify(f"Started {name} on {r.id}; following its log.", timeout=5)
+    def _started(self, r: NodeRow) -> None:
         self._redraw_rows()
         self.follow(r, fresh=True)
         self._watch(r)
@@ -1000,38 +625,13 @@ class NodesPane(Vertical):
 
     @work(group="node-run", exclusive=True, exit_on_error=False)
     async def stop_run(self, r: NodeRow, run: NodeRun) -> None:
-        from ..remote.node import stop, stop_command
-        from ..remote.runner import RemoteError
-
-        if not await self.app.push_screen_wait(
-            ConfirmModal(
-                f"Stop {run.name} on {r.id}?",
-                f"Sent: {stop_command(run.name)}\n\nThe container stops and is removed. Files it wrote on the node's "
-                f"disk stay until the node is released. The node stays {'assigned' if r.research else 'granted'} and "
-                f"billed until it is released {r.release_hint}.",
-                yes="Stop it",
-                no="Keep it",
-            )
-        ):
+        if not await self.flow.stop_run(r, run, failed=self._redraw_rows, still_runs=lambda: self._watch(r)):
             return
-        runner = await self._connected(r)
-        if runner is None:
-            return
-        run.stopping = True  # the run check must not take the stop for the run ending by itself
-        try:
-            await stop(runner, run.name)
-        except RemoteError as e:
-            run.stopping = False
-            self._watch(r)
-            await self.app.push_screen_wait(ResultsModal(f"{run.name} was not stopped", str(e)))
-            return
-        self.sessions.runs.pop(r.id, None)
         if self.following == r.id and self.follower is not None:
             f, self.follower = self.follower, None
             if not f.ended:  # a file's tail -F runs on; a container's log ends by itself
                 f.stop()
             self.pane.set_status(f"log ended: {run.name} was stopped (docker rm -f {run.name})")
-        self.notify(f"Stopped {run.name} on {r.id}. The node is still billed until it is released {r.release_hint}.")
         self._redraw_rows()
 
     # ---- a research node: add one by hand, notice the run's end, copy the results off ------------------
@@ -1041,13 +641,9 @@ class NodesPane(Vertical):
 
     @work(group="node-add", exclusive=True, exit_on_error=False)
     async def add_node(self) -> None:
-        from ..remote.research import config_ports
-        from .research import TYPED, AddNodeModal, box_ssh_config
-
-        login = await self.app.push_screen_wait(AddNodeModal(config_ports(box_ssh_config(self.app))))
+        login = await self.flow.add_node()
         if login is None:
             return
-        self.store.set(TYPED, login)
         self.node = f"{login.user}@{login.host}"
         self.notify(f"Added {login}. Enter connects (its host key is checked first).", timeout=5)
 
@@ -1133,32 +729,4 @@ class NodesPane(Vertical):
         await self._copy_off(r)
 
     async def _copy_off(self, r: NodeRow) -> None:
-        """The copy-off form (the guide's two items), then the copy with its progress, then the meter's reminder."""
-        import os
-        import shlex
-
-        from .research import METER, RESULTS
-
-        got = await self.app.push_screen_wait(
-            CopyOffModal(
-                [r.id],
-                " ".join(RESULTS),
-                intro=f"The node's disk dies with the lease. Copy the checkpoint and the log off {r.id} (SFTP), or "
-                "skip. "
-                "Several items: separate them with spaces. They land inside the destination.",
-            )
-        )
-        if got is None:
-            return
-        runner = await self._connected(r)
-        if runner is None:
-            return
-        remote, local = got
-        try:
-            items = shlex.split(remote)
-        except ValueError:
-            items = remote.split()
-        dest = Path(os.path.expanduser(local.replace("{node}", r.id)))
-        copied = await copy_off_node(self.app, runner, r, items, dest)
-        if copied:
-            self.notify(f"{METER} ncui never releases it.", timeout=10)
+        await self.flow.results_copy_off(r)

@@ -67,7 +67,7 @@ class ReportView(View):
         self.reading = True
         self.refresh_view()
         try:
-            report = await self.ncapp.read_report()
+            report = await self.ncapp.recall.read_report()
         finally:
             self.reading = False
         if report is not None:
@@ -90,7 +90,7 @@ class ReportView(View):
         grid = Table.grid(padding=(0, 1))
         grid.add_column(width=LABEL, style="bold", no_wrap=True)
         grid.add_column(ratio=1, overflow="fold")  # (commands and log lines fold whole, never cut with …)
-        for label, lines in rows(self.report):
+        for label, lines in rows(self.report, self.ncapp.history):
             value = Text()
             for i, line in enumerate(lines):
                 unknown = line.startswith("unknown (")
@@ -107,7 +107,7 @@ class ReportView(View):
         if self.report is None:
             self.notify("The report is still being read.", timeout=3)
             return
-        self.app.copy_to_clipboard(markdown(self.report))
+        self.app.copy_to_clipboard(markdown(self.report, self.ncapp.history))
         self.notify("Copied the report as markdown (your terminal's clipboard).", timeout=4)
 
     def action_update(self) -> None:

@@ -10,10 +10,8 @@ Workloads). Nothing defines a place where the workspace leaves the status for ot
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection
 from datetime import timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -23,23 +21,21 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from ..flows.node import METER, TYPED
 from ..money import fmt_price, fmt_usd
+from ..remote.sessions import NodeRow
 from ..textsafe import clean
-from .nodes import NodeRow
 
 if TYPE_CHECKING:
     from ..api import models as m
     from ..remote.research import Login
     from ..store import Store
 
-TYPED = "research_typed"  # the store slice of the node typed in (a Login), this session
-RESULTS = ("~/first-job/nanoGPT/out-shakespeare-char", "~/first-job/nanogpt.out")  # the guide's two scp lines
 WHO_RELEASES = (
     "Only Marshall's workspace requests and releases a public-research node (public_research_request and "
     "public_research_release, each a confirmation card your human approves; there is no API): ncui never "
     "requests or releases one."
 )
-METER = "The meter runs until the node is released through Marshall; the run ending does not release it."
 NO_PLACE = (
     "Nothing defines a place where the workspace leaves the node's status for other programs "
     "(public_research_status is a workspace tool), so ncui reads none: type the node in with a on Workloads (4)."
@@ -113,16 +109,6 @@ def research_rows(store: Store) -> list[NodeRow] | None:
         rows.append(NodeRow(f"{typed.user}@{typed.host}", "active", 0, "", typed.host, typed.port, typed.user,
                             kind="research", note="typed in"))  # fmt: skip
     return rows
-
-
-def box_ssh_config(app: Any) -> Path | None:
-    """The box's ssh_config (``NC_SSH_CONFIG``): the demo's own box, or the one a human exported."""
-    backend = getattr(app, "backend", None)
-    sim = getattr(backend, "sim", None)
-    if sim is not None and getattr(sim, "ssh", None) is not None:
-        return Path(sim.ssh.config_path)
-    env = os.environ.get("NC_SSH_CONFIG")
-    return Path(env) if env and Path(env).is_file() else None
 
 
 def research_text(store: Store, *, short: bool = False) -> Text:

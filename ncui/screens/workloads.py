@@ -17,14 +17,16 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
+from ..flows.connect import WATCHED  # the slices the cluster's watches feed
 from ..formatting import short_names
 from ..kube.chat import ready_endpoint
 from ..kube.logs import LogFollower, LossCurve
 from ..kube.status import owned_by
 from ..lifecycle import advice, load_test_guard, pod_recipe
-from ..widgets.chart import Chart, ChartData, Series
+from ..widgets.chart import Chart
 from ..widgets.patchtable import PatchTable
 from .base import View, fit_columns, show_text
+from .losses import LOG_BATCH_INTERVAL, LOSS_CHART_INTERVAL, show_losses
 from .modals import ConfirmModal
 from .nodes import NodesPane
 
@@ -34,14 +36,6 @@ if TYPE_CHECKING:
     from ..kube.client import KubeClient
     from ..store import Slice, Store
     from ..widgets.logpane import LogPane
-
-# The log pane takes a batch within 100 ms of a line; while the log runs at hundreds of lines a second and
-# more, every 500 ms (LogFollower's busy_interval): each batch repaints the pane, and at 2,000 lines/s
-# four repaints a second cost more than 15% of a core (bench/logs.py).
-LOG_BATCH_INTERVAL = 0.1
-# The loss chart redraws at most every 2 s: a draw (plotext, then a pane of braille cells) costs about
-# as much as a batch of log lines, and a fast log adds points every batch.
-LOSS_CHART_INTERVAL = 2.0
 
 
 def log_follower(
@@ -91,26 +85,6 @@ def log_state(state: str, follower: LogFollower) -> str:
     return ""
 
 
-def loss_chart(losses: LossCurve) -> ChartData:
-    pts = losses.points
-    if not pts:
-        return ChartData(empty="loss: no loss lines yet")  # (not shown: the chart shows only beside loss lines)
-    xs = tuple(float(i) for i, _ in pts)
-    ys = tuple(v for _, v in pts)
-    return ChartData(
-        series=(Series(xs, ys, "loss", "magenta"),),
-        xticks=((xs[0], xs[-1]), (f"{losses.unit} {int(xs[0])}", f"{int(xs[-1])}")),
-    )
-
-
-def show_losses(chart: Chart, losses: LossCurve) -> None:
-    """The loss chart, only beside a log that has loss lines (a train or a tune): any other log takes the
-    whole width. Workloads, the VM/research nodes pane and the Slurm panel all chart this way."""
-    chart.display = bool(losses.points)
-    chart.set_data(loss_chart(losses))
-
-
-WATCHED = ("k8s_pods", "k8s_jobs", "k8s_deployments", "k8s_nodes")  # the slices the cluster's watches feed
 # A watch delivers each change as it comes (a big cluster: a hundred a second); the table redraws for what
 # came in the last 100 ms at once, never per change (bench/pods.py: 1,000 pods, 100 changes/s).
 WATCH_REDRAW = 0.1
@@ -382,14 +356,14 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         super().activate(shown)
         if shown:
             active = self.store.meta.get("cluster")
-            if active is not None and active.kind == "kubernetes" and self.ncapp._kube_for != active.name:
+            if active is not None and active.kind == "kubernetes" and self.ncapp.connect.kube_for != active.name:
                 self.connect()
             if active is not None and active.kind == "slurm":
-                self.ncapp.slurm_wake()  # the queue now, not at the next idle poll
+                self.ncapp.slurm.wake()  # the queue now, not at the next idle poll
 
     @work(group="wl-connect", exclusive=True, exit_on_error=False)
     async def connect(self) -> None:
-        await self.ncapp.kube_client()
+        await self.ncapp.connect.kube_client()
 
     # ---- rendering ----------------------------------------------------------------------------
 
@@ -572,7 +546,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
 
     def _resumed(self, pods: dict[str, Any]) -> str | None:
         """The pod of the job ncui remembers on this cluster (a restart resumes watching it), running first."""
-        job = self.ncapp.remembered_job()
+        job = self.ncapp.recall.remembered_job()
         obj = (job or {}).get("object")
         if not obj:
             return None
@@ -581,7 +555,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         return mine[0]["metadata"]["name"] if mine else None
 
     def _follow_apply(self, pods: dict[str, Any]) -> None:
-        """After an apply (``FlowsMixin.applied_select`` counts them), select the new workload's pod: of the Jobs
+        """After an apply (``ApplyFlow.applied_select`` counts them), select the new workload's pod: of the Jobs
         and Deployments it created, the first in the apply's order that has a pod (its newest), so a Post-train's
         launcher is shown until the tune's pod comes. Until the human moves the cursor."""
         seq = self.store.meta.get("applied_seq", 0)
@@ -693,7 +667,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         self._losses.clear()  # (a batch of the old follower's may have landed since select)
         pane.clear()
         self._chart()
-        kube = self.ncapp._kube
+        kube = self.ncapp.connect.kube
         if kube is None or self.pod is None:
             return
 
@@ -703,7 +677,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
             from ..logfollow import entry_text
 
             self._chart()
-            self.ncapp.remember_loss_lines(pod, [entry_text(e) for e in entries])
+            self.ncapp.recall.remember_loss_lines(pod, [entry_text(e) for e in entries])
 
         follower = log_follower(kube, pod, self.container, pane, self._losses, on_losses, previous=self.previous)
         self.follower = follower
@@ -787,7 +761,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
             found = {recipe_of(o, self.store.value("catalog") or ()) for o in (*jobs.values(), *deps.values())}
             recipe = found.pop() if len(found) == 1 else None
         if recipe is not None:  # the whole recipe: everything it created, after one question
-            self.ncapp.stop_recipe_flow(recipe)
+            self.ncapp.lifecycle.stop(recipe)
             return
         target: tuple[str, str] | None = None
         if p is not None:
@@ -825,19 +799,19 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
         )
 
     def action_load_test(self, _offered: str = "") -> None:
-        self.ncapp.load_test_flow()
+        self.ncapp.lifecycle.load_test()
 
     def action_tune_again(self) -> None:
-        self.ncapp.tune_again_flow()
+        self.ncapp.lifecycle.tune_again()
 
     def action_restart_serve(self) -> None:
-        self.ncapp.restart_serve_flow()
+        self.ncapp.lifecycle.restart_serve()
 
     @work(group="wl-stop", exclusive=True, exit_on_error=False)
     async def stop_it(self, kind: str, name: str) -> None:
         from ..kube.client import KubeError
 
-        kube = self.ncapp._kube
+        kube = self.ncapp.connect.kube
         if kube is None:
             return
         try:

@@ -13,6 +13,12 @@ Tab and Shift+Tab move to the next or previous field at once, here, not when the
 app's binding: typed in one burst ("image", Tab, "command"), the keys after Tab were already handed to this
 field, and the command landed in Image. A key handed to this field after the focus left it goes on to the
 field (or button) that has it now, in the order typed.
+
+Two of Textual's private names remain here, for want of a public one (tests/test_textual_api.py lists them):
+``_forward_event``, which hands a key on marked as forwarded (a key posted unmarked is taken by the App for a
+new key when it bubbles back, and typed twice), and ``_bindings``, the field's own bindings (the public
+``Screen.active_bindings`` merges the whole focus chain, where an ancestor's priority binding hides the
+field's, and asks every action's ``check_action`` on each key).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ __all__ = ["Field"]
 
 
 class Field(Input):
-    async def _on_key(self, event: events.Key) -> None:
+    async def on_key(self, event: events.Key) -> None:  # Textual calls each class's handler, this one before Input's
         screen = self.screen
         if screen.focused is not self and screen.focused is not None:  # typed after a Tab that moved on
             event.stop()
@@ -47,7 +53,7 @@ class Field(Input):
             event.prevent_default()  # not Input's handler, and no bubbling to the app's binding check
             await self.run_action(bindings[0].action)
 
-    def _on_paste(self, event: events.Paste) -> None:
+    def on_paste(self, event: events.Paste) -> None:
         lines = event.text.rstrip("\r\n").splitlines()
         if len(lines) > 1:
             event.stop()

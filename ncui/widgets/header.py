@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from ..formatting import fmt_age, fmt_rate, fmt_runway
 from ..limits import LIMIT_SLICE, limit_state
-from ..money import fmt_price, fmt_usd
+from ..money import UCREDITS_PER_DOLLAR, fmt_price, fmt_usd
 from ..store import Store
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ class StatusHeader(Static):
         if state is None:
             return
         amount = state.limit.amount
-        cap = fmt_usd(amount, cents=amount % 1_000_000 != 0)
+        cap = fmt_usd(amount, cents=amount % UCREDITS_PER_DOLLAR != 0)
         line.append(sep)
         if state.level == "expired":
             line.append(f"cap {cap} expired", style="dim")

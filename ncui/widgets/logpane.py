@@ -1,77 +1,166 @@
-"""A log view for huge, fast logs: ``textual.widgets.Log`` with a line cap, fed in batches.
+"""A log view for huge, fast logs: ``LogLines``, a Line API scroll view on Textual's public API, with a line
+cap, fed in batches.
 
 - ``write_batch(lines)`` takes a whole batch (plain strings, or ``(timestamp, text)`` pairs) in one
-  ``Log.write_lines`` call: one call per line costs ~1,000 lines/s and hundreds of MB (PERF.md).
+  ``LogLines.write_lines`` call: one call per line costs ~1,000 lines/s and hundreds of MB with Textual's
+  ``Log`` (PERF.md), and a batch is what a stream reader hands over.
 - Follow (auto-scroll) on/off, a substring filter, wrap on/off, timestamps on/off, jump to the end.
   The filter, wrap and timestamp toggles re-render from ``source`` (the follower's ring buffer), since
-  the Log keeps only the newest ``max_lines`` lines.
-- Textual 8.2.8's ``Log(max_lines=N)`` stops redrawing once the cap is reached (the lines are right, the
-  screen keeps old ones until a resize): every batch ends with ``refresh()``.
-- ``Log`` cannot wrap. Wrap is done here: a line longer than the pane's width is cut into rows of that width
-  (at a space where one is near the end of the row) before it is written, so a wrapped line counts as several
-  of the Log's lines; a resize re-renders. A batch whose lines all fit (a training log) goes as it came.
+  the view keeps only the newest ``max_lines`` lines.
+- Every batch repaints the visible region (at most every ``min_paint_interval``): Textual 8.2.8's
+  ``Log(max_lines=N)``, which this pane was once built on, stops redrawing once the cap is reached (PERF.md).
+- Wrap is done here: a line longer than the pane's width is cut into rows of that width (at a space where one
+  is near the end of the row) before it is written, so a wrapped line counts as several of the view's lines;
+  a resize re-renders. A batch whose lines all fit (a training log) goes as it came.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+import re
+from collections.abc import Callable, Sequence
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.events import Resize
 from textual.geometry import Region, Size
 from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.selection import Selection
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Input, Log
+from textual.widgets import Input
 
 from .field import Field
 from .throttle import Throttle
 
 Entry = str | tuple[str, str]  # a line, or (timestamp, text)
 
+_controls = re.compile("[\u0000-\u0014]").sub
 
-class FastLog(Log):
-    """``Log`` for the pane's batches. Textual 8.2.8's ``write_lines`` splits every line again, forgets every
-    line's cached rendering one by one, and starts a thread worker per call to measure the new lines'
-    width (``_update_size``), which dominates the cost of a fast log. Here lines come from the pane: one
-    line each (no newline), cleaned of control sequences, mostly ASCII (where the width is the length);
-    and of a batch longer than ``max_lines`` only the newest ``max_lines`` can ever be shown."""
 
-    def write_lines(self, lines: Iterable[str], scroll_end: bool | None = None) -> FastLog:
-        new = lines if isinstance(lines, list) else list(lines)
-        if not new:
-            return self
+def shown_text(line: str) -> str:
+    """A line as drawn: tabs expanded, C0 control characters up to DC4 as U+FFFD (as Textual's ``Log`` draws
+    them; the follower has cleaned its lines of control sequences already)."""
+    return _controls("\ufffd", line.expandtabs())
+
+
+def widest(lines: Sequence[str]) -> int:
+    """The widest of ``lines`` as drawn, in cells. Of a plain ASCII batch without tabs (a training log) the
+    width of a line is its length: one pass over the batch, not a measure per line."""
+    if not lines:
+        return 0
+    joined = "".join(lines)
+    if joined.isascii() and "\t" not in joined:
+        return max(map(len, lines))
+    return max(len(x) if x.isascii() and "\t" not in x else cell_len(shown_text(x)) for x in lines)
+
+
+class LogLines(ScrollView, can_focus=True):
+    """The pane's lines: a Line API scroll view of its own (``render_line(y)`` and ``virtual_size``, Textual's
+    public API, as toolong's ``LogLines`` is), not Textual's ``Log``, whose private drawing and sizing methods
+    the pane once overrode. It looks and scrolls as ``Log`` does (its CSS, bindings, text selection).
+
+    - ``write_lines(lines)`` appends a batch: lines from the pane, one line each (no newline), mostly ASCII; of
+      a batch longer than ``max_lines`` only the newest ``max_lines`` are kept, and the oldest go past the cap.
+      Widths are measured in place, once per batch (``Log`` starts a thread worker per write for it, the cost
+      of a fast log: PERF.md).
+    - The whole visible region is repainted after every batch, at most every ``min_paint_interval``: a burst
+      writes a batch every few dozen milliseconds, a repaint costs ~10 ms, and nobody reads lines that fly by
+      faster than a few frames a second. (Textual 8.2.8's ``Log(max_lines=N)`` stopped redrawing once its cap
+      was reached, PERF.md: a repaint of the region itself never depends on line numbers.)
+    - A line is drawn as one segment in the widget's style, cached by its text (so nothing to re-key when
+      lines are pruned or cleared); the style is worked out once per repaint, not once per line.
+    """
+
+    ALLOW_SELECT = True
+    DEFAULT_CSS = """
+    LogLines {
+        background: $surface;
+        color: $text;
+        overflow: scroll;
+        &:focus {
+            background-tint: $foreground 5%;
+        }
+    }
+    """
+
+    def __init__(
+        self,
+        max_lines: int | None = None,
+        auto_scroll: bool = True,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.max_lines = max_lines
+        self.auto_scroll = auto_scroll  # new lines scroll to the end (when the view is at the end)
+        self._lines: list[str] = []
+        self._width = 0  # the widest line held, in cells
+        self._strips: LRUCache[tuple[str, Style], Strip] = LRUCache(2048)
+        self._paint = Throttle(self, self.refresh, 0.2)
+        self._frame: tuple[Style, Selection | None] | None = None  # during a repaint: its style and selection
+
+    @property
+    def lines(self) -> Sequence[str]:
+        """The lines held (read only: changing it changes nothing on screen)."""
+        return self._lines
+
+    # ---- feeding ---------------------------------------------------------------------------------------
+
+    def write_lines(self, lines: Sequence[str], scroll_end: bool | None = None) -> None:
+        """Append a batch; scroll to its end if ``scroll_end`` (``auto_scroll`` when None) and the view was at
+        the end, and the scrollbar is not held."""
+        if not lines:
+            return
         cap = self.max_lines
-        if cap is not None and len(new) > cap:
-            new = new[-cap:]
-        is_end = self.is_vertical_scroll_end
-        auto_scroll = self.auto_scroll if scroll_end is None else scroll_end
-        self._lines.extend(new)
-        if cap is not None and len(self._lines) > cap:
-            self._prune_max_lines()
-        self._update_size(self._updates, new)
-        # The new size without a layout pass of the whole screen (Widget.virtual_size is a layout=True
-        # reactive: ~40 ms a batch on a growing log); the Log's own size is its CSS's, only its
-        # scrollbars follow the content.
-        size = Size(self._width, len(self._lines))
-        if size != self.virtual_size:
-            self.set_reactive(Log.virtual_size, size)
-            self._scroll_update(size)
-        # The rendered-line cache is keyed by line number; the new lines are past anything it holds, and
-        # pruning above re-keys it. Repaint what is on screen.
-        if auto_scroll and not self.is_vertical_scrollbar_grabbed and is_end:
+        new = lines[-cap:] if cap is not None and len(lines) > cap else lines
+        at_end = self.is_vertical_scroll_end
+        held = self._lines
+        held.extend(new)
+        if cap is not None and len(held) > cap:
+            del held[: len(held) - cap]
+        self._width = max(self._width, widest(new))
+        self._resize()
+        follow = self.auto_scroll if scroll_end is None else scroll_end
+        if follow and at_end and not self.is_vertical_scrollbar_grabbed:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.paint()
-        return self
 
-    # ---- repaints: a burst writes a batch every few dozen milliseconds; a repaint costs ~10 ms, and nobody
-    # reads lines that fly by faster than a few frames a second: at most every min_paint_interval.
+    def clear(self) -> None:
+        """Drop every line, and repaint at once."""
+        self._lines.clear()
+        self._width = 0
+        self._resize()
+        self.refresh()
+
+    def _resize(self) -> None:
+        """The virtual size to the lines held. Assigning ``virtual_size`` lays out the whole screen (~25 ms a
+        batch on a busy screen, while a log grows to its cap): when the log only grows and both scrollbars
+        are shown already (``overflow: scroll``; the view's own size is its CSS's), only the scrollbars'
+        extents follow, set on them (tests/test_kc_logpane.py: what is drawn is what a layout then draws);
+        anything else (a clear, a batch before the view's first layout) takes the layout."""
+        size, old = Size(self._width, len(self._lines)), self.virtual_size
+        if size == old:
+            return
+        if size.width >= old.width and size.height >= old.height and self.scrollbars_shown:
+            self.set_reactive(ScrollView.virtual_size, size)
+            self.vertical_scrollbar.window_virtual_size = size.height
+            self.horizontal_scrollbar.window_virtual_size = size.width
+        else:
+            self.virtual_size = size
+
+    @property
+    def scrollbars_shown(self) -> bool:
+        return self.show_vertical_scrollbar and self.show_horizontal_scrollbar
+
+    # ---- repaints --------------------------------------------------------------------------------------
 
     def paint(self) -> None:
         """Repaint what is on screen: now, or when ``min_paint_interval`` has passed since the last repaint."""
@@ -89,53 +178,56 @@ class FastLog(Log):
     def paint_pending(self) -> bool:
         return self._paint.pending
 
-    # ---- drawing: Textual 8.2.8 builds a rich Text per visible line on every repaint (and its line cache
-    # is only ever filled while a selection is active), and works out the widget's style once per line.
-
-    _frame_style: Style | None = None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # Log's
-        super().__init__(*args, **kwargs)
-        self._strips: LRUCache[tuple[str, Style], Strip] = LRUCache(2048)
-        self._paint = Throttle(self, self.refresh, 0.2)
+    # ---- drawing (the Line API) ------------------------------------------------------------------------
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        self._frame_style = self.rich_style  # once per repaint, not once per line
+        self._frame = (self.rich_style, self.text_selection)  # once per repaint, not once per line
         try:
             return super().render_lines(crop)
         finally:
-            self._frame_style = None
+            self._frame = None
 
-    def _render_line(self, y: int, scroll_x: int, width: int) -> Strip:
-        rich_style = self._frame_style or self.rich_style
-        if y >= len(self._lines):
-            return Strip.blank(width, rich_style)
-        line = self._render_line_strip(y, rich_style)
-        return line.crop_extend(scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, y)
+    def render_line(self, y: int) -> Strip:
+        style, selection = self._frame or (self.rich_style, self.text_selection)
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.size.width
+        if index >= len(self._lines):
+            return Strip.blank(width, style)
+        strip = self._strip(index, style) if selection is None else self._selected_strip(index, style, selection)
+        return strip.crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, index)
 
-    def _render_line_strip(self, y: int, rich_style: Style) -> Strip:
-        if self.text_selection is not None or self.highlight:
-            return super()._render_line_strip(y, rich_style)
-        raw = self._lines[y]
-        key = (raw, rich_style)  # by content, so nothing to re-key when lines are pruned or cleared
+    def _strip(self, index: int, style: Style) -> Strip:
+        raw = self._lines[index]
+        key = (raw, style)
         strip = self._strips.get(key)
         if strip is None:
-            text = self._process_line(raw)
+            text = shown_text(raw)
             # one plain line in the widget's style: one segment (what Text(...).render gives, without Text)
-            strip = Strip([Segment(text, rich_style)], len(text) if text.isascii() else cell_len(text))
+            strip = Strip([Segment(text, style)], len(text) if text.isascii() else cell_len(text))
             self._strips[key] = strip
         return strip
 
-    def _update_size(self, updates: int, lines: list[str]) -> None:  # type: ignore[override]  # Log's is a @work thread worker; inline here
-        if lines and updates == self._updates:
-            if "".join(lines).isascii():
-                widest = max(map(len, lines))
-            else:
-                widest = max(len(line) if line.isascii() else cell_len(line.expandtabs()) for line in lines)
-            self._width = max(widest, self._width)
+    def _selected_strip(self, index: int, style: Style, selection: Selection) -> Strip:
+        text = Text(shown_text(self._lines[index]), no_wrap=True)
+        text.stylize(style)
+        if (span := selection.get_span(index)) is not None:
+            start, end = span
+            text.stylize(
+                self.screen.get_component_rich_style("screen--selection"), start, len(text) if end == -1 else end
+            )
+        return Strip(text.render(self.app.console), text.cell_len)
+
+    # ---- text selection (the mouse) --------------------------------------------------------------------
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        return selection.extract("\n".join(self._lines)), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
 
 
-__all__ = ["LogPane", "Entry"]
+__all__ = ["Entry", "LogLines", "LogPane", "wrap_lines"]
 
 
 def wrap_lines(lines: list[str], width: int) -> list[str]:
@@ -158,14 +250,15 @@ def wrap_lines(lines: list[str], width: int) -> list[str]:
 
 
 def _nonempty(lines: list[str]) -> list[str]:
-    """Log drops empty lines: an empty one is shown as a space."""
+    """An empty line is held as a space (as Textual's ``Log``, which drops empty lines, had it shown; what the
+    pane's readers and tests see)."""
     return [x or " " for x in lines] if "" in lines else lines
 
 
 class LogPane(Widget, can_focus=False):
     DEFAULT_CSS = """
     LogPane { height: 1fr; layout: vertical; }
-    LogPane > Log { height: 1fr; }
+    LogPane > LogLines { height: 1fr; }
     LogPane > #logpane-filter { dock: bottom; display: none; }
     LogPane.-filtering > #logpane-filter { display: block; }
     LogPane > #logpane-status { dock: bottom; height: 1; display: none; color: $text-muted; }
@@ -198,14 +291,14 @@ class LogPane(Widget, can_focus=False):
         super().__init__(name=name, id=id, classes=classes)
         self.source = source
         self.max_lines = max_lines
-        self.written = 0  # lines handed to the Log since the last re-render
+        self.written = 0  # lines handed to the view since the last re-render
         self._width = 0
         self.set_reactive(LogPane.wrap, wrap)
 
     def compose(self) -> ComposeResult:
         from textual.widgets import Static
 
-        yield FastLog(max_lines=self.max_lines, auto_scroll=True, id="logpane-log")
+        yield LogLines(max_lines=self.max_lines, auto_scroll=True, id="logpane-log")
         yield Static("", id="logpane-status", markup=False)
         yield Field(placeholder="filter: show lines containing…", id="logpane-filter")
 
@@ -223,9 +316,9 @@ class LogPane(Widget, can_focus=False):
                 log.call_after_refresh(log.scroll_end, animate=False, immediate=True, x_axis=False)
 
     @property
-    def lines_log(self) -> Log:
-        """The pane's Log widget (not ``log``: that is Textual's own logger on every widget)."""
-        return self.query_one(Log)
+    def lines_log(self) -> LogLines:
+        """The pane's lines view (not ``log``: that is Textual's own logger on every widget)."""
+        return self.query_one(LogLines)
 
     # ---- feeding --------------------------------------------------------------------------------
 
@@ -254,7 +347,7 @@ class LogPane(Widget, can_focus=False):
         return self._wrapped(out) if self.wrap else out
 
     def _wrapped(self, lines: list[str]) -> list[str]:
-        """``lines`` wrapped at the Log's width (the newest ``max_lines`` rows)."""
+        """``lines`` wrapped at the view's width (the newest ``max_lines`` rows)."""
         out = wrap_lines(lines, max(10, self.lines_log.scrollable_content_region.width or self.size.width or 80))
         return out[-self.max_lines :] if len(out) > self.max_lines else out
 
@@ -280,9 +373,8 @@ class LogPane(Widget, can_focus=False):
             self._show(out)
 
     def _show(self, out: list[str]) -> None:
-        # FastLog repaints the visible region after every batch (at most every min_paint_interval): Textual
-        # 8.2.8's Log, once max_lines is reached, refreshes line numbers past the pruned end and the scroll
-        # offset no longer moves, so nothing would repaint (PERF.md; tests/test_kc_logpane.py).
+        # LogLines repaints the visible region after every batch (at most every min_paint_interval), capped or
+        # not (tests/test_kc_logpane.py).
         self.lines_log.write_lines(out, scroll_end=self.follow)
         self.written += len(out)
 
@@ -291,10 +383,9 @@ class LogPane(Widget, can_focus=False):
         if not self.is_mounted:
             return
         log = self.lines_log
-        log.clear()
+        log.clear()  # (repainted at once)
         self.written = 0
         if self.source is None:
-            log.refresh()
             return
         entries = list(self.source())
         out = self._format(entries)
@@ -303,13 +394,12 @@ class LogPane(Widget, can_focus=False):
         if out:
             log.write_lines(out, scroll_end=self.follow)
         self.written = len(out)
-        log.refresh()
+        log.refresh()  # a re-render shows at once, whatever the batches' repaint interval
         if self.follow:  # (a re-render on a resize: the end is known only once the new size is laid out)
             log.call_after_refresh(log.scroll_end, animate=False, immediate=True, x_axis=False)
 
     def clear(self) -> None:
         self.lines_log.clear()
-        self.lines_log.refresh()
         self.written = 0
 
     # ---- toggles ------------------------------------------------------------------------------------

@@ -7,10 +7,12 @@ its strategic merge patch from its built-in types instead of from a schema we wo
 
 from __future__ import annotations
 
+import copy
 import functools
+import gzip
 import hashlib
 import json
-import re
+from importlib import resources
 
 from .objects import BY_GV, K8S_VERSION
 
@@ -72,11 +74,7 @@ def gv_doc(group: str, version: str) -> dict:
                 "responses": ok,
             }
         }
-        model = _model_of(version, r.kind)
-        if model is None:
-            schemas[_schema_name(group, version, r.kind)] = {"type": "object", "description": r.kind}
-        else:
-            _schemas_of(model, schemas, _schema_name(group, version, r.kind))
+        _kind_schemas(group, version, r.kind, schemas)
         schemas[_schema_name(group, version, r.kind)]["x-kubernetes-group-version-kind"] = [gvk]
     return {
         "openapi": "3.0.0",
@@ -86,75 +84,39 @@ def gv_doc(group: str, version: str) -> dict:
     }
 
 
-# ---- schemas for `kubectl explain`, derived from the official `kubernetes` package's models ----------
+# ---- schemas for `kubectl explain`: the package's explain_schema.json.gz ---------------------------------
+# (derived from the official `kubernetes` package's models by tools/gen_explain_schema.py, which says when to run
+# it; the box does not need that package, a test-extra dependency)
+
+_REF = "#/components/schemas/"
 
 
-def _model_of(version: str, kind: str):
-    from kubernetes.client import models
-
-    v = version.capitalize()
-    return getattr(models, f"Core{v}{kind}", None) or getattr(models, f"{v}{kind}", None)  # CoreV1Event first
-
-
-def _ref_name(model_name: str) -> str:
-    """``V1PodSpec`` → ``io.k8s.ncui.v1.PodSpec``: kubectl explain names a field's type by the last part."""
-    m = re.match(r"^(?:Core)?(V\d+(?:alpha\d+|beta\d+)?)(.+)$", model_name)
-    return f"io.k8s.ncui.{m.group(1).lower()}.{m.group(2)}" if m else f"io.k8s.ncui.{model_name}"
+@functools.cache
+def _explain_schema() -> dict:
+    with resources.files(__package__).joinpath("explain_schema.json.gz").open("rb") as f:
+        return json.loads(gzip.decompress(f.read()))
 
 
-def _type_schema(t: str, schemas: dict) -> dict:
-    t = t.strip()
-    if t[:5] in ("List[", "list["):
-        return {"type": "array", "items": _bare(_type_schema(t[5:-1], schemas))}
-    if t[:5] in ("Dict[", "dict("):  # Dict[str, X]
-        return {"type": "object", "additionalProperties": _bare(_type_schema(t[5:-1].split(",", 1)[1], schemas))}
-    simple = {
-        "str": {"type": "string"},
-        "int": {"type": "integer", "format": "int32"},
-        "float": {"type": "number", "format": "double"},
-        "bool": {"type": "boolean"},
-        "datetime": {"type": "string", "format": "date-time"},
-        "date": {"type": "string", "format": "date"},
-        "object": {"type": "object", "x-kubernetes-int-or-string": True},
-    }
-    if t in simple:
-        return dict(simple[t])
-    from kubernetes.client import models
-
-    model = getattr(models, t, None)
-    if model is None:
-        return {"type": "object"}
-    _schemas_of(model, schemas)
-    return {"allOf": [{"$ref": f"#/components/schemas/{_ref_name(t)}"}]}
-
-
-def _bare(schema: dict) -> dict:
-    """An array's items or a map's values name their type with a plain ``$ref`` (kubectl explain follows it)."""
-    return schema["allOf"][0] if "allOf" in schema else schema
-
-
-def _schemas_of(model, schemas: dict, name: str | None = None) -> None:
-    """Add ``model``'s schema (and those of the types its fields use) to ``schemas``: each field's JSON name,
-    type and description as the package's generated model carries them."""
-    name = name or _ref_name(model.__name__)
-    if name in schemas:
-        return
-    doc = (model.__doc__ or "").strip().split("\n\n")[0].strip()
-    out: dict = {"type": "object", "description": doc, "properties": {}}
-    schemas[name] = out  # before the fields: a type may refer to itself
-    fields = getattr(model, "model_fields", {})
-    required = []
-    for attr, t in model.openapi_types.items():
-        key = model.attribute_map.get(attr, attr)
-        prop = _type_schema(t, schemas)
-        info = fields.get(attr)
-        if info is not None and info.description:
-            prop["description"] = info.description
-        if info is not None and info.is_required():
-            required.append(key)
-        out["properties"][key] = prop
-    if required:
-        out["required"] = required
+def _kind_schemas(group: str, version: str, kind: str, schemas: dict) -> None:
+    """Add ``kind``'s schema to ``schemas`` under its API name, with those of the types its fields use (by
+    their ``$ref``s, transitively); a kind the schema lacks is a bare object."""
+    data = _explain_schema()
+    root = data["kinds"].get(f"{group}/{version}/{kind}")
+    schemas[_schema_name(group, version, kind)] = (
+        {"type": "object", "description": kind} if root is None else copy.deepcopy(root)
+    )
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith(_REF) and ref[len(_REF) :] not in schemas:
+                name = ref[len(_REF) :]
+                schemas[name] = data["types"][name]  # (read only: the document is serialized once)
+                todo.append(schemas[name])
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
 
 
 @functools.cache
@@ -182,5 +144,5 @@ def index(prefix: str) -> dict:
 
 
 def doc_bytes(group: str, version: str) -> bytes:
-    """A group-version's document, built once (its schemas come from the `kubernetes` package's models)."""
+    """A group-version's document, built once (its schemas from explain_schema.json.gz)."""
     return _doc_text(group, version).encode()

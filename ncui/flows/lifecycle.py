@@ -1,85 +1,75 @@
-"""The recipes' lifecycle in the TUI (``ncui/lifecycle.py`` decides what stands; this asks, then acts): Stop a
-whole recipe after one question, one serving recipe at a time, Kimi K3's load test and its summary, tune
-again after a defective tune, and restart the serve on a newly tuned model. Keys on Workloads: x, L, T, R."""
+"""The recipes' lifecycle (``ncui/lifecycle.py`` decides what stands; this asks, then acts): Stop a whole recipe
+after one question, one serving recipe at a time, Kimi K3's load test and its summary, tune again after a
+defective tune, and restart the serve on a newly tuned model. Keys on Workloads: x, L, T, R. No Textual here.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime, timezone
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import work
 
-from .. import history
 from .. import lifecycle as L
 from ..api.errors import NCError
+from ..lifecycle import stays, stop_list
 from ..textsafe import clean
-from .freshask import FreshQuestions
-from .modals import ConfirmModal, ResultsModal
+from .base import Context, Flow
+from .ui import Confirm, Results
+from .wait import settle, until
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine
-
-    from textual.worker import Worker
-
     from .. import recipes as R
     from ..api import models as m
     from ..api.client import NCClient
-    from ..backend import Backend
-    from ..flows.fresh import Snapshot
     from ..kube.client import KubeClient
     from ..store import Slice, Store
+    from .fresh import Snapshot
 
 
 GONE_TIMEOUT = 30.0  # seconds Stop waits for the deleted jobs and deployments to leave the watch (kubectl waits too)
 
 
-def stop_list(objs: Iterable[L.Obj]) -> str:
-    """``job/nanogpt (Running), service/infera``: what Stop deletes, as its question lists it."""
-    return ", ".join(o.ref + (f" ({o.state})" if o.state else "") for o in objs)
+class LifecycleFlow(Flow):
+    """Stop, one serving recipe, tune again, restart, the load test (``self.lifecycle`` on the App).
 
+    What it calls, given: ``kube_client()`` (the active cluster's client, signing in when needed; None, said,
+    otherwise), ``kube_in_use()`` (the client connected now and the cluster it is for, without connecting),
+    ``start_apply(plan)`` (the apply flow, with its money question), ``applied_select(docs)`` (Workloads follows
+    what was applied), ``cover(...)`` (the apply's cover check: the sentence, or None when refused, said) and
+    ``market_price(store, gpu_model)``."""
 
-def stays(recipe: str) -> str:
-    """What stays when ``recipe`` is stopped (the shared volume's contents, staged weights, a tuned model)."""
-    return L.STAYS.get(recipe, "What it wrote to the shared volume stays there.")
-
-
-class LifecycleMixin(FreshQuestions):
-    """Mixed into NCApp (beside FlowsMixin, whose apply flow calls ``one_serving_recipe``)."""
-
-    if TYPE_CHECKING:  # NCApp's and FlowsMixin's, which these flows use
-        store: Store
-        backend: Backend | None
-        _kube: KubeClient | None
-        _kube_for: str | None
-        _unsubs: list[Callable[[], None]]
-
-        async def kube_client(self) -> KubeClient | None: ...
-        def _client(self) -> NCClient | None: ...
-        def start_apply(self, plan: R.Plan) -> None: ...
-        def applied_select(self, docs: list[dict[str, Any]]) -> None: ...  # screens/flows.py
-        async def _cover(
-            self, plan: R.Plan, price: int | None, what: str, balance: int, purchases: bool
-        ) -> str | None: ...
-        def start_worker(
-            self, work: Callable[[], Coroutine[Any, Any, object]], *, name: str, group: str = ..., exclusive: bool = ...
-        ) -> Worker[object]: ...
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        kube_client: Callable[[], Awaitable[KubeClient | None]],
+        kube_in_use: Callable[[], tuple[KubeClient | None, str | None]],
+        start_apply: Callable[[R.Plan], None],
+        applied_select: Callable[[list[dict[str, Any]]], None],
+        cover: Callable[[R.Plan, int | None, str, int, bool], Awaitable[str | None]],
+        market_price: Callable[[Store, str], int | None],
+    ) -> None:
+        super().__init__(ctx)
+        self.kube_client = kube_client
+        self.kube_in_use = kube_in_use
+        self.start_apply = start_apply
+        self.applied_select = applied_select
+        self.cover = cover
+        self.market_price = market_price
+        self._seen: tuple[str | None, dict[str, Any]] | None = None  # (the cluster, what stood) at the last change
 
     # ---- what changed on its own: say it where the human is ----------------------------------------
 
-    def lifecycle_start(self) -> None:
+    def watch(self) -> Callable[[], None]:
         """Watch the recipes' objects for what the human should hear about at once: a defective tune, a serve pod
-        left on the previous model, Kimi K3 up, the load test's end (its summary)."""
-        self._lc_seen: tuple[str | None, dict[str, Any]] | None = None
-        self._unsubs.append(
-            self.store.subscribe(("k8s_jobs", "k8s_pods", "k8s_deployments"), self._on_lifecycle, interested=False)
-        )
+        left on the previous model, Kimi K3 up, the load test's end (its summary). Returns the unsubscribe."""
+        self._seen = None
+        return self.store.subscribe(("k8s_jobs", "k8s_pods", "k8s_deployments"), self._on_change, interested=False)
 
-    def _lc_state(self) -> dict[str, Any]:
+    def _state(self) -> dict[str, Any]:
         from ..kube.status import job_status
 
         jobs, pods = self.store.value("k8s_jobs") or {}, self.store.value("k8s_pods") or {}
@@ -97,13 +87,13 @@ class LifecycleMixin(FreshQuestions):
             "kimi": L.serve_ready(deps, "infera"),
         }
 
-    def _on_lifecycle(self, _slice: Slice) -> None:
+    def _on_change(self, _slice: Slice) -> None:
         if not all(self.store.get(n).loaded for n in ("k8s_jobs", "k8s_pods", "k8s_deployments")):
             return
-        now = self._lc_state()
-        seen = self._lc_seen
-        self._lc_seen = (self._kube_for, now)
-        if seen is None or seen[0] != self._kube_for:  # the first look at a cluster: what stands is on Workloads
+        now = self._state()
+        seen, kube_for = self._seen, self.kube_in_use()[1]
+        self._seen = (kube_for, now)
+        if seen is None or seen[0] != kube_for:  # the first look at a cluster: what stands is on Workloads
             return
         was = seen[1]
         tune, loadtest = now["tune"], now["loadtest"]
@@ -134,11 +124,11 @@ class LifecycleMixin(FreshQuestions):
             and was["loadtest"][0] == loadtest[0]
             and was["loadtest"][1] not in ("Complete", "Failed")
         ):
-            self.start_worker(partial(self._load_test_ended, loadtest[1]), name="loadtest", group="loadtest")
+            self.ui.start(partial(self._load_test_ended, loadtest[1]), name="loadtest", group="loadtest")
 
     async def _load_test_ended(self, status: str) -> None:
         """Read the load test's log and show its summary (or why it failed)."""
-        kube, ref = self._kube, self.store.meta.get("cluster")
+        kube, ref = self.kube_in_use()[0], self.store.meta.get("cluster")
         pods = self.store.value("k8s_pods") or {}
         pod = next(
             (
@@ -166,16 +156,36 @@ class LifecycleMixin(FreshQuestions):
             self.store.meta["loadtest_summary"] = summary
             body = Text(clean(L.summary_text(summary), multiline=True) + "\n\n")
             body.append("Your own requests can go again (m). " + again, style="dim")
-            self.push_screen(ResultsModal("Kimi K3's load test is done", body))
+            self.ui.ask_then(Results("Kimi K3's load test is done", body))
             return
         tail = "\n".join(clean(x) for x in lines[-6:]) or "(no log)"
         body = Text(f"The load test ended {status.lower()} without a result. The end of its log:\n\n{tail}\n\n")
         body.append(again, style="dim")
-        self.push_screen(ResultsModal("Kimi K3's load test ended without a result", body))
+        self.ui.ask_then(Results("Kimi K3's load test ended without a result", body))
 
     # ---- stop: everything a recipe created, after one question -------------------------------------
 
-    def _recipe(self, name: str) -> m.Recipe:
+    async def _read_step(
+        self, recipe: m.Recipe, stem: str, *, ready: bool = True
+    ) -> tuple[NCClient, m.K8sCluster, R.PlanStep] | None:
+        """``recipe``'s file ``stem`` read from the catalog for the active cluster, with the client and the cluster
+        it was read for; None (said) while they are still loading (or not ``ready``), or when it cannot be read."""
+        from .. import recipes as R
+
+        info = self.store.value("cluster")
+        step = next((s for s in recipe.steps if s.stem == stem), None)
+        nc = self.client()
+        if info is None or not ready or step is None or nc is None:
+            self.notify("The catalog and the cluster are still loading; try again in a moment.")
+            return None
+        try:
+            return nc, info, await R.fetch_step(nc, step, info)
+        except (NCError, ValueError) as e:
+            self.notify(f"Could not read {step.file}: {e}", severity="error", timeout=10)
+            return None
+
+    def recipe(self, name: str) -> m.Recipe:
+        """The catalog's recipe ``name``."""
         from ..api import models as m
 
         found = next((r for r in self.store.value("catalog") or () if r.name == name), None)
@@ -184,9 +194,9 @@ class LifecycleMixin(FreshQuestions):
             name=name, title=name, cluster_kind="kubernetes", category="", description="", default_file=""
         )
 
-    @work(group="lifecycle", exclusive=True, exit_on_error=False)
-    async def stop_recipe_flow(self, recipe: str) -> None:
-        await self.stop_recipe(recipe)
+    def stop(self, recipe: str) -> None:
+        """x on Workloads: Stop ``recipe`` (asked first)."""
+        self.ui.start(partial(self.stop_recipe, recipe), name="stop", group="lifecycle", exclusive=True)
 
     async def stop_recipe(self, name: str, *, lead: str = "", title: str = "") -> bool:
         """Ask once, listing every object of recipe ``name`` on the cluster and what stays, then delete them all
@@ -194,7 +204,7 @@ class LifecycleMixin(FreshQuestions):
         nothing of it is left."""
         from ..kube.client import KubeError
 
-        recipe, ref = self._recipe(name), self.store.meta.get("cluster")
+        recipe, ref = self.recipe(name), self.store.meta.get("cluster")
         kube = await self.kube_client()
         if kube is None or ref is None:
             return False
@@ -211,11 +221,9 @@ class LifecycleMixin(FreshQuestions):
             + f"Delete from {ref.name}: "
             + stop_list(objs)
             + f".\n\n{stays(name)} The standing limit price is not changed (Lease, 5, withdraws it).\n\nAs kubectl: "
-            + "; ".join(map(history.with_kubeconfig, cmds))
+            + "; ".join(map(self.with_kubeconfig, cmds))
         )
-        yes = await self.push_screen_wait(
-            ConfirmModal(title or f"Stop {recipe.title}?", body, yes="Stop it", no="Keep")
-        )
+        yes = await self.ui.ask(Confirm(title or f"Stop {recipe.title}?", body, yes="Stop it", no="Keep"))
         if not yes:
             self.notify("Nothing was stopped.")
             return False
@@ -228,7 +236,7 @@ class LifecycleMixin(FreshQuestions):
 
         info, ref = self.store.value("cluster"), self.store.meta.get("cluster")
         objs = await L.recipe_objects(kube, recipe)
-        nc = self._client()
+        nc = self.client()
         cmds = list(R.stop_commands(recipe, info, nc.endpoints.catalog_url if nc else None)) if info else []
         extra = [o.name for o in objs if o.plural == "jobs" and not any(o.name in c for c in cmds)]
         if extra and ref is not None:
@@ -251,11 +259,10 @@ class LifecycleMixin(FreshQuestions):
                     failed.append(f"{o.ref}: {e}")
                     refused.append(o.ref)
         finally:
-            history.stopped(recipe.title, cmds, tried, refused)
+            if self.history is not None:
+                self.history.stopped(recipe.title, cmds, tried, refused)
         if failed:
-            await self.push_screen_wait(
-                ResultsModal(f"{recipe.title}: not everything was stopped", Text("\n".join(failed)))
-            )
+            await self.ui.ask(Results(f"{recipe.title}: not everything was stopped", Text("\n".join(failed))))
             return False
         if not await self._gone(objs):
             self.notify(f"{recipe.title}: deleted; the cluster is still removing some of it.", timeout=8)
@@ -266,12 +273,7 @@ class LifecycleMixin(FreshQuestions):
     async def _gone(self, objs: Iterable[L.Obj], timeout: float = GONE_TIMEOUT) -> bool:
         """Wait (bounded) until the watch no longer shows the deleted jobs and deployments."""
         watched = [(f"k8s_{o.plural}", o.name) for o in objs if o.plural in ("jobs", "deployments")]
-        deadline = time.monotonic() + timeout
-        while any(name in (self.store.value(s) or {}) for s, name in watched):
-            if time.monotonic() > deadline:
-                return False
-            await asyncio.sleep(0.1)
-        return True
+        return await until(lambda: not any(name in (self.store.value(s) or {}) for s, name in watched), timeout, 0.1)
 
     # ---- one serving recipe at a time --------------------------------------------------------------
 
@@ -285,18 +287,15 @@ class LifecycleMixin(FreshQuestions):
         from ..kube.status import job_status
 
         ref = self.store.meta.get("cluster")
-        connected = ref is not None and self._kube is not None and self._kube_for == ref.name
+        kube, kube_for = self.kube_in_use()
+        connected = ref is not None and kube is not None and kube_for == ref.name
         if not connected and plan.recipe not in L.SERVING:
             return (
                 plan  # (not signed in yet: no job of it can have run in this session's sight; the sign-in comes later)
             )
         if await self.kube_client() is None:
             return None
-        deadline = time.monotonic() + 5.0
-        while not all(self.store.get(n).loaded for n in ("k8s_jobs", "k8s_deployments")):
-            if time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.05)
+        await settle(self.store, "k8s_jobs", "k8s_deployments", timeout=5.0)  # (at the deadline: as they stand)
         jobs, again = self.store.value("k8s_jobs") or {}, [n for _, n, _ in plan.replace]
         info = self.store.value("cluster")
         standing = [
@@ -378,7 +377,7 @@ class LifecycleMixin(FreshQuestions):
             + (("; ".join(logs) + ", and Workloads shows it until the new run's pod comes. ") if logs else "")
             + "Then the money question comes, as for any run; nothing is deleted before its yes.\n\n"
             + "As kubectl: "
-            + "; ".join(history.with_kubeconfig(f"kubectl --context {cluster} delete job {n}") for n in names)
+            + "; ".join(self.with_kubeconfig(f"kubectl --context {cluster} delete job {n}") for n in names)
             + f", then apply {plan.title} again."
         )
         title = (
@@ -386,10 +385,8 @@ class LifecycleMixin(FreshQuestions):
             if one
             else f"{len(names)} of {plan.title}'s Jobs are already on {cluster}"
         )
-        yes = await self.push_screen_wait(
-            ConfirmModal(
-                title, body, yes="Delete it and run again" if one else "Delete them and run again", no="Cancel"
-            )
+        yes = await self.ui.ask(
+            Confirm(title, body, yes="Delete it and run again" if one else "Delete them and run again", no="Cancel")
         )
         if not yes:
             self.notify(
@@ -409,7 +406,7 @@ class LifecycleMixin(FreshQuestions):
         for other in L.serving_now(self.store.value("k8s_deployments") or {}, self.store.value("catalog") or ()):
             if other == plan.recipe:
                 continue
-            title = self._recipe(other).title
+            title = self.recipe(other).title
             lead = (
                 f"Run one serving recipe at a time: {title} serves on {ref.name if ref else 'the cluster'} now. "
                 f"{plan.title} is applied only once it is stopped (its own question comes next).\n\n"
@@ -421,29 +418,25 @@ class LifecycleMixin(FreshQuestions):
 
     # ---- Post-train: tune again, restart the serve on the new model ---------------------------------
 
-    @work(group="lifecycle", exclusive=True, exit_on_error=False)
+    def tune_again(self) -> None:
+        """T on Workloads."""
+        self.ui.start(self.tune_again_flow, name="tune-again", group="lifecycle", exclusive=True)
+
     async def tune_again_flow(self) -> None:
         """Delete the finance-analyst tune Job and apply the tune again (the guide's way on after a defective tune,
         and a re-tune): through the apply flow, so the money check and its question come first."""
         from .. import recipes as R
         from ..kube.status import job_status
 
-        info, jobs = self.store.value("cluster"), self.store.value("k8s_jobs") or {}
-        old = jobs.get(L.TUNE_JOB)
-        recipe = self._recipe("finance-analyst")
-        step = next((s for s in recipe.steps if s.stem == L.TUNE_JOB), None)
+        old = (self.store.value("k8s_jobs") or {}).get(L.TUNE_JOB)
+        recipe = self.recipe("finance-analyst")
         if old is None:
             self.notify("T tunes again once Post-train's tune Job has run: apply Post-train on Recipes (3).", timeout=8)
             return
-        nc = self._client()
-        if info is None or step is None or nc is None:
-            self.notify("The catalog and the cluster are still loading; try again in a moment.")
+        read = await self._read_step(recipe, L.TUNE_JOB)
+        if read is None:
             return
-        try:
-            tune = await R.fetch_step(nc, step, info)
-        except (NCError, ValueError) as e:
-            self.notify(f"Could not read {step.file}: {e}", severity="error", timeout=10)
-            return
+        nc, info, tune = read
         deps = self.store.value("k8s_deployments") or {}
         serving = int(((deps.get(L.TUNE_SERVE) or {}).get("spec") or {}).get("replicas") or 0) > 0
         summary = (
@@ -464,12 +457,14 @@ class LifecycleMixin(FreshQuestions):
             )
         )
 
-    @work(group="lifecycle", exclusive=True, exit_on_error=False)
+    def restart_serve(self) -> None:
+        """R on Workloads."""
+        self.ui.start(self.restart_serve_flow, name="restart", group="lifecycle", exclusive=True)
+
     async def restart_serve_flow(self) -> None:
         """The guide's ``kubectl rollout restart deploy/finance-analyst`` once a new model landed, asked first."""
         from .. import recipes as R
         from ..kube.client import KubeError
-        from .flows import market_price
 
         st = self.store
         deps, ref, info = st.value("k8s_deployments") or {}, st.meta.get("cluster"), st.value("cluster")
@@ -493,9 +488,9 @@ class LifecycleMixin(FreshQuestions):
             standing = bid.max_price_per_gpu_hour if bid is not None else 0
             if standing:
                 return standing, "your standing limit price"
-            return market_price(st, info.gpu_model), "the market's current price"
+            return self.market_price(st, info.gpu_model), "the market's current price"
 
-        cover = await self._cover(plan, *priced(snap), snap.value("balance").balance_ucredits, purchases)
+        cover = await self.cover(plan, *priced(snap), snap.value("balance").balance_ucredits, purchases)
         if cover is None:
             return
         stale = L.stale_serve(self.store.value("k8s_pods") or {}, self.store.value("k8s_jobs") or {})
@@ -514,11 +509,11 @@ class LifecycleMixin(FreshQuestions):
                 "meanwhile); it takes a GPU node as the old one did.\n"
                 + (f"At {what}: {check.sentence}" if check is not None else cover)
                 + "\n\nAs kubectl: "
-                + history.with_kubeconfig(f"kubectl --context {ref.name} rollout restart deploy/{L.TUNE_SERVE}")
+                + self.with_kubeconfig(f"kubectl --context {ref.name} rollout restart deploy/{L.TUNE_SERVE}")
             )
 
         def still(before: Snapshot, now: Snapshot) -> tuple[list[str], str | None]:
-            from ..flows import fresh
+            from . import fresh
 
             said = fresh.changes(before, now, ref.name)
             price, _ = priced(now)
@@ -546,19 +541,17 @@ class LifecycleMixin(FreshQuestions):
 
     # ---- Kimi K3's load test -----------------------------------------------------------------------
 
-    @work(group="lifecycle", exclusive=True, exit_on_error=False)
+    def load_test(self) -> None:
+        """L on Workloads."""
+        self.ui.start(self.load_test_flow, name="load-test", group="lifecycle", exclusive=True)
+
     async def load_test_flow(self) -> None:
         """Kimi K3's optional load test (the guide's step 4), offered at READY 1/1 and asked first."""
         from .. import recipes as R
         from ..kube.client import KubeError
 
         st = self.store
-        deps, jobs, info, ref = (
-            st.value("k8s_deployments") or {},
-            st.value("k8s_jobs") or {},
-            st.value("cluster"),
-            st.meta.get("cluster"),
-        )
+        deps, jobs, ref = st.value("k8s_deployments") or {}, st.value("k8s_jobs") or {}, st.meta.get("cluster")
         if not L.serve_ready(deps, "infera"):
             self.notify("The load test runs against Kimi K3 once its router and worker read READY 1/1.", timeout=6)
             return
@@ -566,23 +559,16 @@ class LifecycleMixin(FreshQuestions):
         if why:
             self.notify(why, timeout=8)
             return
-        recipe = self._recipe("kimi-k3")
-        step = next((s for s in recipe.steps if s.stem == L.LOADTEST_JOB), None)
-        nc = self._client()
-        if info is None or ref is None or step is None or nc is None:
-            self.notify("The catalog and the cluster are still loading; try again in a moment.")
+        read = await self._read_step(self.recipe("kimi-k3"), L.LOADTEST_JOB, ready=ref is not None)
+        if read is None or ref is None:
             return
-        try:
-            test = await R.fetch_step(nc, step, info)
-        except (NCError, ValueError) as e:
-            self.notify(f"Could not read {step.file}: {e}", severity="error", timeout=10)
-            return
+        _, info, test = read
         if R.gpus_of(test.docs, info.gpu_vendor):  # (the catalog's runs on the CPU worker: this never spends)
             self.notify(f"{test.file} asks for GPUs: ncui runs it only through Recipes (3).", severity="error")
             return
         old = jobs.get(L.LOADTEST_JOB)
-        yes = await self.push_screen_wait(
-            ConfirmModal(
+        yes = await self.ui.ask(
+            Confirm(
                 "Run Kimi K3's load test?",
                 f"3,000 chat requests at 3 a second against svc/infera from inside {ref.name}: about "
                 f"{L.LOADTEST_MINUTES} minutes, on the CPU worker (no GPU node, nothing bid).\n"
@@ -590,9 +576,9 @@ class LifecycleMixin(FreshQuestions):
                 "during the run). Its summary shows when it ends.\n"
                 + (f"The previous run's job/{L.LOADTEST_JOB} is deleted first.\n" if old else "")
                 + "\nAs kubectl: "
-                + history.with_kubeconfig(f"kubectl --context {ref.name} apply -f {test.url or test.file}")
+                + self.with_kubeconfig(f"kubectl --context {ref.name} apply -f {test.url or test.file}")
                 + "; "
-                + history.with_kubeconfig(f"kubectl --context {ref.name} logs -f job/{L.LOADTEST_JOB}"),
+                + self.with_kubeconfig(f"kubectl --context {ref.name} logs -f job/{L.LOADTEST_JOB}"),
                 yes="Run it",
                 no="Not now",
             )
@@ -610,14 +596,15 @@ class LifecycleMixin(FreshQuestions):
                     self.notify("The previous load test is still being removed; press L again in a moment.")
                     return
             results = await kube.apply(list(test.docs))
-            history.applied_step(ref.name, "Kimi K3's load test", test, results)
+            if self.history is not None:
+                self.history.applied_step(ref.name, "Kimi K3's load test", test, results)
         except KubeError as e:
             self.notify(f"The load test was not started: {e}", severity="error", timeout=10)
             return
         bad = [r for r in results if r.error]
         if bad:
-            await self.push_screen_wait(
-                ResultsModal(
+            await self.ui.ask(
+                Results(
                     "The load test was not started", Text("\n".join(f"✗ {r.kind}/{r.name}: {r.error}" for r in bad))
                 )
             )
