@@ -215,7 +215,6 @@ class NCApp(App[None]):
         assert self.backend.endpoints is not None
         # every change, as its command (h), dated on the clock the Report dates by (the box's in the demo)
         self.history = self.backend.history
-        history.activate(self.history)
         self.ctx.history = self.history
         self.limit.start()  # the spending limit: loaded with the organization, checked on every update
         self.recall.state_notices()
@@ -225,8 +224,6 @@ class NCApp(App[None]):
     async def on_unmount(self) -> None:
         for u in self._unsubs:
             u()
-        if self.history is not None and history.active() is self.history:
-            history.activate(None)
         await self.connect.close()  # the watches, the cluster's client
         await self.nodes.close()  # the nodes' ssh connections
         await self.slurm.close()

@@ -319,56 +319,7 @@ class History:
                 self.note("kubectl", command, what, not bad)
 
 
-# ---- the process's history: TRANSITIONAL (issue 22 removes this global) ---------------------------------------
-# No client uses it: api/, kube/, remote/, report.py and the chat are given the History (``Recorder``). What still
-# calls these wrappers are the App's mixins the flows move is converting (ncui/app.py: activate, active, note;
-# screens/flows.py: with_kubeconfig, applied; screens/lifecycle.py: with_kubeconfig, stopped, applied_step;
-# screens/connect.py: kubeconfig_for; screens/slurm.py: note); tests/test_layers.py fails a new caller. Once none
-# is left, delete ``_active`` and every function down to ``with_kubeconfig_of`` (and their ``__all__`` names).
-
-_active: History | None = None
-
-
-def activate(h: History | None) -> None:
-    """The app's history (set once it has connected, None when it ends)."""
-    global _active
-    _active = h
-
-
-def active() -> History | None:
-    return _active
-
-
-def note(kind: Kind, command: str, what: str, ok: bool) -> Entry | None:
-    return _active.note(kind, command, what, ok) if _active is not None else None
-
-
-def kubeconfig_for(cluster: str, path: str) -> None:
-    if _active is not None:
-        _active.kubeconfig_for(cluster, path)
-
-
-def with_kubeconfig(command: str) -> str:
-    return _active.with_kubeconfig(command) if _active is not None else command
-
-
-def with_kubeconfigs(text: str) -> str:
-    return _active.with_kubeconfigs(text) if _active is not None else text
-
-
-def applied(cluster: str, plan: Plan, results: Sequence[ApplyResult]) -> None:
-    if _active is not None:
-        _active.applied(cluster, plan, results)
-
-
-def applied_step(cluster: str, title: str, step: PlanStep, results: Sequence[ApplyResult]) -> None:
-    if _active is not None:
-        _active.applied_step(cluster, title, step, results)
-
-
-def stopped(title: str, commands: Sequence[str], deleted: Sequence[str], failed: Collection[str] = ()) -> None:
-    if _active is not None:
-        _active.stopped(title, commands, deleted, failed)
+# ---- no module global: the clients and the flows are given the History (issue 22) -----------------------
 
 
 def with_kubeconfig_of(kubeconfigs: dict[str, str], command: str) -> str:
@@ -426,21 +377,12 @@ __all__ = [
     "History",
     "Kind",
     "Read",
-    "activate",
-    "active",
-    "applied",
-    "applied_step",
     "curl_command",
     "history_path",
     "join",
-    "kubeconfig_for",
     "kubectl_command",
-    "note",
     "origin_of",
     "read_file",
     "save_manifest",
-    "stopped",
-    "with_kubeconfig",
     "with_kubeconfig_of",
-    "with_kubeconfigs",
 ]

@@ -248,7 +248,7 @@ class ConnectFlow(Flow):
         if not await self.plugin_cleared(ref.name, text):  # a sign-in command the human refused: nothing kept
             return None
         try:
-            kube = KubeClient.from_kubeconfig(text)
+            kube = KubeClient.from_kubeconfig(text, history=self.history)
             self.kube_saved(ref.name, text)  # ~/.kube/<cluster>.yaml, for the human's own kubectl
         except (ValueError, KubeError) as e:
             self.notify(f"Cannot reach {ref.name}'s Kubernetes API: {e}", severity="error", timeout=10)

@@ -211,7 +211,9 @@ class NodeFlow(Flow):
                 self._ask_host_key,
                 lambda said: self.notify(said),
                 lambda close: self.ui.start(close, name="node-close", group="node-close"),
+                history=self.history,
             )
+        self._sessions.history = self.history  # (the session's, once connected)
         return self._sessions
 
     async def close(self) -> None:

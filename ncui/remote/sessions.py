@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..textsafe import clean
 
 if TYPE_CHECKING:
+    from ..history import Recorder
     from .node import _RemoteFollower
     from .research import SshSetup
     from .runner import SshRunner
@@ -96,8 +97,10 @@ class NodeSessions:
         ask_host_key: Callable[[NodeRow, str, Path], Awaitable[bool]],
         notify: Callable[[str], None],
         background: Callable[[Callable[[], Coroutine[Any, Any, object]]], object],
+        history: Recorder | None = None,
     ) -> None:
         self.known_hosts = known_hosts
+        self.history = history  # what the connections run, recorded as its commands (h)
         self._ask_host_key, self._notify, self._background = ask_host_key, notify, background
         self.runners: dict[str, tuple[NodeRow, SshRunner]] = {}
         self.runs: dict[str, NodeRun] = {}  # node id -> what ncui started there
@@ -136,7 +139,15 @@ class NodeSessions:
             return bool(await self._ask_host_key(node, clean(fingerprint), known))
 
         keys = list(setup.identities) if setup is not None and setup.identities else None
-        r = SshRunner(node.host or "", node.port, node.user, known_hosts=known, confirm_host_key=ask, client_keys=keys)
+        r = SshRunner(
+            node.host or "",
+            node.port,
+            node.user,
+            known_hosts=known,
+            confirm_host_key=ask,
+            client_keys=keys,
+            history=self.history,
+        )
         self.runners[node.id] = (node, r)
         return r
 
