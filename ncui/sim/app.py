@@ -8,6 +8,7 @@ writes, the box's Date) is in ``middleware.py``, the catalog's files in ``catalo
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -430,7 +431,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
 
     @app.get(prefix + "/first-job/", include_in_schema=False)
     def catalog_index() -> Response:
-        return Response(catalog.index_json(), media_type="application/json")
+        return Response(_catalog_json(), media_type="application/json")
 
     @app.get(prefix + "/first-job/{filename}", include_in_schema=False)
     def catalog_file(filename: str) -> Response:
@@ -653,6 +654,17 @@ def _since(text: str | None) -> datetime | None:
     except ValueError:
         raise SimError(422, "invalid", "since must be an RFC 3339 time, like 2026-11-29T18:00:00Z.") from None
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
+
+
+_CATALOG_JSON: list[bytes] = []
+
+
+def _catalog_json() -> bytes:
+    """The catalog's index as served: each recipe checked against the contract's model, once."""
+    if not _CATALOG_JSON:
+        checked = [m.Recipe.model_validate(r).model_dump(mode="json") for r in catalog.recipes()]
+        _CATALOG_JSON.append(json.dumps(checked, indent=1).encode())
+    return _CATALOG_JSON[0]
 
 
 def kubeconfig_yaml(
