@@ -5,7 +5,7 @@ headless, beside ``kubectl logs -f`` to /dev/null.
 
 A separate ``ncui sim`` process serves the stream: a Job whose container sets ``NCUI_SIM_LOG_FLOOD``
 ("LINES" or "LINES@RATE") logs that many synthetic loss lines, as fast as the server can or at RATE
-lines/s (a benchmark hook in ``ncui/sim/kube/routes.py``; the box builds such a log once and serves it from
+lines/s (a benchmark hook in ``ncui/sim/kube/routes/logs.py``; the box builds such a log once and serves it from
 memory, so the readers are measured, not the box). Each reader runs in a fresh process: lines/s, CPU and
 peak RSS (wait4), several runs each in rotated order (this machine is noisy), with medians and the verdict.
 Targets (issue 5): bursts >= 200k lines/s, a steady 2,000 lines/s at <= 15% of a core, <= 100 MB, never

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from ncui.kube import signin
+from ncui.sim.kube import podlogs
 from ncui.sim.server import SimServer
 
 KUBECTL = "/usr/bin/kubectl"
@@ -183,7 +184,7 @@ class KubeEnv:
         with self.world.lock:
             c = self.sim.app.state.kube.clusters[self.cluster]
             run = next(r for r in c.runs.values() if r.name == pod)
-            return sum(text.count("\n") + 1 for _, text in c.log_lines(run, container, self.world.now()))
+            return sum(text.count("\n") + 1 for _, text in podlogs.log_lines(run, container, self.world.now()))
 
     def pod_statuses(self) -> dict[str, str]:
         from ncui.sim.kube.tables import pod_reason

@@ -330,13 +330,13 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
 async def test_the_box_tune_passes_by_default_and_a_defective_one_is_asked_for(sim):
     """Point 2, the box's side: every tune passes by default; k8s-bad-tune makes its first attempt defective and the
     next pass (a new attempt, a new outcome); the sim control asks for the next N defective, or every one."""
-    from ncui.sim.kube.routes import Kube
+    from ncui.sim.kube import Kube
 
     from .conftest import make_world
 
     for scenario, verdicts in (("k8s-market", [False, False, False]), ("k8s-bad-tune", [True, False, False])):
         cluster = Kube(make_world(scenario)).clusters["halcyon"]
-        assert [cluster._tune_defective() for _ in range(3)] == verdicts, scenario
+        assert [cluster.kubelet.tune_defective() for _ in range(3)] == verdicts, scenario
     auth = {"Authorization": f"Bearer {sim.token}"}
     async with httpx.AsyncClient() as h:
         r = await h.post(sim.api_url + "/_sim/k8s/tune", json={"defective": True, "count": 2}, headers=auth)

@@ -57,7 +57,7 @@ async def test_many_pods_burst_and_offscreen_rows(kube_factory, monkeypatch):
         with k.world.lock:  # a burst: every pod changes at once (40 watch events)
             for r in runs:
                 r.restarts += 1
-                c._render_put(r, c.t)
+                c.kubelet.render_put(r, c.t)
         last = runs[-1].name
         pods = lambda: app.store.value("k8s_pods") or {}  # noqa: E731
         await until(

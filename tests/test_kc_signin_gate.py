@@ -12,6 +12,7 @@ from ncui.kube import signin
 from ncui.kube.logs import LogFollower
 from ncui.kube.status import pod_status
 from ncui.kube.watch import ResourceWatcher
+from ncui.sim.kube import podlogs
 
 from .conftest import wait_for
 from .kc_support import advance_until, busybox_job, recipe, until
@@ -22,7 +23,7 @@ def box_log(k, pod: str, container: str) -> list[str]:
     with k.world.lock:
         c = k.sim.app.state.kube.clusters[k.cluster]
         run = next(r for r in c.runs.values() if r.name == pod)
-        return [text for _, text in c.log_lines(run, container, k.world.now())]
+        return [text for _, text in podlogs.log_lines(run, container, k.world.now())]
 
 
 def create_elsewhere(k, doc: dict) -> None:

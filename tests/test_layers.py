@@ -41,7 +41,6 @@ THIRD_PARTY_UI = ("textual", "textual_plotext")
 # (the box's module, the client-side module it imports).
 SIM_TO_CLIENT = {
     ("sim.app", "api.models"),
-    ("sim.app", "money"),
     ("sim.kube.inference", "kube.chat"),
     ("sim.kube.objects", "kube.kinds"),
     ("sim.kube.tables", "kube.status"),

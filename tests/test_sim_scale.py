@@ -110,7 +110,7 @@ async def test_watcher_coalesces_a_burst_and_cleans_what_the_watch_sends(kc_fact
         with k.world.lock:  # a burst: every pod changes at once (40 watch events)
             for r in c.runs.values():
                 r.restarts += 1
-                c._render_put(r, c.t)
+                c.kubelet.render_put(r, c.t)
         restarts = lambda p: sum(s.get("restartCount", 0) for s in p["status"].get("containerStatuses") or [])  # noqa: E731
         await until(lambda: all(restarts(p) == 1 for p in seen[-1].values()), what="the burst in a snapshot")
         assert len(seen) <= 4, len(seen)  # one or a few snapshots for 40 events (each its own without coalesce)
@@ -126,7 +126,7 @@ async def test_watcher_coalesces_a_burst_and_cleans_what_the_watch_sends(kc_fact
         with k.world.lock:
             for r in c.runs.values():
                 r.restarts += 1
-                c._render_put(r, c.t)
+                c.kubelet.render_put(r, c.t)
         await until(lambda: w._flush is not None, what="a delivery to come")
         w.stop()
         assert w._flush is None and len(seen) == n  # the delivery to come was cancelled with the watcher

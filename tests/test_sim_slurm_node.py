@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from ncui.remote.runner import AuthFailed, SshRunner
-from ncui.sim.app import _catalog_file
+from ncui.sim.catalog import file_bytes
 from ncui.sim.ssh.slurm import MIN_JOB_AGE
 
 from .conftest import wait_for
@@ -113,7 +113,7 @@ def test_the_seeds_four_commands_by_hand(login):
     login.slurm_login()
     out = login.ok("curl -fsSL https://access.nationalcompute.com/first-job/prepare.sh | sh")
     assert "prepare: ready" in out and "sbatch --nodes=1 /home/kim/first-job/nanogpt.sbatch" in out
-    assert login.ok("cat ~/first-job/nanogpt.sbatch") == _catalog_file("nanogpt.sbatch").decode()
+    assert login.ok("cat ~/first-job/nanogpt.sbatch") == file_bytes("nanogpt.sbatch").decode()
     out = login.ok("sbatch --nodes=1 ~/first-job/nanogpt.sbatch")
     job = int(re.fullmatch(r"Submitted batch job (\d+)\n", out).group(1))
 

@@ -2,19 +2,16 @@
 
 Serves CONTRACT.md under ``/api``, the recipe catalog under ``<access prefix>/first-job/``, one OpenAPI
 document per area at ``/api/<area>/openapi.json`` (no token needed), and a few ``/_sim`` controls
-(advance the clock, inject faults) that are not part of the contract.
+(advance the clock, inject faults) that are not part of the contract. The middleware (faults, the journal of
+writes, the box's Date) is in ``middleware.py``, the catalog's files in ``catalog/``, the Kubernetes API in ``kube/``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from email.utils import format_datetime
-from importlib import resources
 from typing import Any
 
 import yaml
@@ -28,7 +25,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from ..api import models as m
-from ..money import usd
+from . import catalog
+from .middleware import DateMiddleware, FaultMiddleware, FaultRule, Faults, JournalMiddleware
+from .money import dollars, ucredits
 from .world import OrgState, SimError, World
 
 AREAS = {
@@ -46,157 +45,6 @@ AUTH_ERRORS: dict[int | str, dict[str, Any]] = {
 NOT_FOUND = {404: {**ERR, "description": "No such cluster or resource in this organization"}}
 
 _bearer = HTTPBearer(auto_error=False, description="The National Compute token")
-
-
-# ---- faults -------------------------------------------------------------------------------------
-
-
-class FaultRule(BaseModel):
-    """A fault for requests whose path starts with ``path_prefix``, for the next ``count`` of them."""
-
-    path_prefix: str = "/api/"
-    count: int = Field(default=1, ge=1, le=1_000_000)
-    status: int | None = Field(default=None, ge=400, le=599)
-    delay: float = Field(default=0.0, ge=0, le=60)
-    truncate: bool = False  # send half of the body: malformed JSON
-    drop: bool = False  # cut the connection mid-body
-
-
-class Faults:
-    def __init__(self) -> None:
-        self._rules: list[FaultRule] = []
-        self._lock = threading.Lock()
-
-    def add(self, rule: FaultRule) -> None:
-        with self._lock:
-            self._rules.append(rule.model_copy())
-
-    def clear(self) -> None:
-        with self._lock:
-            self._rules.clear()
-
-    def take(self, path: str) -> FaultRule | None:
-        with self._lock:
-            for i, r in enumerate(self._rules):
-                if path.startswith(r.path_prefix):
-                    left = r.count - 1
-                    if left <= 0:
-                        del self._rules[i]
-                    else:
-                        self._rules[i] = r.model_copy(update={"count": left})
-                    return r
-        return None
-
-
-class _Dropped(Exception):
-    """Raised to make the server cut a connection mid-body (fault injection)."""
-
-
-class FaultMiddleware:
-    def __init__(self, app, faults: Faults) -> None:
-        self.app, self.faults = app, faults
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["path"].startswith("/_sim"):
-            return await self.app(scope, receive, send)
-        rule = self.faults.take(scope["path"])
-        if rule is None:
-            return await self.app(scope, receive, send)
-        if rule.delay:
-            await asyncio.sleep(rule.delay)
-        if rule.status:
-            body = json.dumps(
-                {
-                    "error": "server-error" if rule.status >= 500 else "fault",
-                    "detail": f"Injected fault: HTTP {rule.status}.",
-                }
-            ).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": rule.status,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
-            return
-        if not (rule.truncate or rule.drop):
-            return await self.app(scope, receive, send)
-        start: dict = {}
-        chunks: list[bytes] = []
-
-        async def capture(message):
-            if message["type"] == "http.response.start":
-                start.update(message)
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-
-        await self.app(scope, receive, capture)
-        body = b"".join(chunks)
-        half = body[: len(body) // 2]
-        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-        length = len(body) if rule.drop else len(half)
-        headers.append((b"content-length", str(length).encode()))
-        await send({"type": "http.response.start", "status": start.get("status", 200), "headers": headers})
-        await send({"type": "http.response.body", "body": half, "more_body": rule.drop})
-        if rule.drop:
-            raise _Dropped("fault injection: connection dropped")
-
-
-@dataclass(frozen=True)
-class Received:
-    """A write the box received on the contract's paths: method, path, query string and body, as they came."""
-
-    method: str
-    path: str
-    query: str
-    body: bytes
-
-
-class JournalMiddleware:
-    """Keeps the newest writes (PUT, POST, PATCH, DELETE under /api/) in ``app.state.received``: what a client
-    really sent, for a test to compare with what the client says it sent (ncui's history)."""
-
-    def __init__(self, app, journal: deque[Received]) -> None:
-        self.app, self.journal = app, journal
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["method"] == "GET" or not scope["path"].startswith("/api/"):
-            return await self.app(scope, receive, send)
-        chunks: list[bytes] = []
-
-        async def keep():
-            message = await receive()
-            if message["type"] == "http.request":
-                chunks.append(message.get("body", b""))
-                if not message.get("more_body"):
-                    q = scope.get("query_string", b"").decode("latin-1")
-                    self.journal.append(Received(scope["method"], scope["path"], q, b"".join(chunks)))
-            return message
-
-        return await self.app(scope, keep, send)
-
-
-class DateMiddleware:
-    """Every answer's ``Date`` header is the box's clock (RFC 9110's IMF-fixdate), as a service's is its own: a
-    client reading the service's time off its answers (``api.client.ServiceClock``: AGE under ``ncui --api``)
-    then sees the virtual clock, however fast it runs. Uvicorn's own wall-clock Date is off (``SimServer``)."""
-
-    def __init__(self, app, world: World) -> None:
-        self.app, self.world = app, world
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-
-        async def dated(message):
-            if message["type"] == "http.response.start":
-                date = format_datetime(self.world.now(), usegmt=True).encode()
-                message["headers"] = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"date"]
-                message["headers"].append((b"date", date))
-            await send(message)
-
-        return await self.app(scope, receive, dated)
 
 
 class Advance(BaseModel):
@@ -321,7 +169,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
                         amount_ucredits=t.amount,
                         description=t.description,
                         gpu_hours=t.gpu_hours,
-                        price_per_gpu_hour=usd(t.price) if t.price is not None else None,
+                        price_per_gpu_hour=dollars(t.price) if t.price is not None else None,
                     )
                     for t in txs
                 ]
@@ -379,7 +227,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
         )
 
     def _bid(st) -> m.Bid:
-        return m.Bid(cluster=st.spec.name, max_price_per_gpu_hour=usd(st.bid), updated_at=st.bid_updated_at)
+        return m.Bid(cluster=st.spec.name, max_price_per_gpu_hour=dollars(st.bid), updated_at=st.bid_updated_at)
 
     @app.get("/api/k8s/bid", response_model=m.Bid, responses=k8s_errors, tags=["k8s"])
     def get_bid(org: OrgState = Org, cluster: str | None = None) -> m.Bid:
@@ -404,8 +252,8 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
                 gpu_model=market.gpu_model,
                 gpus_per_node=market.gpus_per_node,
                 as_of=world.at_step(world.step_index),
-                rungs=[m.LadderRung(nodes=n, price_per_gpu_hour=usd(p)) for n, p in market.ladder(8)],
-                floor_price_per_gpu_hour=usd(market.floor),
+                rungs=[m.LadderRung(nodes=n, price_per_gpu_hour=dollars(p)) for n, p in market.ladder(8)],
+                floor_price_per_gpu_hour=dollars(market.floor),
             )
 
     @app.get("/api/k8s/market/spend", response_model=m.Spend, responses=k8s_errors, tags=["k8s"])
@@ -428,7 +276,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
             return m.Spend(
                 nodes_held=len(held),
                 gpus_held=gpus,
-                price_per_gpu_hour=usd(price) if held else None,
+                price_per_gpu_hour=dollars(price) if held else None,
                 spend_ucredits_hr=price * gpus if held else 0,
                 as_of=now,
             )
@@ -444,7 +292,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     ) -> m.Ticks:
         with world.lock:
             rows = world.tick_list(gpu_model, _since(since), limit)
-        return m.Ticks(ticks=[m.Tick(at=t, gpu_model=g, price_per_gpu_hour=usd(p), gpus=n) for t, g, p, n in rows])
+        return m.Ticks(ticks=[m.Tick(at=t, gpu_model=g, price_per_gpu_hour=dollars(p), gpus=n) for t, g, p, n in rows])
 
     # ---- VM ---------------------------------------------------------------------------------
 
@@ -471,7 +319,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
         return m.VmCapacity(
             version=vm.version,
             max_gpus=vm.max_gpus,
-            max_price_per_gpu_hour=usd(vm.price),
+            max_price_per_gpu_hour=dollars(vm.price),
             allocations=allocs,
             environment=m.VmEnvironment(ssh_user=vm.ssh_user),
             gpu_model=vm.spec.gpu_model,
@@ -587,7 +435,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
 
     @app.get(prefix + "/first-job/{filename}", include_in_schema=False)
     def catalog_file(filename: str) -> Response:
-        data = _catalog_file(filename)
+        data = catalog.file_bytes(filename)
         if data is None:
             raise SimError(404, "not-found", f"{filename[:80]} is not in the catalog.")
         media = "application/yaml" if filename.endswith((".yaml", ".yml")) else "text/plain"
@@ -635,7 +483,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
         from .world import TxState
 
         with world.lock:
-            amount = int(body.usd * 1_000_000)
+            amount = ucredits(body.usd)
             org.balance += amount
             org.transactions.append(TxState(world._id("tx"), world.now(), "topup", amount, "Credits purchased"))
             return {"balance_ucredits": org.balance}
@@ -759,7 +607,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def sim_error(request: Request, exc: SimError) -> JSONResponse:
         body: dict[str, Any] = {"error": exc.slug, "detail": exc.detail}
         for k, v in exc.extra.items():
-            body[k] = float(usd(v)) if k.endswith("price_per_gpu_hour") else v
+            body[k] = float(dollars(v)) if k.endswith("price_per_gpu_hour") else v
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
         return JSONResponse(body, status_code=exc.status, headers=headers)
 
@@ -808,30 +656,15 @@ def _since(text: str | None) -> datetime | None:
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
 
 
-_CATALOG_CACHE: dict[str, bytes] = {}
-
-
-def _catalog_root():
-    return resources.files("ncui.sim.catalog")
+_CATALOG_JSON: list[bytes] = []
 
 
 def _catalog_json() -> bytes:
-    if "index" not in _CATALOG_CACHE:
-        raw = json.loads((_catalog_root() / "catalog.json").read_text(encoding="utf-8"))
-        recipes = raw["recipes"] if isinstance(raw, dict) else raw
-        checked = [m.Recipe.model_validate(r).model_dump(mode="json") for r in recipes]
-        _CATALOG_CACHE["index"] = json.dumps(checked, indent=1).encode()
-    return _CATALOG_CACHE["index"]
-
-
-def _catalog_file(filename: str) -> bytes | None:
-    if "/" in filename or "\\" in filename or filename.startswith("."):
-        return None
-    f = _catalog_root() / "files" / filename
-    try:
-        return f.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
+    """The catalog's index as served: each recipe checked against the contract's model, once."""
+    if not _CATALOG_JSON:
+        checked = [m.Recipe.model_validate(r).model_dump(mode="json") for r in catalog.recipes()]
+        _CATALOG_JSON.append(json.dumps(checked, indent=1).encode())
+    return _CATALOG_JSON[0]
 
 
 def kubeconfig_yaml(

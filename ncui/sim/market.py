@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-CENT = 10_000  # micro-credits
+from .money import CENT, to_cent
 
 
 @dataclass
@@ -78,7 +78,7 @@ class Market:
         for i in range(n_bidders):
             nodes = max(1, want // n_bidders + (1 if i < want % n_bidders else 0))
             spread = rng.uniform(-0.25, 0.25)
-            price = _cents(max(floor, typical * (1 + spread)))
+            price = to_cent(max(floor, typical * (1 + spread)))
             bidders.append(Bidder(f"bidder-{i + 1}", nodes, price, nodes, price))
         return cls(gpu_model, gpus_per_node, capacity, floor, rng, bidders, volatility)
 
@@ -98,9 +98,9 @@ class Market:
                 continue
             drift = (b.base_price - b.price) * 0.08
             noise = r_price * b.base_price * 0.008 * self.volatility
-            b.price = _cents(max(self.floor, b.price + drift + noise))
+            b.price = to_cent(max(self.floor, b.price + drift + noise))
             if r_jump < 0.004 * self.volatility:  # a rare surge or slump
-                b.price = _cents(max(self.floor, b.price * (1.25 if r_dir < 0.6 else 0.8)))
+                b.price = to_cent(max(self.floor, b.price * (1.25 if r_dir < 0.6 else 0.8)))
             if r_nodes < 0.04 * self.volatility:
                 step = 1 if r_dir < 0.5 else -1
                 if b.nodes <= b.base_nodes - 1:
@@ -155,7 +155,3 @@ class Market:
             if p is not None:
                 out.append((n, p))
         return out
-
-
-def _cents(ucredits: float) -> int:
-    return int(round(ucredits / CENT)) * CENT

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-USD = 1_000_000
+from .money import USD, ucredits
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def _org(
         org_name=name,
         org_kind=kind,
         email=email,
-        balance=int(balance * USD),
+        balance=ucredits(balance),
         purchases=purchases,
         clusters=tuple(clusters),
     )

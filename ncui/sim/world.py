@@ -22,6 +22,7 @@ from fractions import Fraction
 
 from .clock import VirtualClock
 from .market import Demand, Market
+from .money import usd
 from .scenarios import SCENARIOS, ClusterSpec, OrgSpec, Scenario
 
 STEP = 60.0  # virtual seconds per market step
@@ -515,8 +516,7 @@ class World:
             raise SimError(
                 422,
                 "bid-too-low",
-                f"${price / 1e6:.2f} per GPU hour is under the market's floor of "
-                f"${market.floor / 1e6:.2f}: it would never clear.",
+                f"{usd(price)} per GPU hour is under the market's floor of {usd(market.floor)}: it would never clear.",
                 min_price_per_gpu_hour=market.floor,
             )
         st.bid = price
@@ -541,8 +541,7 @@ class World:
             raise SimError(
                 422,
                 "bid-too-low",
-                f"${price / 1e6:.2f} per GPU hour is under the market's floor of "
-                f"${market.floor / 1e6:.2f}: it would never clear.",
+                f"{usd(price)} per GPU hour is under the market's floor of {usd(market.floor)}: it would never clear.",
                 min_price_per_gpu_hour=market.floor,
             )
         vm.max_gpus, vm.price = max_gpus, price

@@ -246,6 +246,25 @@ def selector_to_text(sel: dict) -> str:
     return ",".join(parts)
 
 
+def owner_ref(o: dict) -> dict:
+    """The ``ownerReferences`` entry a controller puts on what it makes of ``o``."""
+    return {
+        "apiVersion": o["apiVersion"],
+        "kind": o["kind"],
+        "name": o["metadata"]["name"],
+        "uid": o["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def owned_by(o: dict, kind: str, name: str) -> bool:
+    """Whether the object ``o`` is owned by the ``kind`` named ``name``."""
+    return any(
+        ref.get("kind") == kind and ref.get("name") == name for ref in o["metadata"].get("ownerReferences") or []
+    )
+
+
 def field_value(obj: dict, path: str) -> str | None:
     cur: Any = obj
     for p in path.split("."):

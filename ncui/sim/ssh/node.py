@@ -25,7 +25,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
 from typing import ClassVar
 
-from ..app import _catalog_file
+from ..catalog import file_bytes
 from ..kube import profiles
 
 FOLLOW_EVERY = 0.1  # real seconds between looks at the clock while following
@@ -38,7 +38,7 @@ def _stock_images() -> dict[str, str]:
     """vendor -> the stock PyTorch image, read off the catalog's Train recipe (one idea, one place)."""
     out = {}
     for name, vendor in (("nanogpt-job-nvidia.yaml", "nvidia"), ("nanogpt-job.yaml", "amd")):
-        m = re.search(rb"^\s*image:\s*(\S+)", _catalog_file(name) or b"", re.M)
+        m = re.search(rb"^\s*image:\s*(\S+)", file_bytes(name) or b"", re.M)
         if m:
             out[vendor] = m.group(1).decode()
     return out
@@ -567,7 +567,7 @@ class Shell:
             term.err("curl: no URL specified\n")
             return 2
         m = re.fullmatch(r"https?://[^/\s]+(?:/[^\s?#]*)?/first-job/([A-Za-z0-9._-]+)", url)
-        data = _catalog_file(m.group(1)) if m else None
+        data = file_bytes(m.group(1)) if m else None
         if data is None:
             term.err(
                 f"curl: (6) the simulated node reaches only the box's recipe catalog (…/first-job/<file>), not {url}\n"

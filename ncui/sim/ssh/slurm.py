@@ -25,7 +25,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
 from typing import cast
 
-from ..app import _catalog_file
+from ..catalog import file_bytes
 from ..kube import profiles
 from .node import COMMANDS, NOT_AVAILABLE, STOCK, Command, Container, NodeSpec, Shell, SimNode, Term
 
@@ -191,7 +191,7 @@ class SlurmQueue:
         limit = parse_limit(opts["time"]) if "time" in opts else 3600
         out = opts.get("output") or "slurm-%j.out"
         out = str(workdir / out) if not out.startswith("/") else out
-        nanogpt = text == (_catalog_file(SBATCH) or b"\0")
+        nanogpt = text == (file_bytes(SBATCH) or b"\0")
         image = STOCK.get(self.node.spec.gpu_vendor, "")
         lead = 0.0
         if nanogpt:
@@ -343,7 +343,7 @@ class LoginShell(Shell):
             term.out("prepare: fetching the Shakespeare text\n")
             text.write_text("First Citizen:\nBefore we proceed any further, hear me speak.\n")
         term.out(f"prepare: writing {d}/{SBATCH}\n")
-        node.local(d / SBATCH).write_bytes(_catalog_file(SBATCH) or b"")
+        node.local(d / SBATCH).write_bytes(file_bytes(SBATCH) or b"")
         term.out(
             "prepare: ready. Submit, then follow the log (it lands in the directory you submit from):\n"
             f"  sbatch --nodes=1 {d}/{SBATCH}\n  squeue --me\n  tail -F nanogpt-<jobid>.out\n"
