@@ -39,7 +39,7 @@ from ncui.kube.logs import LossCurve
 from ncui.widgets.chart import Chart
 from ncui.widgets.logpane import LogPane
 from ncui.screens.losses import LOSS_CHART_INTERVAL, loss_chart  # the screen's own wiring
-from ncui.screens.workloads import log_follower
+from ncui.screens.kubepane import log_follower
 
 kubeconfig, pod, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
 

@@ -40,7 +40,7 @@ SOAK = (
     CHILD
     + r"""
 import httpx
-from ncui.screens import workloads as W
+from ncui.screens import kubepane as W
 from ncui.screens.modals import SignInModal
 from ncui.store import SLICES
 
@@ -74,15 +74,15 @@ class SoakBench(BenchApp):
         if isinstance(self.screen, SignInModal) and self.screen.link not in self.approved:
             self.approved.add(self.screen.link)  # the human approves the new link (an idle day's expiry)
             self.run_worker(self._approve(self.screen.link), exit_on_error=False)
-        q = self.query("#workloads")
+        q = self.query("#kube-pane")
         if not q:
             return
-        view = q.first()
+        pane = q.first()
         pods = self.store.value("k8s_pods") or {}
         alive = [p for p in pods.values() if (p.get("status") or {}).get("phase") in ("Pending", "Running")]
         newest = max(alive, key=lambda p: p["metadata"]["creationTimestamp"], default=None)
-        if newest is not None and view.pod != newest["metadata"]["name"]:
-            view.select(newest["metadata"]["name"])  # the reclaimed pod's successor: a person selects it
+        if newest is not None and pane.pod != newest["metadata"]["name"]:
+            pane.select(newest["metadata"]["name"])  # the reclaimed pod's successor: a person selects it
     async def _approve(self, link):
         async with httpx.AsyncClient() as h:
             await h.post(API + "/device", data={"code": link.split("code=", 1)[1]})

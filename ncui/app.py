@@ -268,10 +268,10 @@ class NCApp(App[None]):
 
     def _kube_moved(self) -> None:
         """The cluster's client was made anew (its endpoint moved): Workloads follows its log through it."""
-        from .screens.workloads import WorkloadsView
+        from .screens.kubepane import KubePane
 
-        for view in self.query(WorkloadsView):
-            view.kube_changed()
+        for pane in self.query(KubePane):
+            pane.kube_changed()
 
     # ---- actions ------------------------------------------------------------------------------
 

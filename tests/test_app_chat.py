@@ -44,13 +44,13 @@ async def test_post_train_chat_sends_the_seeds_request(sim, tmp_path):
         for name in ("finance-analyst-tune-nvidia.yaml", "finance-analyst-serve-nvidia.yaml"):
             assert all(r.error is None for r in await app.connect.kube.apply(recipe(K, name)))
         await pilot.press("4")
-        view = app.query_one("#workloads")
+        wl = app.query_one("#kube-pane")
         for _ in range(200):
-            if view._service() == "finance-analyst":
+            if wl._service() == "finance-analyst":
                 break
             world.advance(60)
             await pilot.pause(0.05)
-        await until(pilot, lambda: view._service() == "finance-analyst", what="the tuned model READY 1/1")
+        await until(pilot, lambda: wl._service() == "finance-analyst", what="the tuned model READY 1/1")
         up = "Post-train (finance-analyst) is up (READY 1/1): m talks to it (svc/finance-analyst)."
         await until(pilot, lambda: up in " ".join(screen_text(app).split()), what="Workloads says m talks to it")
         await pilot.press("m")

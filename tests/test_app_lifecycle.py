@@ -107,7 +107,7 @@ async def test_stop_removes_the_whole_recipe_and_one_serving_recipe_at_a_time(si
         await pilot.press("y")
         await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30, what="Workloads")
         await until(pilot, lambda: {"infera-router", "kimi-k3-worker"} <= set(deps(app)), what="Kimi applied")
-        await until(pilot, lambda: app.query_one("#workloads").pod is not None, what="a pod selected")
+        await until(pilot, lambda: app.query_one("#kube-pane").pod is not None, what="a pod selected")
 
         await pilot.press("x")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), timeout=30, what="the stop question")
@@ -159,8 +159,8 @@ async def test_kimi_load_test_holds_own_requests_and_shows_its_summary(sim):
         await bid(app, sim)
         await apply_files(app, "kimi-k3-weights-to-shared.yaml", "kimi-k3-serve-nvidia.yaml")
         await pilot.press("4")
-        view = app.query_one("#workloads")
-        await run_until(pilot, world, lambda: view._service() == "infera", "Kimi K3 READY 1/1", step=120)
+        wl = app.query_one("#kube-pane")
+        await run_until(pilot, world, lambda: wl._service() == "infera", "Kimi K3 READY 1/1", step=120)
         await until(pilot, lambda: "L runs the optional load test" in screen_text(app), what="the offer")
         await until(pilot, lambda: "Kimi K3 is up (READY 1/1)" in notes(app), what="said once it is up")
         await pilot.press("L")
@@ -258,8 +258,8 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
             timeout=40,
             what="a new tune Job",
         )
-        view = app.query_one("#workloads")
-        await run_until(pilot, world, lambda: view._service() == "finance-analyst", "the tuned model served", step=120)
+        wl = app.query_one("#kube-pane")
+        await run_until(pilot, world, lambda: wl._service() == "finance-analyst", "the tuned model served", step=120)
         assert "DEFECTIVE" not in screen_text(app) and "PREVIOUS" not in screen_text(app)
         serving = next(
             n
@@ -292,7 +292,7 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
         await run_until(
             pilot,
             world,
-            lambda: serving not in (app.store.value("k8s_pods") or {}) and view._service() == "finance-analyst",
+            lambda: serving not in (app.store.value("k8s_pods") or {}) and wl._service() == "finance-analyst",
             "a new serve pod, ready",
         )
         assert "PREVIOUS" not in screen_text(app)
@@ -359,8 +359,8 @@ async def test_workloads_footer_offers_L_while_kimi_serves_at_80_columns(sim):
         await until(pilot, lambda: "q Quit" in footer_keys(app), what="the footer")
         assert "L Load test" not in footer_keys(app)
         await apply_files(app, "kimi-k3-weights-to-shared.yaml", "kimi-k3-serve-nvidia.yaml")
-        view = app.query_one("#workloads")
-        await run_until(pilot, world, lambda: view._service() == "infera", "Kimi K3 READY 1/1", step=120)
+        wl = app.query_one("#kube-pane")
+        await run_until(pilot, world, lambda: wl._service() == "infera", "Kimi K3 READY 1/1", step=120)
         await until(pilot, lambda: "L Load test" in footer_keys(app), what=f"L in {footer_keys(app)}")
         assert {"? Help", "q Quit"} <= set(footer_keys(app)), footer_keys(app)
 

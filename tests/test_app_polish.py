@@ -61,10 +61,10 @@ async def test_after_an_apply_workloads_selects_the_new_workload_with_its_names_
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))
         await pilot.press("4")
-        view = app.query_one("#workloads")
+        wl = app.query_one("#kube-pane")
         chart = app.query_one("#loss-chart")
-        await until(pilot, lambda: (view.pod or "").startswith("nanogpt"), what="the old pod selected")
-        await until(pilot, lambda: chart.display and view._losses.unit == "iter", what="the Train loss chart")
+        await until(pilot, lambda: (wl.pod or "").startswith("nanogpt"), what="the old pod selected")
+        await until(pilot, lambda: chart.display and wl._losses.unit == "iter", what="the Train loss chart")
         await open_recipes(pilot, app)
         await pilot.press("down", "down", "down")  # Post-train
         await until(pilot, lambda: "finance-analyst-tune" in screen_text(app), what="the Post-train preview")
@@ -74,12 +74,12 @@ async def test_after_an_apply_workloads_selects_the_new_workload_with_its_names_
         await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30)
         # the pods come as the box's clock runs (frozen here: moved by hand)
         for _ in range(40):
-            if (view.pod or "").startswith("finance-analyst-tune") and view._losses.points:
+            if (wl.pod or "").startswith("finance-analyst-tune") and wl._losses.points:
                 break
             k.world.advance(60)
             await pilot.pause(0.1)
-        await until(pilot, lambda: (view.pod or "").startswith("finance-analyst-tune"), what="the tune's pod selected")
-        await until(pilot, lambda: chart.display and view._losses.unit == "step", what="the tune's loss chart")
+        await until(pilot, lambda: (wl.pod or "").startswith("finance-analyst-tune"), what="the tune's pod selected")
+        await until(pilot, lambda: chart.display and wl._losses.unit == "step", what="the tune's loss chart")
         table = app.query_one("#pods", DataTable)
         shown = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         assert len(shown) >= 3 and len(set(shown)) == len(shown), shown  # nanogpt, launcher, tune: told apart
@@ -89,10 +89,10 @@ async def test_after_an_apply_workloads_selects_the_new_workload_with_its_names_
         launcher = next(i for i in range(table.row_count) if "launche" in str(table.get_row_at(i)[0]))
         while table.cursor_row != launcher:
             await pilot.press("down" if table.cursor_row < launcher else "up")
-        await until(pilot, lambda: "launcher" in (view.pod or ""), what="the launcher selected")
+        await until(pilot, lambda: "launcher" in (wl.pod or ""), what="the launcher selected")
         await until(pilot, lambda: not chart.display, what="no chart beside the launcher's log")
         assert str(table.get_row_at(launcher)[-1]) == "…cpu-worker-0"  # its node, whole but for the cluster's name
-        assert view._want == []  # the human chose: no apply takes the selection back
+        assert wl._want == []  # the human chose: no apply takes the selection back
         # the tune's memos, long lines, wrap at the pane's width
         tune = next(i for i in range(table.row_count) if "tune" in str(table.get_row_at(i)[0]))
         while table.cursor_row != tune:

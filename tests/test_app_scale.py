@@ -12,8 +12,8 @@ from textual.widgets import DataTable
 
 from ncui.kube import status as S
 from ncui.screens.base import fitted_columns
+from ncui.screens.kubepane import KubePane
 from ncui.screens.modals import ConfirmModal
-from ncui.screens.workloads import WorkloadsView
 
 from .apphelp import app_for, loaded, until
 from .kc_support import advance_until, busybox_job
@@ -35,23 +35,23 @@ async def test_many_pods_burst_and_offscreen_rows(kube_factory, monkeypatch):
         assert [r.error for r in await app.connect.kube.apply([job])] == [None]
         await advance_until(k, lambda: sum(s.startswith("Running") for s in k.pod_statuses().values()) == 40, step=30)
         table = app.query_one("#pods", DataTable)
-        view = app.query_one("#workloads", WorkloadsView)
+        wl = app.query_one("#kube-pane", KubePane)
         await until(pilot, lambda: table.row_count == 40 and "Running" in str(table.get_row_at(39)), what="40 rows")
         assert gc.get_freeze_count() > 0  # what the first pods' table found is out of the full collections' walk
         await until(
             pilot,
             lambda: (
                 table.show_vertical_scrollbar
-                and table._ncui_columns == fitted_columns(table, view.POD_COLUMNS, flex=0, flex_min=12)
-                and view._name_width == dict(table._ncui_columns)["NAME"]
+                and table._ncui_columns == fitted_columns(table, wl.POD_COLUMNS, flex=0, flex_min=12)
+                and wl._name_width == dict(table._ncui_columns)["NAME"]
             ),
             what="the rows drawn for the table's final width",
         )
         table.move_cursor(row=0, animate=False)  # the first pod selected (it was whichever ran first), in sight
-        await until(pilot, lambda: view.pod == view._rows[0][0] and table.scroll_y == 0, what="the top row selected")
+        await until(pilot, lambda: wl.pod == wl._rows[0][0] and table.scroll_y == 0, what="the top row selected")
         calls = []
-        real = view.refresh_view
-        view.refresh_view = lambda: (calls.append(1), real())[1]
+        real = wl.refresh_view
+        wl.refresh_view = lambda: (calls.append(1), real())[1]
         runs = sorted((r for r in c.runs.values() if r.owner == "many"), key=lambda r: r.name)
         versions, updates = app.store.get("k8s_pods").version, table._update_count
         with k.world.lock:  # a burst: every pod changes at once (40 watch events)
@@ -82,16 +82,16 @@ async def test_many_pods_burst_and_offscreen_rows(kube_factory, monkeypatch):
         line = table.render_line(table.size.height - 1).text
         assert last in line and " 1 " in line, line
         # AGE ticks only while Workloads is on top: beneath a question a tick would draw the whole screen again
-        name = view._rows[int(table.scroll_y)][0]  # the top row in sight
+        name = wl._rows[int(table.scroll_y)][0]  # the top row in sight
         age = str(table.get_cell(name, "AGE"))
         app.push_screen(ConfirmModal("Stop it?", "A question over Workloads."))
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the question")
         await asyncio.to_thread(k.world.advance, 600)  # ten minutes on: every AGE would change
-        view._tick_ages()
+        wl._tick_ages()
         assert str(table.get_cell(name, "AGE")) == age
         app.pop_screen()
-        await until(pilot, lambda: app.screen is view.screen, what="the question gone")
-        view._tick_ages()
+        await until(pilot, lambda: app.screen is wl.screen, what="the question gone")
+        wl._tick_ages()
         assert str(table.get_cell(name, "AGE")) != age
         await pilot.press("q")
 
@@ -99,15 +99,15 @@ async def test_many_pods_burst_and_offscreen_rows(kube_factory, monkeypatch):
 async def test_held_arrow_follows_only_the_pod_it_rests_on(kube_factory, monkeypatch):
     """↓ pressed three times quickly: the selection moves at once each time (the explanation follows it), and one
     log follow starts, of the pod the selection rests on, whose lines the pane then shows (FOLLOW_SETTLE)."""
-    import ncui.screens.workloads as W
+    import ncui.screens.kubepane as K
 
     k = kube_factory("k8s-market")
     monkeypatch.setenv("NCUI_KUBE_CACHE", str(k.auth_cache))
-    monkeypatch.setattr(W, "FOLLOW_SETTLE", 1.0)  # roomy: three presses land within it on a loaded machine
+    monkeypatch.setattr(K, "FOLLOW_SETTLE", 1.0)  # roomy: three presses land within it on a loaded machine
     followed: list[str] = []
-    real = W.log_follower
+    real = K.log_follower
     monkeypatch.setattr(
-        W, "log_follower", lambda kube, pod, *a, **kw: (followed.append(pod), real(kube, pod, *a, **kw))[1]
+        K, "log_follower", lambda kube, pod, *a, **kw: (followed.append(pod), real(kube, pod, *a, **kw))[1]
     )
     app = app_for(k.sim)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -121,17 +121,17 @@ async def test_held_arrow_follows_only_the_pod_it_rests_on(kube_factory, monkeyp
         await advance_until(k, lambda: sum(s.startswith("Running") for s in k.pod_statuses().values()) == 4, step=30)
         await asyncio.to_thread(k.world.advance, 5)  # each pod has printed its command line
         table = app.query_one("#pods", DataTable)
-        view = app.query_one("#workloads", WorkloadsView)
-        await until(pilot, lambda: table.row_count == 4 and view.follower is not None, what="4 rows, one followed")
+        wl = app.query_one("#kube-pane", KubePane)
+        await until(pilot, lambda: table.row_count == 4 and wl.follower is not None, what="4 rows, one followed")
         table.focus()
         table.move_cursor(row=0, animate=False)
-        await until(pilot, lambda: view.pod == view._rows[0][0] and view.follower is not None, what="the top pod")
+        await until(pilot, lambda: wl.pod == wl._rows[0][0] and wl.follower is not None, what="the top pod")
         log = lambda: "\n".join(app.query_one("#log").lines_log.lines)  # noqa: E731  (the pane's lines)
         await until(pilot, lambda: "alpha-marker" in log(), what="the first pod's log")
         followed.clear()
         await pilot.press("down", "down", "down")
-        last = view._rows[3][0]
-        assert table.cursor_row == 3 and view.pod == last  # the table moved at once, three rows
+        last = wl._rows[3][0]
+        assert table.cursor_row == 3 and wl.pod == last  # the table moved at once, three rows
         assert last.startswith("pick-delta") and "alpha-marker" not in log()  # the old pod's lines went at once
         await until(pilot, lambda: followed == [last], what="one follow, of the pod the selection rests on")
         await until(pilot, lambda: "delta-marker" in log(), what="that pod's lines in the pane")

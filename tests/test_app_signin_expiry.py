@@ -86,24 +86,24 @@ async def test_a_401_pauses_the_watch_and_the_log_until_approved_then_every_line
         router = [d for d in (await _recipe(sim)) if d["metadata"]["name"] == "infera-router"]
         assert [r.error for r in await kube.apply(router)] == [None]
         await pilot.press("4")
-        view = app.query_one("#workloads")
+        wl = app.query_one("#kube-pane")
         pane = app.query_one("#log")
         for _ in range(30):  # the router runs on the CPU worker
-            if view.follower is not None and view.follower.state == "following":
+            if wl.follower is not None and wl.follower.state == "following":
                 break
             world.advance(30)
             await pilot.pause(0.05)
-        pod = view.pod
+        pod = wl.pod
         assert pod and pod.startswith("infera-router")
         k = KubeEnv(sim, "halcyon", tmp_path)  # the box's side, for the helpers (no sign-in of its own)
         for _ in range(4):  # a health line every 10 virtual minutes
             world.advance(600)
-            await until(pilot, lambda: view.follower.total == len(box_log(k, pod, "router")), what="caught up")
+            await until(pilot, lambda: wl.follower.total == len(box_log(k, pod, "router")), what="caught up")
 
         await _sim(sim, "/_sim/k8s/revoke", {})  # the cluster answers 401 from now on; open streams end
         await until(pilot, lambda: isinstance(app.screen, SignInModal), timeout=30, what="the new link")
         assert "answered 401" in screen_text(app) and app.store.value("kube_signin") == "expired"
-        await until(pilot, lambda: view.follower.state == "not signed in", timeout=20, what="the log paused")
+        await until(pilot, lambda: wl.follower.state == "not signed in", timeout=20, what="the log paused")
         assert "log: paused until the sign-in is approved" in str(pane.query_one("#logpane-status").content)
 
         # the service answers; the cluster's watch does not (its slices fail once the watcher meets the 401)
@@ -138,7 +138,7 @@ async def test_a_401_pauses_the_watch_and_the_log_until_approved_then_every_line
             timeout=20,
             what="the log resumed",
         )  # (the pane's own lines: the follower's count runs ahead of the batch on its way to the pane)
-        assert view.pod == pod and view.follower.streams >= 2
+        assert wl.pod == pod and wl.follower.streams >= 2
         assert list(pane.lines_log.lines) == box_log(k, pod, "router")  # none lost, none repeated, in order
         assert "paused" not in screen_text(app) and app.store.value("kube_signin") == "signed in"
 

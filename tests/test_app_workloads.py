@@ -46,9 +46,9 @@ async def test_train_flow_end_to_end(sim):
             world.advance(60)
             await pilot.pause(0.2)
         await until(pilot, loss_lines, timeout=10, what="loss lines in the log pane")
-        view = app.query_one("#workloads")
-        await until(pilot, lambda: len(view._losses.points) >= 2, what="the loss chart")
-        assert view._losses.points[0][1] > view._losses.points[-1][1]  # the loss falls
+        wl = app.query_one("#kube-pane")
+        await until(pilot, lambda: len(wl._losses.points) >= 2, what="the loss chart")
+        assert wl._losses.points[0][1] > wl._losses.points[-1][1]  # the loss falls
         assert "Running" in screen_text(app) or "Completed" in screen_text(app)
         await pilot.press("x")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal))
@@ -78,13 +78,13 @@ async def test_serve_flow_to_a_completion(sim):
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app))
         await pilot.press("y")
         await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30)
-        view = app.query_one("#workloads")
+        wl = app.query_one("#kube-pane")
         for _ in range(120):
-            if view._service():
+            if wl._service():
                 break
             world.advance(60)
             await pilot.pause(0.1)
-        assert view._service() == "inkling"
+        assert wl._service() == "inkling"
         # neither the engine's log nor the staging job's has loss lines: each takes the whole width, no chart
         from textual.widgets import DataTable
 
@@ -95,8 +95,8 @@ async def test_serve_flow_to_a_completion(sim):
             target = next(i for i, n in enumerate(names) if n.startswith("inkling-weights") == want_job)
             while table.cursor_row != target:
                 await pilot.press("down" if table.cursor_row < target else "up")
-            await until(pilot, lambda target=target: view.pod == names[target], what="the pod selected")
-            await until(pilot, lambda: view.follower is not None and view.follower.total > 0, what="its log")
+            await until(pilot, lambda target=target: wl.pod == names[target], what="the pod selected")
+            await until(pilot, lambda: wl.follower is not None and wl.follower.total > 0, what="its log")
             assert not app.query_one("#loss-chart").display
         await _chat_with_inkling(pilot, app, sim)
 
@@ -183,12 +183,12 @@ async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
                 break
             world.advance(10)
             await pilot.pause(0.05)
-        view = app.query_one("#workloads")
+        wl = app.query_one("#kube-pane")
         pane = app.query_one("#log")
         # the pod was selected when it appeared: its first follower has its stream (before any cut is set)
         await until(
             pilot,
-            lambda: view.follower is not None and view.follower.total >= 5000,
+            lambda: wl.follower is not None and wl.follower.total >= 5000,
             timeout=30,
             what="the first follower's stream",
         )
@@ -203,21 +203,21 @@ async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
             )
             assert r.status_code == 200
         flood = next(n for n in pods() if n.startswith("flood"))
-        first = view.follower
-        view.follow_log()  # (re)open the selected pod's log: the only pod, so the flood's
-        assert view.pod == flood
-        await until(pilot, lambda: view.follower not in (None, first), what="a new follower (the pane cleared)")
+        first = wl.follower
+        wl.follow_log()  # (re)open the selected pod's log: the only pod, so the flood's
+        assert wl.pod == flood
+        await until(pilot, lambda: wl.follower not in (None, first), what="a new follower (the pane cleared)")
         await until(
             pilot,
             lambda: (
-                view.follower.total >= 5000 and len(pane.lines_log.lines) >= 5000 and not pane.lines_log.paint_pending
+                wl.follower.total >= 5000 and len(pane.lines_log.lines) >= 5000 and not pane.lines_log.paint_pending
             ),
             timeout=30,
             what="all 5,000 lines on the pane",
         )
         expected = [f"iter {k}: loss {1 + (k % 997) / 331:.4f}, time {380 + k % 37}.12ms" for k in range(5000)]
         assert list(pane.lines_log.lines) == expected  # none lost, none repeated, in order
-        assert view.follower.streams >= 3 and view.follower.total == 5000
+        assert wl.follower.streams >= 3 and wl.follower.total == 5000
         assert any("resuming" in s for s in statuses), statuses
         assert statuses[-1] == ""  # lines flow again: the line under the pane is gone
         assert "resuming" not in screen_text(app)

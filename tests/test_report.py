@@ -249,7 +249,7 @@ async def test_train_in_the_app_then_the_report_holds_after_a_restart(sim):
         await until(pilot, lambda: app.store.meta.get("cluster") is not None, what="the active cluster")
         assert app.store.meta["cluster"].name == "halcyon"
         await pilot.press("4")
-        wl = app.query_one("#workloads")
+        wl = app.query_one("#kube-pane")
         await until(pilot, lambda: (wl.pod or "").startswith("nanogpt-"), timeout=30, what="the job's pod selected")
         await pilot.press("6")
         view = app.query_one("#report")

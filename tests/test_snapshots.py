@@ -71,17 +71,17 @@ def test_workloads(snap_compare, kube_factory, monkeypatch, size):
         await until(pilot, lambda: loaded(app, "whoami", "cluster", "bid", "ladder"))
         await pilot.press("4")
         await until(pilot, lambda: app.store.value("k8s_pods"), what="the pod watch")
-        view = app.query_one("#workloads")
+        wl = app.query_one("#kube-pane")
         await until(
             pilot,
-            lambda: len(view._losses.points) > 10 and view.follower is not None and view.follower.state == "following",
+            lambda: len(wl._losses.points) > 10 and wl.follower is not None and wl.follower.state == "following",
             what="loss lines",
         )
         pane = app.query_one("#log")
         log = pane.lines_log
 
         def all_in() -> bool:  # every line the follower got, wrapped at the pane's width (memos, long lines)
-            texts = view.follower.texts()
+            texts = wl.follower.texts()
             width = log.scrollable_content_region.width
             return bool(texts) and list(log.lines) == wrap_lines([t or " " for t in texts], width)
 
@@ -199,8 +199,8 @@ def test_chat(snap_compare, kube_factory, monkeypatch):
     async def ready(pilot):
         await until(pilot, lambda: loaded(app, "whoami", "cluster", "bid", "ladder"))
         await pilot.press("4")
-        view = app.query_one("#workloads")
-        await until(pilot, lambda: view._service() == "inkling", timeout=30, what="Inkling READY 1/1")
+        wl = app.query_one("#kube-pane")
+        await until(pilot, lambda: wl._service() == "inkling", timeout=30, what="Inkling READY 1/1")
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, ChatScreen), what="the chat")
         chat = app.screen

@@ -102,12 +102,18 @@ class View(VerticalScroll):
 
     def problem(self, *names: str) -> Text | None:
         """A line saying why data is missing or stale (store.Slice.staleness), or None when all is well."""
-        now = self.store.now()
-        for n in names:
-            why = self.store.get(n).staleness(now)
-            if why:
-                return Text(f"⚠ {why[0].upper()}{why[1:]}", style="bold red")
-        return None
+        return problem(self.store, *names)
+
+
+def problem(store: Store, *names: str) -> Text | None:
+    """A line saying why the slices ``names`` are missing or stale (store.Slice.staleness), or None when all is
+    well: a view's, or a pane's within one."""
+    now = store.now()
+    for n in names:
+        why = store.get(n).staleness(now)
+        if why:
+            return Text(f"⚠ {why[0].upper()}{why[1:]}", style="bold red")
+    return None
 
 
 # The six screens: (id, title, module, class). Only Account is imported before the first frame; the

@@ -346,6 +346,9 @@ class NodesPane(Vertical):
     def table(self) -> DataTable[Any]:
         return self.query_one("#nodes", DataTable)
 
+    def focus_target(self) -> DataTable[Any]:
+        return self.table()
+
     def selected(self) -> NodeRow | None:
         return next((r for r in self._shown if r.id == self.node), None)
 
@@ -491,6 +494,23 @@ class NodesPane(Vertical):
         getattr(pane, f"action_{name}")()
         if name == "toggle_follow":
             self.notify(f"Follow {'on' if pane.follow else 'off'}", timeout=1.5)
+
+    # The log's keys as Workloads hands them on (its f, /, w, t and G: screens/workloads.py); f and / are bound
+    # here too, for the keyboard on this pane.
+    def action_follow(self) -> None:
+        self.action_pane("toggle_follow")
+
+    def action_filter(self) -> None:
+        self.action_pane("filter")
+
+    def action_wrap(self) -> None:
+        self.action_pane("toggle_wrap")
+
+    def action_timestamps(self) -> None:
+        self.action_pane("toggle_timestamps")
+
+    def action_end(self) -> None:
+        self.action_pane("jump_end")
 
     def action_copy_login(self) -> None:
         """The selected node's ``ssh`` command, to the clipboard where the terminal allows (OSC 52)."""

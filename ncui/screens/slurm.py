@@ -121,7 +121,7 @@ class SlurmPanel(Vertical):
         said = check.at(self._flow().cert_now()).message
         if said != self._signin_said:
             self._signin_said = said
-            self.refresh_panel()
+            self.refresh_view()
 
     def _columns(self) -> bool:
         if fit_columns(self.query_one("#slurm-jobs", DataTable), self.COLUMNS, flex_min=8):
@@ -131,11 +131,14 @@ class SlurmPanel(Vertical):
 
     def on_resize(self) -> None:
         if self._columns():
-            self.refresh_panel()
+            self.refresh_view()
 
     @property
     def table(self) -> DataTable[Any]:
         return self.query_one("#slurm-jobs", DataTable)
+
+    def focus_target(self) -> DataTable[Any]:
+        return self.table
 
     def _app(self) -> NCApp:
         return cast("NCApp", self.app)  # (Widget.app is an App[object]: the panel lives in NCApp only)
@@ -154,7 +157,7 @@ class SlurmPanel(Vertical):
 
     # ---- rendering ---------------------------------------------------------------------------------
 
-    def refresh_panel(self) -> None:
+    def refresh_view(self) -> None:
         from ..remote.slurm import explain
 
         st = self.store
@@ -260,7 +263,7 @@ class SlurmPanel(Vertical):
         except RemoteError:  # (SlurmError too)
             return  # not known: the line says it left the queue, and no more
         self._ended[jid] = job
-        self.refresh_panel()
+        self.refresh_view()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         jid = event.row_key.value if event.row_key is not None else None
