@@ -6,7 +6,7 @@ Screens read the store and call actions; the backend's pollers feed the store.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,6 @@ from .flows.node import NodeFlow
 from .flows.recall import RecallFlow
 from .flows.slurm import SlurmFlow
 from .flows.vm import VmFlow
-from .remote.research import box_ssh_config
 from .screens.account import AccountView
 from .screens.base import VIEWS, View, view_class
 from .screens.commands import commands
@@ -105,7 +104,8 @@ class NCApp(App[None]):
         self.history: history.History | None = None  # this service's, once connected
         # what every flow is given (ncui/flows/base.py): its history and pollers are set once connected
         self.keyhold = KeyHold(self)  # keys typed ahead of a question reach it (screens/keyhold.py)
-        self.ctx = Context(backend, self.store, ScreenUI(self, self.keyhold))
+        self.ui = ScreenUI(self, self.keyhold)  # how the flows ask, say and start work (screens/ui.py)
+        self.ctx = Context(backend, self.store, self.ui)
         # the flows (ncui/flows/), each given what it calls. Some call each other both ways (apply and lifecycle;
         # connect, recall and slurm): the later one is reached through a lambda, bound when called.
         self.connect = ConnectFlow(  # sign-in, the kube client and its watches, the hand-off, the active cluster
@@ -123,7 +123,7 @@ class NCApp(App[None]):
             kube_signed_in=self.connect.kube_signed_in,
             slurm_runner=lambda name: self.slurm.runner_for(name),
             node_sessions=lambda: self.nodes.sessions,
-            box_ssh_config=lambda: box_ssh_config(self.backend),
+            box_ssh_config=self._box_ssh_config,
         )
         self.lease = LeaseFlow(self.ctx, remember=self.recall.remember, exit=self._quit)
         self.limit = SpendingLimitFlow(
@@ -184,24 +184,8 @@ class NCApp(App[None]):
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)
 
-    def start_worker(
-        self,
-        work: Callable[[], Coroutine[Any, Any, object]],
-        *,
-        name: str,
-        group: str = "default",
-        exclusive: bool = False,
-    ) -> Worker[object]:
-        """``run_worker`` for an async function, with exit_on_error=False: a failure is said on screen
-        (``on_worker_state_changed``), never the end of the app. The worker gets the function, not a
-        coroutine: cancelled before it starts (a quit, a second s), a coroutine object would be left never
-        awaited. (Textual's WorkType is a union of a coroutine function, a plain function and an awaitable:
-        given an async function alone, mypy cannot pick the result type; the annotated local gives it.)"""
-        worker: Worker[object] = self.run_worker(work, name=name, group=group, exclusive=exclusive, exit_on_error=False)
-        return worker
-
     def _start(self) -> None:
-        self.start_worker(self._connect, name="connect")
+        self.ui.start(self._connect, name="connect")
 
     async def _connect(self) -> None:
         if self.backend is None:  # the first-run screen has no backend, and never connects
@@ -231,6 +215,11 @@ class NCApp(App[None]):
             await self.pollers.stop()
         if self.backend is not None:
             await self.backend.close()
+
+    def _box_ssh_config(self) -> Path | None:
+        from .remote.research import box_ssh_config  # (asyncssh with it: ~160 ms, never before the first frame)
+
+        return box_ssh_config(self.backend)
 
     async def on_event(self, event: events.Event) -> None:
         if not self.keyhold.held(event):  # (a key typed ahead of a question waits for it)

@@ -4,6 +4,7 @@ question before anything is sent, and a no sends nothing."""
 
 from __future__ import annotations
 
+from ncui.flows import fresh
 from ncui.flows.base import Context, Flow
 from ncui.flows.ui import Confirm, Results
 from ncui.store import Store
@@ -28,9 +29,10 @@ def flow(store: Store, ui: ScriptedUI) -> Flow:
 
 async def _ask(store: Store, ui: ScriptedUI):
     f = flow(store, ui)
-    snap = await f.fresh_figures(NAMES, "Nothing was sent.")
+    snap = await fresh.figures(f.ctx, NAMES, "Nothing was sent.")
     assert snap is not None
-    return await f.confirm_fresh(
+    return await fresh.confirm(
+        f.ctx,
         snap,
         NAMES,
         "Spend it?",

@@ -115,7 +115,7 @@ async def test_a_failed_workers_traceback_is_in_the_log_and_its_token_is_not(sim
             credential = token  # the token in a local variable, and in the exception's words
             raise ValueError(f"the answer had no cluster (sent Authorization: Bearer {credential})")
 
-        app.start_worker(read_the_cluster, name="read-cluster")
+        app.ui.start(read_the_cluster, name="read-cluster")
         await until(pilot, lambda: any("(read-cluster)" in n.message for n in app._notifications), what="the toast")
         (said,) = [n.message for n in app._notifications if "(read-cluster)" in n.message]
         assert "ValueError: the answer had no cluster" in said and token not in said

@@ -175,7 +175,7 @@ class ApplyFlow(Flow):
         names = ("balance", "bid", "ladder") if cluster.market and plan.gpus else ("balance",)
         if cluster.market and plan.gpus and await self._kube_client() is None:
             return
-        snap = await self.fresh_figures(names, "Nothing was bid or applied.")
+        snap = await fresh.figures(self.ctx, names, "Nothing was bid or applied.")
         if snap is None:
             return
         summary = st.value("summary")
@@ -257,8 +257,16 @@ class ApplyFlow(Flow):
             m = R.money_check(plan.gpus, cover[0], now.value("balance").balance_ucredits, purchases)
             return said, None if m.ok else m.sentence
 
-        yes = await self.confirm_fresh(
-            snap, names, f"Apply {plan.title}?", body, still, yes="Apply", no="Cancel", declined="Nothing was applied."
+        yes = await fresh.confirm(
+            self.ctx,
+            snap,
+            names,
+            f"Apply {plan.title}?",
+            body,
+            still,
+            yes="Apply",
+            no="Cancel",
+            declined="Nothing was applied.",
         )
         if not yes:
             await self.lease.offer_back(ref.name, set_here)

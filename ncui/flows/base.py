@@ -6,17 +6,15 @@ pollers once connected, and a ``UI``) and the other flows it calls, as construct
 reaches into the App.
 
 A flow asks through ``UI.ask(question)`` (``flows/ui.py``); it waits (bounded) with ``flows/wait.py``; a money
-question's figures are read for it and re-checked at the yes (``flows/fresh.py``, ``Flow.fresh_figures`` and
-``Flow.confirm_fresh``). A test drives a flow's money logic with a scripted UI, no terminal.
+question's figures are read for it and re-checked at the yes (``flows/fresh.py``: ``fresh.figures`` and
+``fresh.confirm``, given the flow's context). A test drives a flow's money logic with a scripted UI, no terminal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import fresh
 from .ui import UI, Severity
 
 if TYPE_CHECKING:
@@ -25,7 +23,6 @@ if TYPE_CHECKING:
     from ..history import History
     from ..pollers import Pollers
     from ..store import Store
-    from .fresh import Snapshot
 
 
 # ---- what a flow is given -----------------------------------------------------------------------------------
@@ -45,7 +42,7 @@ class Context:
 
 
 class Flow:
-    """A flow's common ground: its context, and the money questions' two steps (``ncui/flows/fresh.py``: the rule).
+    """A flow's common ground: its context and what every flow says and reads through it.
     Subclasses take the other flows they call as constructor arguments."""
 
     def __init__(self, ctx: Context) -> None:
@@ -84,20 +81,3 @@ class Flow:
         if nc is None:
             self.notify("Not connected to National Compute yet: nothing was changed.", severity="error", timeout=8)
         return nc
-
-    async def fresh_figures(self, names: tuple[str, ...], declined: str) -> Snapshot | None:
-        return await fresh.figures(self.ctx, names, declined)
-
-    async def confirm_fresh(
-        self,
-        snap: Snapshot,
-        names: tuple[str, ...],
-        title: str,
-        body: Callable[[Snapshot], Any],
-        still: Callable[[Snapshot, Snapshot], tuple[list[str], str | None]],
-        *,
-        yes: str,
-        no: str,
-        declined: str,
-    ) -> Snapshot | None:
-        return await fresh.confirm(self.ctx, snap, names, title, body, still, yes=yes, no=no, declined=declined)

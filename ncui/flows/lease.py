@@ -102,7 +102,7 @@ class LeaseFlow(Flow):
         assessed = market_price(self.store, info.gpu_model) if info is not None else None
         purchases = bool(summary and summary.purchases)
         if snap is None:
-            snap = await self.fresh_figures(LIMIT_SLICES, declined)
+            snap = await fresh.figures(self.ctx, LIMIT_SLICES, declined)
             if snap is None:
                 return None
 
@@ -125,8 +125,16 @@ class LeaseFlow(Flow):
             return said, None if cover.ok else f"{fmt_price(ceiling)} is no longer covered: {cover.sentence}"
 
         if (
-            await self.confirm_fresh(
-                snap, LIMIT_SLICES, "Set the limit price?", body, still, yes="Set it", no="Cancel", declined=declined
+            await fresh.confirm(
+                self.ctx,
+                snap,
+                LIMIT_SLICES,
+                "Set the limit price?",
+                body,
+                still,
+                yes="Set it",
+                no="Cancel",
+                declined=declined,
             )
             is None
         ):
@@ -158,7 +166,7 @@ class LeaseFlow(Flow):
         if info is None or ref is None or not info.market or info.name != ref.name:
             self.notify("A limit price is set on a market Kubernetes cluster only.")
             return
-        snap = await self.fresh_figures(LIMIT_SLICES, "The limit price was not changed.")
+        snap = await fresh.figures(self.ctx, LIMIT_SLICES, "The limit price was not changed.")
         if snap is None:
             return
         summary = st.value("summary")

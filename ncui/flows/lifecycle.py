@@ -16,6 +16,7 @@ from .. import lifecycle as L
 from ..api.errors import NCError
 from ..lifecycle import stays, stop_list
 from ..textsafe import clean
+from . import fresh
 from .base import Context, Flow
 from .ui import Confirm, Results
 from .wait import settle, until
@@ -474,7 +475,7 @@ class LifecycleFlow(Flow):
             return
         # The new pod is admitted like any GPU workload (two hours of its GPUs covered): checked and said first.
         names = ("balance", "bid") if info.market else ("balance",)
-        snap = await self.fresh_figures(names, "Nothing was restarted.")
+        snap = await fresh.figures(self.ctx, names, "Nothing was restarted.")
         if snap is None:  # (the figures this question judges, read for it: ncui/flows/fresh.py)
             return
         summary = st.value("summary")
@@ -514,7 +515,6 @@ class LifecycleFlow(Flow):
             )
 
         def still(before: Snapshot, now: Snapshot) -> tuple[list[str], str | None]:
-            from . import fresh
 
             said = fresh.changes(before, now, ref.name)
             price, _ = priced(now)
@@ -524,8 +524,8 @@ class LifecycleFlow(Flow):
             return said, None if m.ok else m.sentence
 
         title = f"Restart deploy/{L.TUNE_SERVE} on the new model?"
-        asked = await self.confirm_fresh(
-            snap, names, title, body, still, yes="Restart", no="Keep", declined="Nothing was restarted."
+        asked = await fresh.confirm(
+            self.ctx, snap, names, title, body, still, yes="Restart", no="Keep", declined="Nothing was restarted."
         )
         if asked is None:
             return

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ..api.errors import BidTooLow, NCError, VersionConflict
 from ..money import cost_ucredits, fmt_price, fmt_usd
+from . import fresh
 from .base import Context, Flow
 from .ui import Question, Results
 
@@ -172,7 +173,6 @@ class VmFlow(Flow):
 
     async def declare(self) -> None:
         from .. import recipes as R
-        from . import fresh
 
         opened = await self._read()
         if opened is None:
@@ -191,7 +191,7 @@ class VmFlow(Flow):
         if gpus is None:
             self.notify(DECLINED)
             return
-        read = await self.fresh_figures(BALANCE, DECLINED)  # read for this question
+        read = await fresh.figures(self.ctx, BALANCE, DECLINED)  # read for this question
         if read is None:
             return
         snap: Snapshot = read
@@ -242,8 +242,16 @@ class VmFlow(Flow):
             def body(_now: Snapshot) -> str:
                 return declare_question(ref.name, gpus, gpn, price, cap.version, self.store.value("ssh_keys") == ())
 
-            asked = await self.confirm_fresh(
-                snap, BALANCE, "Declare VM capacity?", body, still, yes="Declare", no="Cancel", declined=DECLINED
+            asked = await fresh.confirm(
+                self.ctx,
+                snap,
+                BALANCE,
+                "Declare VM capacity?",
+                body,
+                still,
+                yes="Declare",
+                no="Cancel",
+                declined=DECLINED,
             )
             if asked is None:
                 return None

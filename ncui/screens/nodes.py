@@ -475,8 +475,8 @@ class NodesPane(Vertical):
             self.follower = self.following = None
             self.pane.set_status(f"log: {node_id} is gone (released or reclaimed); its log so far stays above")
         if node_id in self.sessions.runners:
-            # (start_worker: the function, not its coroutine, which a closing app that never starts it leaves unawaited)
-            cast("NCApp", self.app).start_worker(partial(self.sessions.forget, node_id), name="node-forget")
+            # (ui.start: the function, not its coroutine, which a closing app that never starts it leaves unawaited)
+            cast("NCApp", self.app).ui.start(partial(self.sessions.forget, node_id), name="node-forget")
 
     # ---- connect -----------------------------------------------------------------------------------
 
@@ -669,7 +669,7 @@ class NodesPane(Vertical):
         """Look every ``RUN_CHECK`` seconds whether what ncui runs on ``r`` still runs (the starter is time-boxed;
         any run may end by itself): the screen never says it runs once it ended. One watch per node."""
         if r.id in self.sessions.runs:
-            cast("NCApp", self.app).start_worker(
+            cast("NCApp", self.app).ui.start(
                 partial(self._watch_run, r), name="node-watch", group=f"node-watch:{r.id}", exclusive=True
             )
 

@@ -256,7 +256,7 @@ after you confirm. Then the objects are created in order and you land on Workloa
         active = self.store.meta.get("cluster")
         if r.cluster_kind == "slurm" and active is not None and active.kind == "slurm":
             # Slurm's first job: asked, prepared and submitted from Workloads, where it is then followed
-            self.ncapp.start_worker(partial(self.ncapp.action_show, "workloads"), name="recipes-go")
+            self.ncapp.ui.start(partial(self.ncapp.action_show, "workloads"), name="recipes-go")
             self.ncapp.slurm.first_job()
             return
         if r.cluster_kind != "kubernetes" or active is None or active.kind != "kubernetes":

@@ -198,9 +198,10 @@ class ScreenUI:
         name: str,
         group: str = "default",
         exclusive: bool = False,
-    ) -> object:
-        # (the worker gets the function, never a coroutine: one cancelled before it starts is not left unawaited;
-        # the annotated local gives mypy the result type of Textual's union, as NCApp.start_worker does)
+    ) -> Worker[object]:
+        # (the worker gets the function, never a coroutine: one cancelled before it starts (a quit, a second s) is
+        # not left unawaited; exit_on_error=False: a failure is said on screen (NCApp.on_worker_state_changed),
+        # never the end of the app; the annotated local gives mypy the result type of Textual's WorkType union)
         worker: Worker[object] = self.app.run_worker(
             work, name=name, group=group, exclusive=exclusive, exit_on_error=False
         )
