@@ -105,6 +105,24 @@ async def test_a_flow_waiting_on_something_slow_lets_keys_through():
         go.set()
 
 
+async def test_two_flows_waiting_at_once_both_let_keys_through():
+    app = Box()
+    go = asyncio.Event()
+
+    async def flow() -> None:
+        app.ui.waiting()
+        await go.wait()
+
+    async with app.run_test() as pilot:
+        app.ui.start(flow, name="stop", group="lifecycle")
+        await pilot.pause()
+        app.ui.start(flow, name="vm-release", group="vm")  # (the second to wait must not forget the first)
+        await pilot.pause()
+        await pilot.press("4")
+        await until(lambda: app.below == ["4"], HOLD_MAX / 2, "4 on the screen below at once", sleep=pilot.pause)
+        go.set()
+
+
 async def test_keys_replayed_as_a_question_is_pushed_wait_for_it_to_be_ready():
     app = Box()
     ready = asyncio.Event()

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.timer import Timer
 
-# Worker groups of the flows that ask questions (screens/flows.py, the VM flows, the Slurm flows).
+# Worker groups of the flows that ask questions (ncui/flows/: apply and the limit price, VM, Slurm, lifecycle;
+# Workloads' stop, screens/kubepane.py).
 QUESTION_FLOWS = frozenset({"apply", "vm", "slurm-flow", "lifecycle", "wl-stop"})  # flows that start with a question
 HOLD_MAX = 10.0  # seconds a typed key may wait for the question of a flow under way
 ANSWERS = frozenset({"enter", "escape", "y", "n"})  # keys that may close a question
@@ -68,7 +69,8 @@ class KeyHold:
         keys are not held for it until it asks again."""
         worker = _current_worker()
         if worker is not None:
-            self._waiting = {id(w) for w in self._flows()} & self._waiting | {id(worker)}
+            running = {id(w) for w in self.app.workers if w.state in _RUNNING}  # (ids of ended ones let go)
+            self._waiting = (self._waiting & running) | {id(worker)}
 
     def asked(self) -> None:
         """The flow under way (the worker calling) asks a question: it is waited for again."""

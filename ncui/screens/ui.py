@@ -164,7 +164,7 @@ def _add_node(q: AddNode) -> ModalScreen[Any]:
 class ScreenUI:
     """``flows.ui.UI`` for the App: questions as modals, toasts, workers, views."""
 
-    def __init__(self, app: App[Any], keyhold: KeyHold | None = None) -> None:
+    def __init__(self, app: App[Any], keyhold: KeyHold) -> None:
         self.app = app
         self.keyhold = keyhold
 
@@ -179,12 +179,10 @@ class ScreenUI:
         self.app.push_screen(modal(question), done)
 
     def _asked(self) -> None:
-        if self.keyhold is not None:  # (keys typed ahead are held for the question: screens/keyhold.py)
-            self.keyhold.asked()
+        self.keyhold.asked()  # (keys typed ahead are held for the question again: screens/keyhold.py)
 
     def waiting(self) -> None:
-        if self.keyhold is not None:
-            self.keyhold.waiting()
+        self.keyhold.waiting()
 
     def notify(
         self, message: str, *, title: str = "", severity: Severity = "information", timeout: float | None = None
