@@ -5,6 +5,7 @@ Screens read the store and call actions; the backend's pollers feed the store.
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -20,24 +21,12 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 from textual.worker import Worker, WorkerState
 
-from . import history
-from .api.errors import NCError
 from .backend import Backend
-from .flows.apply import ApplyFlow, market_price
 from .flows.base import Context
-from .flows.connect import ConnectFlow
-from .flows.lease import LeaseFlow
-from .flows.lifecycle import LifecycleFlow
-from .flows.limit import SpendingLimitFlow
-from .flows.node import NodeFlow
-from .flows.recall import RecallFlow
-from .flows.slurm import SlurmFlow
-from .flows.vm import VmFlow
-from .screens.account import AccountView
+from .flows.wiring import Flows
 from .screens.base import VIEWS, View, view_class
 from .screens.commands import commands
 from .screens.keyhold import KeyHold
-from .screens.modals import HelpModal, ResultsModal
 from .screens.signals import catch_signals
 from .screens.ui import ScreenUI
 from .store import Store
@@ -47,10 +36,12 @@ from .widgets.navbar import NavBar
 from .widgets.scrollbar import install as install_scrollbars
 
 if TYPE_CHECKING:
+    from . import history
     from .flows.connect import Handoff
     from .pollers import Pollers
 
 log = logging.getLogger("ncui")
+STARTING = "starting"  # the first frame's one line where Account goes (NCApp._start)
 
 
 install_scrollbars()
@@ -106,55 +97,7 @@ class NCApp(App[None]):
         self.keyhold = KeyHold(self)  # keys typed ahead of a question reach it (screens/keyhold.py)
         self.ui = ScreenUI(self, self.keyhold)  # how the flows ask, say and start work (screens/ui.py)
         self.ctx = Context(backend, self.store, self.ui)
-        # the flows (ncui/flows/), each given what it calls. Some call each other both ways (apply and lifecycle;
-        # connect, recall and slurm): the later one is reached through a lambda, bound when called.
-        self.connect = ConnectFlow(  # sign-in, the kube client and its watches, the hand-off, the active cluster
-            self.ctx,
-            handoff=handoff,  # --cluster / --recipe
-            nc=lambda: self.lease.client(),
-            remembered=lambda: self.recall.remembered(),
-            remember=lambda **fields: self.recall.remember(**fields),
-            slurm_cluster=lambda ref: self.slurm.cluster(ref),
-            choose_recipe=self._choose_recipe,
-            kube_moved=self._kube_moved,
-        )
-        self.recall = RecallFlow(
-            self.ctx,
-            kube_signed_in=self.connect.kube_signed_in,
-            slurm_runner=lambda name: self.slurm.runner_for(name),
-            node_sessions=lambda: self.nodes.sessions,
-            box_ssh_config=self._box_ssh_config,
-        )
-        self.lease = LeaseFlow(self.ctx, remember=self.recall.remember, exit=self._quit)
-        self.limit = SpendingLimitFlow(
-            self.ctx,
-            kube_signed_in=self.connect.kube_signed_in,
-            stop_plan=lambda kube, recipe: self.lifecycle.stop_plan(kube, recipe),
-            stop_objects=lambda *a: self.lifecycle.stop_objects(*a),
-            recipe=lambda name: self.lifecycle.recipe(name),
-            state_notices=self.recall.state_notices,
-        )
-        self.apply = ApplyFlow(
-            self.ctx,
-            lease=self.lease,
-            kube_client=self.connect.kube_client,
-            before_apply=lambda plan: self.lifecycle.before_apply(plan),
-            remember_job=self.recall.remember_job,
-        )
-        self.lifecycle = LifecycleFlow(
-            self.ctx,
-            kube_client=self.connect.kube_client,
-            kube_in_use=lambda: (self.connect.kube, self.connect.kube_for),
-            start_apply=self.apply.start,
-            applied_select=self.apply.applied_select,
-            cover=self.apply.cover,
-            market_price=market_price,
-        )
-        self.vm = VmFlow(
-            self.ctx, copy_off=lambda cap: self.nodes.vm_copy_off(cap), node_sessions=lambda: self.nodes.sessions
-        )
-        self.slurm = SlurmFlow(self.ctx, remember_job=self.recall.remember_job)
-        self.nodes = NodeFlow(self.ctx, nc=self.lease.client, remember_job=self.recall.remember_job)  # over ssh
+        self.flows = Flows(self.ctx, self, handoff=handoff)  # each built at its first use (ncui/flows/wiring.py)
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -165,31 +108,39 @@ class NCApp(App[None]):
             yield Footer()
             return
         yield NavBar(tuple((name, title) for name, title, _, _ in VIEWS), active="account", id="tabs")
-        with ContentSwitcher(initial="account", id="views"):
-            yield AccountView(self.store, id="account")  # the others are built when first shown
+        # Account is mounted just after the first frame (in its place, one line), the others when first shown
+        with ContentSwitcher(initial=STARTING, id="views"):
+            yield Static("Loading your account…", id=STARTING, classes="note", markup=False)
         yield Footer()
 
     async def on_mount(self) -> None:
         if self.first_run:
             return
-        account = self.query_one("#account", View)
-        account.activate(True)
-        account.focus()
-        self.connect.start()  # the active cluster from whoami; --recipe chosen on Recipes once the catalog is read
-        self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), self.lease.on_standing, interested=False))
         catch_signals(self)
-        # a defective tune, a serve on the previous model, the load test's end: said at once
-        self._unsubs.append(self.lifecycle.watch())
         if self.store.meta.get("token_warning"):  # also a line on Account until it is fixed
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)
 
-    def _start(self) -> None:
+    async def _start(self) -> None:
+        """After the first frame (the header, the tabs, one line: bench/startup.py times it): Account, the flows
+        that follow the store from the start, then connecting (the first answers fill Account's cards)."""
+        switcher = self.query_one("#views", ContentSwitcher)
+        if not switcher.is_attached:  # quit before the first frame was drawn
+            return
+        if switcher.current == STARTING:  # (unless a key chose a screen already)
+            await self.action_show("account")
+        flows = self.flows
+        flows.connect.start()  # the active cluster from whoami; --recipe chosen on Recipes once the catalog is read
+        self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), flows.lease.on_standing, interested=False))
+        # a defective tune, a serve on the previous model, the load test's end: said at once
+        self._unsubs.append(flows.lifecycle.watch())
         self.ui.start(self._connect, name="connect")
 
     async def _connect(self) -> None:
         if self.backend is None:  # the first-run screen has no backend, and never connects
             return
+        from .api.errors import NCError
+
         try:
             await self.backend.connect()
         except Exception as e:  # the box failed to start, or a bad endpoint: say so, keep the app up
@@ -200,23 +151,26 @@ class NCApp(App[None]):
         # every change, as its command (h), dated on the clock the Report dates by (the box's in the demo)
         self.history = self.backend.history
         self.ctx.history = self.history
-        self.limit.start()  # the spending limit: loaded with the organization, checked on every update
-        self.recall.state_notices()
+        self.flows.limit.start()  # the spending limit: loaded with the organization, checked on every update
+        self.flows.recall.state_notices()
         self.pollers = self.ctx.pollers = self.backend.pollers(self.store)
         self.pollers.start()
 
     async def on_unmount(self) -> None:
         for u in self._unsubs:
             u()
-        await self.connect.close()  # the watches, the cluster's client
-        await self.nodes.close()  # the nodes' ssh connections
-        await self.slurm.close()
+        if self.flows.built("connect"):
+            await self.flows.connect.close()  # the watches, the cluster's client
+        if self.flows.built("nodes"):
+            await self.flows.nodes.close()  # the nodes' ssh connections
+        if self.flows.built("slurm"):
+            await self.flows.slurm.close()
         if self.pollers is not None:
             await self.pollers.stop()
         if self.backend is not None:
             await self.backend.close()
 
-    def _box_ssh_config(self) -> Path | None:
+    def box_ssh_config(self) -> Path | None:
         from .remote.research import box_ssh_config  # (asyncssh with it: ~160 ms, never before the first frame)
 
         return box_ssh_config(self.backend)
@@ -243,7 +197,7 @@ class NCApp(App[None]):
 
     # ---- what the flows are given -------------------------------------------------------------------
 
-    def _choose_recipe(self, name: str) -> None:
+    def choose_recipe(self, name: str) -> None:
         """The hand-off's recipe: Recipes shown, with it chosen."""
 
         async def show() -> None:
@@ -255,7 +209,7 @@ class NCApp(App[None]):
 
         self.call_later(show)
 
-    def _kube_moved(self) -> None:
+    def kube_moved(self) -> None:
         """The cluster's client was made anew (its endpoint moved): Workloads follows its log through it."""
         from .screens.kubepane import KubePane
 
@@ -272,7 +226,9 @@ class NCApp(App[None]):
             return
         if not switcher.query(f"#{name}"):
             await switcher.mount(view_class(name)(self.store, id=name))
-        if switcher.current:
+        if switcher.current == STARTING:
+            await switcher.query_one(f"#{STARTING}").remove()
+        elif switcher.current:
             self.query_one(f"#{switcher.current}", View).activate(False)
         switcher.current = name
         view = self.query_one(f"#{name}", View)
@@ -288,11 +244,13 @@ class NCApp(App[None]):
         if self.first_run:
             return None
         cur = self.query_one("#views", ContentSwitcher).current
-        return self.query_one(f"#{cur}", View) if cur else None
+        return self.query_one(f"#{cur}", View) if cur and cur != STARTING else None
 
     def action_help(self) -> None:
         view = self.current_view()
         body = (view.HELP if view else "[b]Welcome to ncui[/b]") + "\n" + GLOBAL_HELP
+        from .screens.modals import HelpModal
+
         self.push_screen(HelpModal(body))
 
     def action_history(self) -> None:
@@ -338,6 +296,8 @@ class NCApp(App[None]):
         if failure is None:
             self.notify("No error so far in this session.", timeout=4)
         else:
+            from .screens.modals import ResultsModal
+
             self.push_screen(ResultsModal(escape(f"Last error: {failure.what}"), failure.body()))
 
     # ---- quitting ----------------------------------------------------------------------------------
@@ -347,24 +307,28 @@ class NCApp(App[None]):
         if self.first_run or self.backend is None or self.backend.nc is None:
             self.exit()
             return
-        self.lease.quit()
+        self.flows.lease.quit()
 
-    def _quit(self, *, end_session: bool) -> None:
+    def quit(self, *, end_session: bool) -> None:
         """The end of the app once the quit was decided; ``end_session``: nothing stands, so a spending limit for
         this session ends with it (a dated one stays)."""
         if end_session:
-            self.limit.end_session()
+            self.flows.limit.end_session()
         self.exit()
 
     # ---- kubectl sign-in ----------------------------------------------------------------------
 
     def action_kube_signin(self) -> None:
-        self.connect.sign_in()
+        self.flows.connect.sign_in()
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         if not self.first_run:
             yield from commands(self, VIEWS)
 
+
+# What is imported by now (Textual, ncui's modules and classes) lives as long as the process: out of the
+# collector's sight, the full collection that otherwise falls due as the first frame is drawn costs ~35 ms less.
+gc.freeze()
 
 __all__ = ["NCApp", "Text"]

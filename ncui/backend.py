@@ -11,7 +11,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from .history import History
 from .store import Store
 
 if TYPE_CHECKING:  # imported when first needed: the first frame does not wait for httpx or pydantic
@@ -20,6 +19,7 @@ if TYPE_CHECKING:  # imported when first needed: the first frame does not wait f
     from .api import models as m
     from .api.client import NCClient
     from .config import Endpoints, SecretStr
+    from .history import History
     from .kube.kubeconfig import KubeHome
     from .pollers import Pollers
     from .sim.server import SimServer
@@ -122,6 +122,8 @@ class Backend:
                 self.kube_home = KubeHome(home / ".kube", home / "kube-contexts.json")
         assert self.endpoints is not None
         if self.history is None:
+            from .history import History  # (at connecting, after the first frame)
+
             self.history = History(self.endpoints.api, clock=self.now)
         # NCClient's annotation names pydantic's SecretStr, but it only calls get_secret_value(): config's
         # SecretStr (the same face, without importing pydantic before the first frame) is as good.

@@ -34,7 +34,7 @@ async def test_post_train_chat_sends_the_seeds_request(sim, tmp_path):
             assert (await h.post(sim.api_url + "/device", data={"code": code})).status_code == 200
             assert (await h.post(f"{sim.api_url}/_sim/k8s/tune", json={"defective": False}, headers=headers)).is_success
         await put_bid(sim, 5.0)
-        await until(pilot, lambda: app.connect.kube is not None, timeout=30, what="signed in")
+        await until(pilot, lambda: app.flows.connect.kube is not None, timeout=30, what="signed in")
 
         class K:  # what kc_support.recipe needs: the catalog's files
             @staticmethod
@@ -42,7 +42,7 @@ async def test_post_train_chat_sends_the_seeds_request(sim, tmp_path):
                 return f"{sim.access_url}/first-job/{name}"
 
         for name in ("finance-analyst-tune-nvidia.yaml", "finance-analyst-serve-nvidia.yaml"):
-            assert all(r.error is None for r in await app.connect.kube.apply(recipe(K, name)))
+            assert all(r.error is None for r in await app.flows.connect.kube.apply(recipe(K, name)))
         await pilot.press("4")
         wl = app.query_one("#kube-pane")
         for _ in range(200):

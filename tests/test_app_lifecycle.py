@@ -27,7 +27,7 @@ async def signed_in(pilot, app, sim) -> None:
     async with httpx.AsyncClient() as h:
         code = app.screen.link.split("code=", 1)[1]
         assert (await h.post(sim.api_url + "/device", data={"code": code})).status_code == 200
-    await until(pilot, lambda: app.connect.kube is not None, timeout=30, what="signed in")
+    await until(pilot, lambda: app.flows.connect.kube is not None, timeout=30, what="signed in")
     await until(pilot, lambda: loaded(app, "k8s_jobs", "k8s_pods", "k8s_deployments"), what="the watches")
 
 
@@ -39,7 +39,7 @@ async def bid(app, sim) -> None:
 async def apply_files(app, *names: str) -> None:
     """What `kubectl apply -f` of the catalog's files does (another client, not ncui's apply flow)."""
     docs = [d for n in names for d in R.parse_manifests((FILES / n).read_text(), n)]
-    assert [r.error for r in await app.connect.kube.apply(docs)] == [None] * len(docs)
+    assert [r.error for r in await app.flows.connect.kube.apply(docs)] == [None] * len(docs)
 
 
 async def run_until(pilot, world, cond, what: str, step: float = 60, limit: int = 400) -> None:
@@ -101,7 +101,7 @@ async def test_stop_removes_the_whole_recipe_and_one_serving_recipe_at_a_time(si
                 await until(pilot, lambda: "was not applied" in notes(app), what="said")
                 assert "inkling" in deps(app) and "infera-router" not in deps(app)
         await confirm_apply(pilot, app)
-        kube = app.connect.kube
+        kube = app.flows.connect.kube
         assert await kube.get("deployments", "inkling") is None and await kube.get("services", "inkling") is None
         assert await kube.get("jobs", "inkling-weights") is None
         await pilot.press("y")
@@ -194,7 +194,7 @@ async def test_kimi_load_test_holds_own_requests_and_shows_its_summary(sim):
         await pilot.press("enter")
         await until(pilot, lambda: chat.turns, timeout=30, what="an answer")
         sent = len(asked)
-        await app.connect.kube.delete("jobs", "kimi-k3-loadtest")
+        await app.flows.connect.kube.delete("jobs", "kimi-k3-loadtest")
         await until(pilot, lambda: "kimi-k3-loadtest" not in jobs(app), timeout=30, what="the old run gone")
         await apply_files(app, "kimi-k3-loadtest.yaml")
         await until(pilot, lambda: load_test_running(jobs(app)), timeout=30, what="a new load test running")
@@ -314,7 +314,7 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
         assert "tuned model and the document folder stay" in text
         await pilot.press("y")
         await until(pilot, lambda: "Stopped Post-train" in notes(app) or "Stopped Post" in notes(app), timeout=40)
-        kube = app.connect.kube
+        kube = app.flows.connect.kube
         for kind in ("deployments", "services", "serviceaccounts", "roles", "rolebindings", "jobs"):
             items, _ = await kube.list(kind, label_selector="first-job.nationalcompute.com/recipe=finance-analyst")
             assert items == [], kind

@@ -121,7 +121,7 @@ async def connect(pilot, app, node: Node, *, starter: bool = False) -> None:
     """Enter on the node's row: its host key accepted on first use, connected; ``starter``: then n, yes."""
     await pilot.press("enter")
     await answer_host_key(pilot, app, node)
-    await until(pilot, lambda: app.nodes.sessions.connected(node.id), what="connected")
+    await until(pilot, lambda: app.flows.nodes.sessions.connected(node.id), what="connected")
     if starter:
         await pilot.press("n")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
@@ -150,7 +150,7 @@ async def test_connect_run_the_starter_follow_across_a_drop_stop_copy_off_and_re
         assert f"{node.id} active 8" in row  # NODE STATE GPUS LOGIN RUNS
         await pilot.press("enter")
         await answer_host_key(pilot, app, node)
-        await until(pilot, lambda: app.nodes.sessions.connected(node.id), what="connected")
+        await until(pilot, lambda: app.flows.nodes.sessions.connected(node.id), what="connected")
         assert f"[{node.alloc['public_ip']}]:{node.alloc['ssh_port']} ssh-" in known_hosts_path().read_text()
 
         await pilot.press("n")
@@ -169,7 +169,7 @@ async def test_connect_run_the_starter_follow_across_a_drop_stop_copy_off_and_re
         await until(pilot, lambda: nodes.follower.streams >= 2, what="the follower to reconnect")
         assert any("connection dropped" in s and "no line lost or repeated" in s for s in seen)
         sim.world.advance(60)
-        runner = app.nodes.sessions.runners[node.id][1]
+        runner = app.flows.nodes.sessions.runners[node.id][1]
         want = (await runner.run(f"cat {NODE_LOG}", check=True)).stdout.splitlines()  # what the node holds now
         await until(pilot, lambda: nodes.follower.texts() == want, what="every line of the log, once")
         assert sum(bool(LOSS.search(x)) for x in want) > 20
@@ -202,7 +202,7 @@ async def test_connect_run_the_starter_follow_across_a_drop_stop_copy_off_and_re
         assert "destroyed with its local disk" in screen_text(app)
         await pilot.press("y")
         await until(pilot, lambda: sim.world.main_org.vm["tern-vm"].max_gpus == 0, what="released")
-        await until(pilot, lambda: node.id not in app.nodes.sessions.runners, what="the connection closed")
+        await until(pilot, lambda: node.id not in app.flows.nodes.sessions.runners, what="the connection closed")
 
 
 async def test_a_remembered_host_key_is_not_asked_again(node):
@@ -211,7 +211,7 @@ async def test_a_remembered_host_key_is_not_asked_again(node):
         await open_nodes(pilot, app, node)
         await pilot.press("o")
         await answer_host_key(pilot, app, node)
-        await until(pilot, lambda: app.nodes.sessions.connected(node.id))
+        await until(pilot, lambda: app.flows.nodes.sessions.connected(node.id))
     app2 = app_for(node.sim)  # ncui again: its known_hosts holds the node
     async with app2.run_test(size=(100, 32)) as pilot:
         await open_nodes(pilot, app2, node)
@@ -247,7 +247,7 @@ async def test_your_own_image_and_command_run_quoted_followed_and_stopped(node):
         assert "docker rm -f my-job" in screen_text(app)
         await pilot.press("y")
         await until(pilot, lambda: nodes.follower is None and any("my-job was stopped" in s for s in seen))
-        runner = app.nodes.sessions.runners[node.id][1]
+        runner = app.flows.nodes.sessions.runners[node.id][1]
         assert "my-job" not in (await runner.run("docker ps -a")).stdout
 
 
@@ -266,7 +266,7 @@ async def test_a_changed_host_key_is_refused_with_its_explanation(node):
         text = screen_text(app)
         assert f"Refused: the host key of {node.id} changed" in text and other.get_fingerprint("sha256") in text
         assert "ssh-keygen -R" in text and "Nothing was sent to the node." in text
-        assert not app.nodes.sessions.connected(node.id) and known.read_text() == before
+        assert not app.flows.nodes.sessions.connected(node.id) and known.read_text() == before
 
 
 async def test_after_a_host_key_refusal_runs_no_longer_says_connected(node):
@@ -282,7 +282,7 @@ async def test_after_a_host_key_refusal_runs_no_longer_says_connected(node):
         other = asyncssh.generate_private_key("ssh-ed25519")
         known_hosts_path().write_text(known_hosts_line(node.alloc["public_ip"], node.alloc["ssh_port"], other))
         assert await asyncio.to_thread(node.sim.ssh.drop_sessions) >= 1
-        await until(pilot, lambda: not app.nodes.sessions.connected(node.id), what="the connection dropped")
+        await until(pilot, lambda: not app.flows.nodes.sessions.connected(node.id), what="the connection dropped")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ResultsModal), what="the refusal")
         assert f"Refused: the host key of {node.id} changed" in screen_text(app)
@@ -331,7 +331,7 @@ async def test_at_80_columns_a_new_user_reads_recipes_the_footer_and_a_run_that_
         await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following")
         seen = statuses(nodes.pane)
         sim.world.advance(3700)  # past the end of the box's nanoGPT run
-        await until(pilot, lambda: node.id not in app.nodes.sessions.runs, 30, what="the run's end noticed")
+        await until(pilot, lambda: node.id not in app.flows.nodes.sessions.runs, 30, what="the run's end noticed")
         want = node.file("first-job/nanogpt.out").read_text().splitlines()
         assert list(nodes.pane.lines_log.lines)[-len(want) :] == want and nodes.follower is None
         assert any("log ended: the run ended (nanogpt exited)" in x for x in seen)
@@ -352,8 +352,8 @@ async def test_at_80_columns_a_new_user_reads_recipes_the_footer_and_a_run_that_
         await pilot.press("y")
         await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following")
         sim.world.advance(3700)
-        await until(pilot, lambda: node.id not in app.nodes.sessions.runs, 30, what="my-job's end noticed")
-        runner = app.nodes.sessions.runners[node.id][1]
+        await until(pilot, lambda: node.id not in app.flows.nodes.sessions.runs, 30, what="my-job's end noticed")
+        runner = app.flows.nodes.sessions.runners[node.id][1]
         want = (await runner.run("docker logs my-job", check=True)).stdout.splitlines()
         assert list(nodes.pane.lines_log.lines)[-len(want) :] == want and "Runs my-job" not in screen_text(app)
 
@@ -396,7 +396,7 @@ def test_snapshot_workloads_on_a_vm_node(snap_compare, node):
         await connect(pilot, app, node, starter=True)
         await until(pilot, lambda: nodes.follower is not None and nodes.follower.state == "following")
         sim.world.advance(600)
-        runner = app.nodes.sessions.runners[node.id][1]
+        runner = app.flows.nodes.sessions.runners[node.id][1]
         want = (await runner.run(f"cat {NODE_LOG}", check=True)).stdout.splitlines()
         await until(pilot, lambda: list(nodes.pane.lines_log.lines) == want, what="the log on screen")
         with sim.world.lock:
@@ -435,7 +435,7 @@ async def test_a_container_started_by_hand_is_found_on_connect_and_its_log_made_
         await until(pilot, lambda: nodes.follower is not None and nodes.follower.total > 0, what="its log")
         assert (
             "Runs mine (alpine:3). x stops it (docker rm -f mine)." in screen_text(app)
-            and app.nodes.sessions.runs[node.id].name == "mine"
+            and app.flows.nodes.sessions.runs[node.id].name == "mine"
         )
         lines = list(nodes.pane.lines_log.lines)
         assert any("printf 'red alert" in x for x in lines) and not any("pwned" in x for x in lines)  # OSC gone whole
@@ -481,7 +481,9 @@ async def test_a_key_held_only_by_the_ssh_agent_is_listed_registered_and_logs_in
             await pilot.press("enter")
             await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the host key question")
             await pilot.press("y")
-            await until(pilot, lambda: app.nodes.sessions.connected(nodes_of(app).node or ""), what="in, by the agent")
+            await until(
+                pilot, lambda: app.flows.nodes.sessions.connected(nodes_of(app).node or ""), what="in, by the agent"
+            )
     finally:
         agent.terminate()
         agent.wait(10)

@@ -96,8 +96,10 @@ async def assigned_row(pilot, app, box: Box) -> tuple[NodesPane, dict]:
 
 async def connect_and_start(pilot, app, box: Box, nodes: NodesPane, s: dict) -> None:
     await pilot.press("enter")  # the box's known_hosts pins its key: connected with no question
-    await until(pilot, lambda: app.nodes.sessions.connected(s["hostname"]) or isinstance(app.screen, ConfirmModal))
-    assert not isinstance(app.screen, ConfirmModal) and app.nodes.sessions.connected(s["hostname"])
+    await until(
+        pilot, lambda: app.flows.nodes.sessions.connected(s["hostname"]) or isinstance(app.screen, ConfirmModal)
+    )
+    assert not isinstance(app.screen, ConfirmModal) and app.flows.nodes.sessions.connected(s["hostname"])
     assert f"[127.12.0.1]:{s['ssh_port']} ssh-ed25519" in known_hosts_path().read_text()  # remembered as pinned
     await pilot.press("n")
     await until(pilot, lambda: "nanogpt-node.sh" in screen_text(app), what="the starter's question")
@@ -182,7 +184,7 @@ async def test_the_node_connect_the_starter_its_loss_lines_stop_and_copy_off_nev
         assert "through Marshall's workspace (public_research_release); ncui never releases it" in text
         await pilot.press("y")
         await until(pilot, lambda: any("nanogpt was stopped" in x for x in seen), what="stopped")
-        runner = app.nodes.sessions.runners[s["hostname"]][1]
+        runner = app.flows.nodes.sessions.runners[s["hostname"]][1]
         assert "nanogpt" not in (await runner.run("docker ps -a")).stdout
 
         await pilot.press("c")
@@ -250,7 +252,7 @@ async def test_a_run_that_ends_by_itself_is_noticed_and_the_copy_off_offered(box
         await until(pilot, lambda: isinstance(app.screen, CopyOffModal), what="the copy-off form")
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, CopyOffModal))
-        assert s["hostname"] not in app.nodes.sessions.runs and "Runs nanogpt" not in screen_text(app)
+        assert s["hostname"] not in app.flows.nodes.sessions.runs and "Runs nanogpt" not in screen_text(app)
 
 
 async def test_docker_missing_is_said_plainly(box):
@@ -259,7 +261,7 @@ async def test_docker_missing_is_said_plainly(box):
     async with app.run_test(size=(100, 32)) as pilot:
         nodes, s = await assigned_row(pilot, app, box)
         await pilot.press("enter")
-        await until(pilot, lambda: app.nodes.sessions.connected(s["hostname"]), what="connected")
+        await until(pilot, lambda: app.flows.nodes.sessions.connected(s["hostname"]), what="connected")
         await pilot.press("n")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the starter's question")
         await pilot.press("y")
@@ -270,7 +272,7 @@ async def test_docker_missing_is_said_plainly(box):
         assert "docker is not installed on this node, so nothing was started." in text
         assert "Nothing was started and nothing is running there." in text
         assert "Traceback" not in text and "exit status" not in text and nodes.follower is None
-        assert s["hostname"] not in app.nodes.sessions.runs
+        assert s["hostname"] not in app.flows.nodes.sessions.runs
 
 
 async def test_a_node_typed_in_is_checked_then_asked_about_and_a_wrong_pin_is_refused(box):
@@ -312,7 +314,7 @@ async def test_a_node_typed_in_is_checked_then_asked_about_and_a_wrong_pin_is_re
         text = " ".join(screen_text(app).split())
         assert f"Refused: the host key of {typed} changed" in text and other.get_fingerprint("sha256") in text
         assert str(pins) in text and "Nothing was sent to the node." in text
-        assert not app.nodes.sessions.connected(typed) and not known_hosts_path().exists()
+        assert not app.flows.nodes.sessions.connected(typed) and not known_hosts_path().exists()
         await pilot.press("enter")
 
         pins.write_text("")  # no pin: the first-use question
@@ -323,7 +325,7 @@ async def test_a_node_typed_in_is_checked_then_asked_about_and_a_wrong_pin_is_re
         await until(pilot, lambda: app.screen.focused is not None, what="focus")
         assert fp in screen_text(app) and app.screen.focused.id == "no"  # the node's own key, the safe answer first
         await pilot.press("y")
-        await until(pilot, lambda: app.nodes.sessions.connected(typed), what="connected with the human's own key")
+        await until(pilot, lambda: app.flows.nodes.sessions.connected(typed), what="connected with the human's own key")
         assert f"[127.12.0.1]:{s['ssh_port']} ssh-ed25519" in known_hosts_path().read_text()
 
 

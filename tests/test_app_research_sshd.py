@@ -169,7 +169,7 @@ async def test_the_research_flow_on_a_real_sshd(node, sim_factory, tmp_path, mon
         assert node.fingerprint in screen_text(app) and app.screen.focused.id == "no"
         await pilot.press("y")
         nodes = app.query_one(NodesPane)
-        await until(pilot, lambda: app.nodes.sessions.connected("root@127.0.0.1"), 30, "connected")
+        await until(pilot, lambda: app.flows.nodes.sessions.connected("root@127.0.0.1"), 30, "connected")
         assert "nanogpt" not in (calls.read_text() if calls.exists() else "")  # only looked (docker ps)
 
         await pilot.press("n")

@@ -28,11 +28,11 @@ async def test_many_pods_burst_and_offscreen_rows(kube_factory, monkeypatch):
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))
         await pilot.press("4")
         await until(
-            pilot, lambda: app.connect.kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching"
+            pilot, lambda: app.flows.connect.kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching"
         )
         job = busybox_job("many", "sleep 600")
         job["spec"].update(completions=40, parallelism=40)
-        assert [r.error for r in await app.connect.kube.apply([job])] == [None]
+        assert [r.error for r in await app.flows.connect.kube.apply([job])] == [None]
         await advance_until(k, lambda: sum(s.startswith("Running") for s in k.pod_statuses().values()) == 40, step=30)
         table = app.query_one("#pods", DataTable)
         wl = app.query_one("#kube-pane", KubePane)
@@ -114,10 +114,10 @@ async def test_held_arrow_follows_only_the_pod_it_rests_on(kube_factory, monkeyp
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))
         await pilot.press("4")
         await until(
-            pilot, lambda: app.connect.kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching"
+            pilot, lambda: app.flows.connect.kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching"
         )
         jobs = [busybox_job(f"pick-{w}", f"echo {w}-marker") for w in ("alpha", "bravo", "charlie", "delta")]
-        assert [r.error for r in await app.connect.kube.apply(jobs)] == [None] * 4
+        assert [r.error for r in await app.flows.connect.kube.apply(jobs)] == [None] * 4
         await advance_until(k, lambda: sum(s.startswith("Running") for s in k.pod_statuses().values()) == 4, step=30)
         await asyncio.to_thread(k.world.advance, 5)  # each pod has printed its command line
         table = app.query_one("#pods", DataTable)

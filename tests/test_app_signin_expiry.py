@@ -28,7 +28,7 @@ async def _signed_in(pilot, app, sim) -> str:
     await _approve(sim, link)
     await until(
         pilot,
-        lambda: app.connect.kube is not None and app.store.value("k8s_pods") is not None,
+        lambda: app.flows.connect.kube is not None and app.store.value("k8s_pods") is not None,
         timeout=30,
         what="signed in and watching",
     )
@@ -58,16 +58,18 @@ async def test_an_idle_day_shows_the_new_link_in_place_and_approving_it_resumes(
         text = screen_text(app)
         assert "sign-in expired: approve the new link" in text and "signed in ✓" not in text
         assert (
-            await app.connect.kube_client() is None
+            await app.flows.connect.kube_client() is None
         )  # a flow that needs the cluster (apply) is told, not failed silently
         await pilot.press("s")  # s shows the same link again
         await until(pilot, lambda: isinstance(app.screen, SignInModal), what="the link again")
         assert app.screen.link == link
         await _approve(sim, link)
         await until(pilot, lambda: not isinstance(app.screen, SignInModal), timeout=30, what="the modal closing")
-        await until(pilot, lambda: app.store.value("kube_signin") == "signed in" and app.connect.kube.gate.is_open)
+        await until(
+            pilot, lambda: app.store.value("kube_signin") == "signed in" and app.flows.connect.kube.gate.is_open
+        )
         assert "signed in ✓" in screen_text(app)
-        res = await app.connect.kube.apply([busybox_job("after", "echo hi")])  # the pods watch goes on
+        res = await app.flows.connect.kube.apply([busybox_job("after", "echo hi")])  # the pods watch goes on
         assert [r.error for r in res] == [None]
         await until(
             pilot,
@@ -82,7 +84,7 @@ async def test_a_401_pauses_the_watch_and_the_log_until_approved_then_every_line
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
         await _signed_in(pilot, app, sim)
-        kube = app.connect.kube
+        kube = app.flows.connect.kube
         router = [d for d in (await _recipe(sim)) if d["metadata"]["name"] == "infera-router"]
         assert [r.error for r in await kube.apply(router)] == [None]
         await pilot.press("4")

@@ -75,7 +75,7 @@ async def test_the_sign_in_is_checked_by_itself_missing_expired_then_valid(sim_f
     monkeypatch.setenv("NC_SSH_CONFIG", str(cfg))  # what `ncui sim` prints; the human's own config otherwise
     monkeypatch.setenv("NCUI_LOGIN_NODE", "0")
     app = app_for(sim)
-    app.slurm.signin_interval = 0.2  # "every minute" in the app
+    app.flows.slurm.signin_interval = 0.2  # "every minute" in the app
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "slurm_signin"), what="the sign-in checked")
         text = screen_text(app)  # Account: the guide's two steps, where the human is
@@ -213,7 +213,7 @@ async def test_the_first_job_over_ssh_with_the_slurm_login_certificate(real_slur
             await pilot.press("y")
             await until(pilot, lambda: loaded(app, "balance", "summary", "slurm_jobs"), 30, what="the queue read")
             assert app.store.value("slurm_signin").ok
-            assert app.slurm.state.runner.where == f"root@127.0.0.1:{server.port}"
+            assert app.flows.slurm.state.runner.where == f"root@127.0.0.1:{server.port}"
             await first_job(pilot, app, home, server)
     finally:
         server.stop()

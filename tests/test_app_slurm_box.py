@@ -54,7 +54,7 @@ async def test_the_first_job_on_the_boxs_login_node(sim_factory, tmp_path, monke
             if (jobs := app.store.value("slurm_jobs")) and jobs[0].running:
                 break
             sim.world.advance(30)
-            app.slurm.wake()
+            app.flows.slurm.wake()
             await pilot.pause(0.05)
         await until(pilot, lambda: (jobs := app.store.value("slurm_jobs")) and jobs[0].running, 30, "RUNNING")
         panel = app.screen.query_one(SlurmPanel)
@@ -129,11 +129,11 @@ async def test_the_demo_at_80x24_the_steps_the_time_the_node_and_how_the_job_end
             if running():
                 break
             sim.world.advance(30)
-            app.slurm.wake()
+            app.flows.slurm.wake()
             await pilot.pause(0.05)
         await until(pilot, running, 30, "RUNNING")
         sim.world.advance(150)  # 2.5 minutes of the box's clock on the node (this machine's: a moment)
-        app.slurm.wake()
+        app.flows.slurm.wake()
         table = app.screen.query_one(SlurmPanel).table
         await until(pilot, lambda: f" {jid} " in table.render_line(1).text and ":" in table.render_line(1).text)
         await until(pilot, lambda: seconds(app.store.value("slurm_jobs")[0].elapsed) >= 150, 30, "the box's clock")
@@ -146,7 +146,7 @@ async def test_the_demo_at_80x24_the_steps_the_time_the_node_and_how_the_job_end
             if app.store.value("slurm_jobs") == ():
                 break
             sim.world.advance(120)
-            app.slurm.wake()
+            app.flows.slurm.wake()
             await pilot.pause(0.05)
         await until(pilot, lambda: app.store.value("slurm_jobs") == (), 30, "the job gone from squeue --me")
         await until(pilot, lambda: f"job {jid} has left the queue: finished." in screen_text(app), 30, "how it ended")
@@ -170,7 +170,7 @@ async def test_the_certificates_time_left_counts_down_by_the_boxs_clock(sim_fact
     monkeypatch.setenv("NC_SSH_CONFIG", str(sim.ssh.config_path))
     sim.ssh.sign("plover")
     app = app_for(sim)  # the box's clock moves only when advanced
-    app.slurm.signin_interval = 3600.0  # (no new check while the test looks: the screen counts by itself)
+    app.flows.slurm.signin_interval = 3600.0  # (no new check while the test looks: the screen counts by itself)
     async with app.run_test(size=(100, 30)) as pilot:
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, "the login node's host key, first use")
         await pilot.press("y")

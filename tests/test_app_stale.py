@@ -37,9 +37,12 @@ async def test_workloads_marks_a_lost_cluster_stale_and_lists_the_restarted_one(
             await until(pilot, lambda: loaded(app, "whoami", "cluster"))
             await pilot.press("4")
             await until(
-                pilot, lambda: app.connect.kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching"
+                pilot,
+                lambda: app.flows.connect.kube is not None and loaded(app, "k8s_pods"),
+                timeout=30,
+                what="watching",
             )
-            first = app.connect.kube
+            first = app.flows.connect.kube
             res = await first.apply([busybox_job("before", "echo old")])
             assert [r.error for r in res] == [None]
             await until(pilot, lambda: any(n.startswith("before") for n in pods()), what="the old pod")
@@ -58,11 +61,11 @@ async def test_workloads_marks_a_lost_cluster_stale_and_lists_the_restarted_one(
             new.start()
             if moved:
                 await until(
-                    pilot, lambda: app.connect.kube not in (first, None), timeout=40, what="a client for the move"
+                    pilot, lambda: app.flows.connect.kube not in (first, None), timeout=40, what="a client for the move"
                 )
                 assert any("moved" in n.message for n in list(app._notifications))
             await until(pilot, lambda: "job/before" not in screen_text(app), timeout=30, what="the new cluster")
-            res = await app.connect.kube.apply([busybox_job("after", "echo new")])
+            res = await app.flows.connect.kube.apply([busybox_job("after", "echo new")])
             assert [r.error for r in res] == [None]
             await until(pilot, lambda: any(n.startswith("after") for n in pods()), timeout=30, what="the new pod")
             await until(  # (Workloads redraws a burst of watch events at once, within WATCH_REDRAW)
@@ -88,9 +91,9 @@ async def test_age_counts_by_the_services_clock_between_watch_events(kube_factor
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))
         await pilot.press("4")
         await until(
-            pilot, lambda: app.connect.kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching"
+            pilot, lambda: app.flows.connect.kube is not None and loaded(app, "k8s_pods"), timeout=30, what="watching"
         )
-        res = await app.connect.kube.apply([busybox_job("quiet", "true")])
+        res = await app.flows.connect.kube.apply([busybox_job("quiet", "true")])
         assert [r.error for r in res] == [None]
         table = app.query_one("#pods", DataTable)
 

@@ -47,7 +47,7 @@ async def test_a_key_is_registered_and_then_shown_registered(sim_factory, tmp_pa
     app = app_for(sim)
     async with app.run_test(size=(100, 30)) as pilot:
         await _open(pilot, app)
-        app.vm.start("keys")
+        app.flows.vm.start("keys")
         await until(pilot, lambda: isinstance(app.screen, KeyPickModal), what="the keys")
         assert len(app.screen.keys) == 1 and "ada@laptop" in app.screen.keys[0].label()
         assert app.screen.keys[0].fingerprint not in app.screen.registered
@@ -58,7 +58,7 @@ async def test_a_key_is_registered_and_then_shown_registered(sim_factory, tmp_pa
             lambda: any("installs on the next node granted" in n.message for n in list(app._notifications)),
             what="the note on future grants",
         )
-        app.vm.start("keys")
+        app.flows.vm.start("keys")
         await until(pilot, lambda: isinstance(app.screen, KeyPickModal), what="the keys again")
         assert app.screen.keys[0].fingerprint in app.screen.registered
         await pilot.press("escape")

@@ -169,8 +169,8 @@ async def test_log_pane_survives_dropped_streams_and_strips_escape_codes(sim):
         async with httpx.AsyncClient() as h:
             code = app.screen.link.split("code=", 1)[1]
             assert (await h.post(sim.api_url + "/device", data={"code": code})).status_code == 200
-        await until(pilot, lambda: app.connect.kube is not None, timeout=30, what="signed in")
-        kube = app.connect.kube
+        await until(pilot, lambda: app.flows.connect.kube is not None, timeout=30, what="signed in")
+        kube = app.flows.connect.kube
         res = await kube.apply([busybox_job("flood", "run", {"NCUI_SIM_LOG_FLOOD": "5000"})])
         assert [r.error for r in res] == [None]
         await pilot.press("4")

@@ -454,7 +454,7 @@ async def test_one_countdown_and_one_withdrawal_even_when_an_update_lands_during
             await until(pilot, lambda s=spent: limit_state(app.store).spent > s, what="the next charge counted")
             assert not isinstance(app.screen, CountdownModal)
         await until(pilot, lambda: sim.world.main_org.k8s["halcyon"].bid == 0, timeout=20, what="the withdrawal")
-        await until(pilot, lambda: not app.limit.counting, what="the withdrawal done")
+        await until(pilot, lambda: not app.flows.limit.counting, what="the withdrawal done")
         assert not isinstance(app.screen, CountdownModal) and sent == [Decimal(0)]
 
 
@@ -493,7 +493,7 @@ async def test_a_corrupt_limits_file_is_said_at_once(sim):
     L.limits_path().write_text("{not json")
     app = app_for(sim)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: loaded(app, "whoami") and app.limit.key is not None)
+        await until(pilot, lambda: loaded(app, "whoami") and app.flows.limit.key is not None)
         await until(pilot, lambda: "limits.json is not valid JSON" in notes(app), timeout=5, what="the notice")
         assert "no spending limit it held counts now (b on Lease sets one again)" in notes(app)  # what it means
         assert not any(v == "report" for v in [app.query_one("#views").current])

@@ -53,8 +53,8 @@ async def test_a_serve_holding_its_node_then_the_idle_node_are_named_on_quit_hea
         assert "Stop it with x on Workloads (4)" in lease and "X on Workloads" not in lease  # the key is x
 
         # every job stopped: the node stays held, idle, and bills; nothing else on screen would say so
-        await app.connect.kube.delete("deployments", "finance-analyst")
-        await app.connect.kube.delete("deployments", "finance-analyst-launcher")
+        await app.flows.connect.kube.delete("deployments", "finance-analyst")
+        await app.flows.connect.kube.delete("deployments", "finance-analyst-launcher")
         await until(pilot, lambda: "finance-analyst" not in deps(app), what="the serve gone")
         meters = lambda: [x.kind for x in running_meters(app.store)]  # noqa: E731
         await run_until(pilot, world, lambda: "idle" in meters() and _held(app, 1), "the idle node", step=30)

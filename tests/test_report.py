@@ -210,7 +210,7 @@ async def test_train_in_the_app_then_the_report_holds_after_a_restart(sim):
         await apply_train(pilot, app, sim)
 
         def kept() -> list[str]:
-            return (app.recall.remembered_job() or {}).get("first_loss_lines") or []
+            return (app.flows.recall.remembered_job() or {}).get("first_loss_lines") or []
 
         for _ in range(60):  # the node is granted and joins; the pod runs and logs loss lines
             if len(kept()) >= 3:
@@ -231,7 +231,7 @@ async def test_train_in_the_app_then_the_report_holds_after_a_restart(sim):
         ]:
             assert fact in text, fact
         assert first["job"]["applied_by"] == "ncui" and first["first_loss_lines"] == kept()
-        mem = app.recall.remembered()
+        mem = app.flows.recall.remembered()
         assert mem["active_cluster"] == "halcyon" and mem["ceiling"]["cluster"] == "halcyon"
         assert mem["jobs"]["halcyon"]["object"] == ["Job", "nanogpt"] and mem["jobs"]["halcyon"]["node_arrived_at"]
 

@@ -38,7 +38,7 @@ async def report_of(pilot, app, ready) -> dict:
 
 
 def kept(app) -> list[str]:
-    return (app.recall.remembered_job() or {}).get("first_loss_lines") or []
+    return (app.flows.recall.remembered_job() or {}).get("first_loss_lines") or []
 
 
 def ssh(sim, host: str, cmd: str, check: bool = True) -> str:
@@ -64,7 +64,7 @@ async def test_vm_the_starter_on_a_granted_node_reported_in_the_app_the_cli_and_
     async with app.run_test(size=(120, 40)) as pilot:
         await open_nodes(pilot, app, node)
         await connect(pilot, app, node, starter=True)
-        await until(pilot, lambda: node.id in app.nodes.sessions.runs, what="the starter started")
+        await until(pilot, lambda: node.id in app.flows.nodes.sessions.runs, what="the starter started")
         sim.world.advance(300)
         await until(pilot, lambda: len(kept(app)) == 3, what="the first loss lines, followed and remembered")
         want = node_loss_lines(ssh(sim, node.id, "cat first-job/nanogpt.out"))

@@ -82,7 +82,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         ref = self.store.meta.get("cluster")
         if ref is None or ref.kind != "slurm":
             return
-        self.ncapp.slurm.demo_login()
+        self.ncapp.flows.slurm.demo_login()
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="row"):
@@ -164,7 +164,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             from .slurm import slurm_card
 
             demo = self.ncapp.backend is not None and self.ncapp.backend.demo is not None
-            show_text(wide, slurm_card(self.store, active, demo=demo, now=self.ncapp.slurm.cert_now()))
+            show_text(wide, slurm_card(self.store, active, demo=demo, now=self.ncapp.flows.slurm.cert_now()))
 
     def _clusters(self, who: m.Whoami | None) -> None:
         table = self.query_one("#clusters", DataTable)
@@ -206,7 +206,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             return
         who = self.store.value("whoami")
         if who and 0 <= event.cursor_row < len(who.clusters):
-            self.ncapp.connect.select_cluster(who.clusters[event.cursor_row])
+            self.ncapp.flows.connect.select_cluster(who.clusters[event.cursor_row])
 
     def _money(self) -> None:
         st = self.store

@@ -189,7 +189,7 @@ class ChatScreen(ModalScreen[None]):
             self.notify("An answer is still arriving: wait for it, or Esc stops it.", timeout=4)
             return
         app = cast("NCApp", self.app)  # Widget.app is an App[object]: this screen lives in NCApp only
-        if app.connect.kube is None:
+        if app.flows.connect.kube is None:
             self.notify("kubectl is not signed in to the cluster: press s on the main screen.", timeout=6)
             return
         why = load_test_guard(app.store, app.backend.now() if app.backend else None)
@@ -209,7 +209,7 @@ class ChatScreen(ModalScreen[None]):
         from ..kube.client import KubeError
 
         app = cast("NCApp", self.app)  # Widget.app is an App[object]: this screen lives in NCApp only
-        kube = app.connect.kube
+        kube = app.flows.connect.kube
         error = ""
         try:
             if kube is None:

@@ -26,18 +26,22 @@ def commands(app: NCApp, views: tuple[tuple[str, str, str, str], ...]) -> Iterat
     yield SystemCommand(
         "Sign in to the cluster (kubectl)", "Run the kubeconfig's sign-in (key s)", app.action_kube_signin
     )
-    for title, help_text, run in app.connect.commands():
+    for title, help_text, run in app.flows.connect.commands():
         yield SystemCommand(title, help_text, run)
     yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)", app.action_help)
     yield SystemCommand("Last error", "The full text of the last failure said on screen", app.action_last_error)
     ref = app.store.meta.get("cluster")
     if ref is not None and ref.kind == "vm":
         yield SystemCommand(
-            "VM: register an ssh key", "One of your public keys, for nodes granted later", partial(app.vm.start, "keys")
+            "VM: register an ssh key",
+            "One of your public keys, for nodes granted later",
+            partial(app.flows.vm.start, "keys"),
         )
         yield SystemCommand(
-            "VM: declare capacity", "GPUs and your ceiling, asked first", partial(app.vm.start, "declare")
+            "VM: declare capacity", "GPUs and your ceiling, asked first", partial(app.flows.vm.start, "declare")
         )
         yield SystemCommand(
-            "VM: release capacity", "max_gpus 0 with the same price, asked first", partial(app.vm.start, "release")
+            "VM: release capacity",
+            "max_gpus 0 with the same price, asked first",
+            partial(app.flows.vm.start, "release"),
         )

@@ -261,12 +261,12 @@ class KubePane(Vertical):
     def activate(self) -> None:
         """Workloads is shown on this cluster: its client is made when it is another cluster's (the watches start)."""
         active = self.store.meta.get("cluster")
-        if active is not None and active.kind == "kubernetes" and self.ncapp.connect.kube_for != active.name:
+        if active is not None and active.kind == "kubernetes" and self.ncapp.flows.connect.kube_for != active.name:
             self.connect()
 
     @work(group="wl-connect", exclusive=True, exit_on_error=False)
     async def connect(self) -> None:
-        await self.ncapp.connect.kube_client()
+        await self.ncapp.flows.connect.kube_client()
 
     # ---- rendering ----------------------------------------------------------------------------
 
@@ -440,7 +440,7 @@ class KubePane(Vertical):
 
     def _resumed(self, pods: dict[str, Any]) -> str | None:
         """The pod of the job ncui remembers on this cluster (a restart resumes watching it), running first."""
-        job = self.ncapp.recall.remembered_job()
+        job = self.ncapp.flows.recall.remembered_job()
         obj = (job or {}).get("object")
         if not obj:
             return None
@@ -561,7 +561,7 @@ class KubePane(Vertical):
         self._losses.clear()  # (a batch of the old follower's may have landed since select)
         pane.clear()
         self._chart()
-        kube = self.ncapp.connect.kube
+        kube = self.ncapp.flows.connect.kube
         if kube is None or self.pod is None:
             return
 
@@ -571,7 +571,7 @@ class KubePane(Vertical):
             from ..logfollow import entry_text
 
             self._chart()
-            self.ncapp.recall.remember_loss_lines(pod, [entry_text(e) for e in entries])
+            self.ncapp.flows.recall.remember_loss_lines(pod, [entry_text(e) for e in entries])
 
         follower = log_follower(kube, pod, self.container, pane, self._losses, on_losses, previous=self.previous)
         self.follower = follower
@@ -651,7 +651,7 @@ class KubePane(Vertical):
             found = {recipe_of(o, self.store.value("catalog") or ()) for o in (*jobs.values(), *deps.values())}
             recipe = found.pop() if len(found) == 1 else None
         if recipe is not None:  # the whole recipe: everything it created, after one question
-            self.ncapp.lifecycle.stop(recipe)
+            self.ncapp.flows.lifecycle.stop(recipe)
             return
         target: tuple[str, str] | None = None
         if p is not None:
@@ -689,19 +689,19 @@ class KubePane(Vertical):
         )
 
     def action_load_test(self, _offered: str = "") -> None:
-        self.ncapp.lifecycle.load_test()
+        self.ncapp.flows.lifecycle.load_test()
 
     def action_tune_again(self) -> None:
-        self.ncapp.lifecycle.tune_again()
+        self.ncapp.flows.lifecycle.tune_again()
 
     def action_restart_serve(self) -> None:
-        self.ncapp.lifecycle.restart_serve()
+        self.ncapp.flows.lifecycle.restart_serve()
 
     @work(group="wl-stop", exclusive=True, exit_on_error=False)
     async def stop_it(self, kind: str, name: str) -> None:
         from ..kube.client import KubeError
 
-        kube = self.ncapp.connect.kube
+        kube = self.ncapp.flows.connect.kube
         if kube is None:
             return
         try:

@@ -295,17 +295,17 @@ class LeaseView(View):
     # ---- keys ---------------------------------------------------------------------------------
 
     def action_limit(self) -> None:
-        self.ncapp.lease.change()
+        self.ncapp.flows.lease.change()
 
     def action_withdraw(self) -> None:
         bid = self.store.value("bid")
         if bid is None or not bid.max_price_per_gpu_hour:
             self.notify("There is no standing limit price to withdraw.")
             return
-        self.ncapp.lease.confirm_withdraw()
+        self.ncapp.flows.lease.confirm_withdraw()
 
     def action_vm(self, flow: str) -> None:
-        self.ncapp.vm.start(flow)
+        self.ncapp.flows.vm.start(flow)
 
     def action_spending_limit(self) -> None:
-        self.ncapp.limit.open()
+        self.ncapp.flows.limit.open()

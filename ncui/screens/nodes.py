@@ -56,7 +56,7 @@ def _remember_losses(app: Any, owner: str, entries: list[str]) -> None:
     """A log pane saw loss lines: the first ones are remembered for the report (``RecallFlow.remember_loss_lines``)."""
     from ..logfollow import entry_text
 
-    app.recall.remember_loss_lines(owner, [entry_text(e) for e in entries])
+    app.flows.recall.remember_loss_lines(owner, [entry_text(e) for e in entries])
 
 
 # ---- the forms ---------------------------------------------------------------------------------------
@@ -297,7 +297,7 @@ class NodesPane(Vertical):
 
     @property
     def flow(self) -> NodeFlow:
-        return cast("NCApp", self.app).nodes  # Widget.app is an App[object]: a view lives in NCApp only
+        return cast("NCApp", self.app).flows.nodes  # Widget.app is an App[object]: a view lives in NCApp only
 
     @property
     def sessions(self) -> NodeSessions:

@@ -244,20 +244,20 @@ after you confirm. Then the objects are created in order and you land on Workloa
     def action_open(self) -> None:
         r = self.recipe()
         if r is not None and r.name == "something-else":
-            self.ncapp.apply.open_custom_job()
+            self.ncapp.flows.apply.open_custom_job()
 
     def action_apply(self) -> None:
         r = self.recipe()
         if r is None:
             return
         if r.name == "something-else":
-            self.ncapp.apply.open_custom_job()
+            self.ncapp.flows.apply.open_custom_job()
             return
         active = self.store.meta.get("cluster")
         if r.cluster_kind == "slurm" and active is not None and active.kind == "slurm":
             # Slurm's first job: asked, prepared and submitted from Workloads, where it is then followed
             self.ncapp.ui.start(partial(self.ncapp.action_show, "workloads"), name="recipes-go")
-            self.ncapp.slurm.first_job()
+            self.ncapp.flows.slurm.first_job()
             return
         if r.cluster_kind != "kubernetes" or active is None or active.kind != "kubernetes":
             where = f"{active.name} is a {active.kind} cluster" if active is not None else "no cluster is active"
@@ -270,4 +270,4 @@ after you confirm. Then the objects are created in order and you land on Workloa
         if plan is None:
             self.notify("Still loading what will be applied…")
             return
-        self.ncapp.apply.start(plan)
+        self.ncapp.flows.apply.start(plan)

@@ -67,7 +67,7 @@ class ReportView(View):
         self.reading = True
         self.refresh_view()
         try:
-            report = await self.ncapp.recall.read_report()
+            report = await self.ncapp.flows.recall.read_report()
         finally:
             self.reading = False
         if report is not None:

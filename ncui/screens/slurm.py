@@ -144,7 +144,7 @@ class SlurmPanel(Vertical):
         return cast("NCApp", self.app)  # (Widget.app is an App[object]: the panel lives in NCApp only)
 
     def _flow(self) -> SlurmFlow:
-        return self._app().slurm
+        return self._app().flows.slurm
 
     def shown(self, yes: bool) -> None:
         """Workloads shows (or hides) this panel: the jobs are read now; the log stops while hidden."""
@@ -314,7 +314,7 @@ class SlurmPanel(Vertical):
             pane.write_batch(lines)
             if self.losses.add(lines):
                 self._chart()
-                app.recall.remember_loss_lines(jid, lines)  # the report's first loss lines
+                app.flows.recall.remember_loss_lines(jid, lines)  # the report's first loss lines
 
         def on_state(state: str) -> None:
             if state == "resuming":

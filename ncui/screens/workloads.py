@@ -174,7 +174,7 @@ chart; [b]f[/b], [b]/[/b] and [b]w[/b] as above. [b]x[/b] cancels the selected j
             if kind == "kubernetes":
                 self.query_one(KubePane).activate()  # the cluster's client, if it is another cluster's
             elif kind == "slurm":
-                self.ncapp.slurm.wake()  # the queue now, not at the next idle poll
+                self.ncapp.flows.slurm.wake()  # the queue now, not at the next idle poll
 
     def _changed(self, slice_: Slice) -> None:
         if slice_.name in WATCHED:  # the pods' watch: the Kubernetes pane redraws once for a burst
