@@ -187,12 +187,13 @@ class KubeEnv:
             return sum(text.count("\n") + 1 for _, text in podlogs.log_lines(run, container, self.world.now()))
 
     def pod_statuses(self) -> dict[str, str]:
-        from ncui.sim.kube.tables import pod_reason
+        """``STATUS READY`` of each pod, as the box's Table (what kubectl prints) says it."""
+        from ncui.sim.kube.tables import pod_cells
 
         out = {}
         for p in self.api("/api/v1/namespaces/default/pods")["items"]:
-            reason, ready, total, _ = pod_reason(p)
-            out[p["metadata"]["name"]] = f"{reason} {ready}/{total}"
+            ready, status, _ = pod_cells(p, self.world.now())
+            out[p["metadata"]["name"]] = f"{status} {ready}"
         return out
 
     def close(self) -> None:
