@@ -226,6 +226,19 @@ def statuses(lines: list[str], prefix: str = "") -> list[str]:
     return out
 
 
+def columns(out: str) -> dict[str, dict[str, str]]:
+    """``kubectl get``'s table by NAME: each row's cells cut where the header's columns start (a cell may hold
+    spaces: ``5 (5m ago)``; an empty one stays empty)."""
+    lines = out.splitlines()
+    starts = [m.start() for m in re.finditer(r"\S+", lines[0])] if lines else []
+    names = lines[0].split() if lines else []
+    rows = {}
+    for line in lines[1:]:
+        cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+        rows[cells[0]] = dict(zip(names, cells, strict=True))
+    return rows
+
+
 def subsequence(want: list[str], got: list[str]) -> bool:
     it = iter(got)
     return all(any(w == g or g.startswith(w + " ") for g in it) for w in want)

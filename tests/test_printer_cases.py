@@ -4,12 +4,11 @@ other's."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from ncui.kube import status as S
 
+from .kube_support import columns
 from .printer_cases import CASES, DEPLOYMENTS, JOBS, NODES, NOW, PODS, Case
 
 # ---- ncui's status code -------------------------------------------------------------------------------------
@@ -67,20 +66,6 @@ def test_the_cases_cover_what_a_first_job_meets():
 
 
 # ---- the box's tables, through the real kubectl --------------------------------------------------------------
-
-
-def columns(out: str) -> dict[str, dict[str, str]]:
-    """``kubectl get``'s table by NAME: each row's cells cut where the header's columns start (a cell may hold
-    spaces: ``5 (5m ago)``; an empty one stays empty)."""
-    lines = out.splitlines()
-    header = lines[0]
-    starts = [m.start() for m in re.finditer(r"\S+", header)]
-    names = header.split()
-    rows = {}
-    for line in lines[1:]:
-        cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
-        rows[cells[0]] = dict(zip(names, cells, strict=True))
-    return rows
 
 
 def test_columns_cuts_at_the_header():

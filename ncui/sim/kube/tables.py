@@ -116,26 +116,25 @@ def pod_cells(pod: dict, now: datetime) -> tuple[str, str, str]:
         isinstance(c, dict) and c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated" for c in conds
     ):
         reason = "SchedulingGated"
-    inits = {str(c.get("name", "")): c for c in spec.get("initContainers") or () if isinstance(c, dict)}
-    sidecar = lambda name: (inits.get(name) or {}).get("restartPolicy") == "Always"  # noqa: E731
-    total = len(spec.get("containers") or ()) + sum(1 for n in inits if sidecar(n))
+    sidecars = {str(c.get("name", "")) for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"}
+    total = len(spec.get("containers") or ()) + len(sidecars)
     ready = restarts = sidecar_restarts = 0
     last = sidecar_last = None
     initializing = False
     n_init = len(spec.get("initContainers") or ())
     for i, cs in enumerate(st.get("initContainerStatuses") or ()):
-        name = str(cs.get("name", ""))
+        sidecar = str(cs.get("name", "")) in sidecars
         state = cs.get("state") or {}
         term, wait = state.get("terminated"), state.get("waiting")
         count = int(cs.get("restartCount") or 0)
         restarts += count
         last = _later(last, _finished(cs))
-        if sidecar(name):
+        if sidecar:
             sidecar_restarts += count
             sidecar_last = _later(sidecar_last, _finished(cs))
         if term is not None and int(term.get("exitCode") or 0) == 0:
             continue
-        if sidecar(name) and cs.get("started") is True:
+        if sidecar and cs.get("started") is True:
             ready += bool(cs.get("ready"))
             continue
         if term is not None:
