@@ -187,12 +187,13 @@ class KubeEnv:
             return sum(text.count("\n") + 1 for _, text in podlogs.log_lines(run, container, self.world.now()))
 
     def pod_statuses(self) -> dict[str, str]:
-        from ncui.sim.kube.tables import pod_reason
+        """``STATUS READY`` of each pod, as the box's Table (what kubectl prints) says it."""
+        from ncui.sim.kube.tables import pod_cells
 
         out = {}
         for p in self.api("/api/v1/namespaces/default/pods")["items"]:
-            reason, ready, total, _ = pod_reason(p)
-            out[p["metadata"]["name"]] = f"{reason} {ready}/{total}"
+            ready, status, _ = pod_cells(p, self.world.now())
+            out[p["metadata"]["name"]] = f"{status} {ready}"
         return out
 
     def close(self) -> None:
@@ -223,6 +224,19 @@ def statuses(lines: list[str], prefix: str = "") -> list[str]:
         if len(cols) >= 5 and cols[0] != "NAME" and re.match(r"^\d+/\d+$", cols[1]):
             out.append(f"{cols[2]} {cols[1]}")
     return out
+
+
+def columns(out: str) -> dict[str, dict[str, str]]:
+    """``kubectl get``'s table by NAME: each row's cells cut where the header's columns start (a cell may hold
+    spaces: ``5 (5m ago)``; an empty one stays empty)."""
+    lines = out.splitlines()
+    starts = [m.start() for m in re.finditer(r"\S+", lines[0])] if lines else []
+    names = lines[0].split() if lines else []
+    rows = {}
+    for line in lines[1:]:
+        cells = [line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True)]
+        rows[cells[0]] = dict(zip(names, cells, strict=True))
+    return rows
 
 
 def subsequence(want: list[str], got: list[str]) -> bool:

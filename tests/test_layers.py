@@ -10,7 +10,9 @@ type checker alone) is left out. The rules (docs/architecture.md, issue 22):
   modules either (so no module outside the UI reaches Textual through one of them).
 - The views (``ncui/screens/**``, ``ncui/widgets/**``) never import the box (``ncui.sim``).
 - The box (``ncui/sim/**``) never imports ncui's client side, but for the imports listed in ``SIM_TO_CLIENT``
-  (today's; issue 23 removes them): a new one fails.
+  (today's): a new one fails. Of ncui's Kubernetes client (``ncui/kube/**``) it imports nothing at all, with no
+  exception (issue 23: the box's tables, kinds and engines are its own; the kubeconfig it serves may still name
+  the ``ncui.kube.signin`` plugin, a command string, not an import).
 - No import loop (``../shared/tools/import_cycles.py``'s count, computed here the same way).
 - History is told (issue 22): every client ncui builds is given ``history=``, and no new code calls the history
   module's transitional global (``HISTORY_GLOBAL_CALLERS``: what the flows move still converts).
@@ -37,13 +39,10 @@ UI_TOP = ("app", "cli", "__main__")  # ncui/app.py, cli.py, __main__.py
 VIEWS = ("screens", "widgets")
 THIRD_PARTY_UI = ("textual", "textual_plotext")
 
-# The box's imports of ncui's client side as they are today (issue 23 removes them; none may be added):
+# The box's imports of ncui's client side as they are today (none may be added; none may be of ``kube``):
 # (the box's module, the client-side module it imports).
 SIM_TO_CLIENT = {
     ("sim.app", "api.models"),
-    ("sim.kube.inference", "kube.chat"),
-    ("sim.kube.objects", "kube.kinds"),
-    ("sim.kube.tables", "kube.status"),
 }
 
 
@@ -195,9 +194,24 @@ def sim_offences(root: Path, imports: list[Import], allowed: set[tuple[str, str]
             if pair not in allowed:
                 out.append(
                     f"{imp.where(root)} imports {t}: the box never uses ncui's client side to say what a server "
-                    "would (today's exceptions: SIM_TO_CLIENT; issue 23 removes them)"
+                    "would (today's exceptions: SIM_TO_CLIENT)"
                 )
     return out
+
+
+def sim_kube_offences(root: Path, imports: list[Import]) -> list[str]:
+    """Imports of ncui's Kubernetes client (``<pkg>.kube``, any module under it) by the box: none is allowed."""
+    pkg = root.name
+    return [
+        f"{imp.where(root)} imports {', '.join(hit)}: the box works out what an API server says from the object "
+        f"alone, never with {pkg}/kube/ (its status strings, kinds, chat requests are the client's, under test)"
+        for imp in imports
+        if _within(imp.importer, f"{pkg}.sim")
+        and (
+            hit := sorted({t for t in imp.targets if _within(t, f"{pkg}.kube")})
+            or sorted({n for n in imp.names if _within(n, f"{pkg}.kube")})
+        )
+    ]
 
 
 def loops(imports: list[Import]) -> list[list[str]]:
@@ -298,6 +312,25 @@ def test_the_checks_see_every_way_of_importing(tmp_path):
         "pkg/sim/app.py:1 `from ..limits import z`",
         "pkg/sim/world.py:1 `from ..store import x`",
     ], sim
+    assert sim_kube_offences(root, imports) == []
+    (root / "kube").mkdir()
+    (root / "kube" / "__init__.py").write_text("")
+    (root / "kube" / "status.py").write_text("def pod_status(p): ...\n")
+    (root / "sim" / "tables.py").write_text(
+        "from ..kube.status import pod_status\n"
+        "def row(p):\n    from pkg.kube import status\n"
+        "def other():\n    import pkg.kube\n"
+        "def later():\n    import importlib\n    return importlib.import_module('pkg.kube.status')\n"
+        "KUBECONFIG_COMMAND = ['-m', 'pkg.kube.signin']\n"  # a command string names it: no import
+    )
+    (root / "kube" / "chat.py").write_text("import pkg.sim.world\n")  # (the client importing the box: not this rule)
+    kube = sim_kube_offences(root, graph(root))
+    assert [k.split(" imports ")[0] for k in kube] == [
+        "pkg/sim/tables.py:1 `from ..kube.status import pod_status`",
+        "pkg/sim/tables.py:3 `from pkg.kube import status`",
+        "pkg/sim/tables.py:5 `import pkg.kube`",
+        "pkg/sim/tables.py:8 `importlib.import_module('pkg.kube.status')`",
+    ], kube
     (root / "store.py").write_text("import pkg.money\n")
     (root / "money.py").write_text("def f():\n    from . import store\n")  # a loop through a function's import
     assert loops(graph(root)) == [["pkg.money", "pkg.store"]]
@@ -328,6 +361,14 @@ def test_the_views_never_import_the_box(ncui_imports):
 def test_the_box_imports_no_more_of_the_client_than_today(ncui_imports):
     offences = sim_offences(ROOT, ncui_imports, SIM_TO_CLIENT)
     assert offences == [], "\n".join(offences)
+
+
+def test_the_box_never_imports_ncui_kube(ncui_imports):
+    # (issue 23: the box's Kubernetes tables were ncui's own status code, so kubectl's READY/STATUS was checked
+    # against itself; no exception is listed, and SIM_TO_CLIENT may not list one either)
+    offences = sim_kube_offences(ROOT, ncui_imports)
+    assert offences == [], "\n".join(offences)
+    assert not [pair for pair in SIM_TO_CLIENT if _within(pair[1], "kube")], SIM_TO_CLIENT
 
 
 def test_no_import_loop_outside_the_screens(ncui_imports):

@@ -1,8 +1,9 @@
 """kubectl's STATUS and READY strings, and one-line explanations of a pod's state. One place for both.
 
 ``pod_status`` is kubectl's ``printPod`` (kubernetes/pkg/printers/internalversion): exactly what
-``kubectl get pods`` prints. The simulator's Table output uses these same functions, so the screens and
-``kubectl`` can never disagree. Plain Python: no Textual, no I/O.
+``kubectl get pods`` prints. ncui's own reading of the object: the box's Tables are worked out apart
+(ncui/sim/kube/tables.py), and both are held to Kubernetes' printer cases (tests/printer_cases.py).
+Plain Python: no Textual, no I/O.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ __all__ = [
     "pod_status",
     "pod_ready",
     "pod_restarts",
+    "restarts_column",
     "pod_reason",
     "job_status",
     "job_completions",
@@ -66,6 +68,8 @@ def human_duration(seconds: float) -> str:
         return f"{h // 24}d{h % 24}h" if h % 24 else f"{h // 24}d"
     if h < 24 * 365 * 2:
         return f"{h // 24}d"
+    if h < 24 * 365 * 8 and h // 24 % 365:
+        return f"{h // 24 // 365}y{h // 24 % 365}d"
     return f"{h // 24 // 365}y"
 
 
@@ -81,55 +85,94 @@ def age(obj: dict[str, Any], now: datetime) -> str:
 # ---- pods -------------------------------------------------------------------------------------
 
 
-def pod_reason(pod: dict[str, Any]) -> tuple[str, int, int, int]:
-    """(STATUS, ready containers, containers, restarts): kubectl's printPod."""
+def _last_restart(c: dict[str, Any]) -> datetime | None:
+    ts = (((c.get("lastState") or {}).get("terminated")) or {}).get("finishedAt")
+    return parse_time(ts) if ts else None
+
+
+def _latest(a: datetime | None, b: datetime | None) -> datetime | None:
+    return b if a is None or (b is not None and b > a) else a
+
+
+def _exit_reason(term: dict[str, Any], prefix: str = "") -> str:
+    if term.get("reason"):
+        return prefix + str(term["reason"])
+    if term.get("signal"):
+        return f"{prefix}Signal:{term['signal']}"
+    return f"{prefix}ExitCode:{term.get('exitCode', 0)}"
+
+
+def _pod_columns(pod: dict[str, Any]) -> tuple[str, int, int, int, datetime | None]:
+    """kubectl's printPod: (STATUS, ready containers, containers, restarts, when the last restart was). A sidecar
+    (an init container with ``restartPolicy: Always``) counts as a container; once the pod is initialized only
+    the sidecars' and the containers' restarts count."""
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    total = len(spec.get("containers") or [])
-    ready = restarts = 0
+    sidecars = {c.get("name") for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"}
+    total = len(spec.get("containers") or []) + len(sidecars)
+    ready = restarts = side_restarts = 0
+    last: datetime | None = None
+    side_last: datetime | None = None
     phase = status.get("phase", "")
     reason = status.get("reason") or phase
-    for c in status.get("conditions") or []:
+    conds = status.get("conditions") or []
+    for c in conds:
         if c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated":
             reason = "SchedulingGated"
     n_init = len(spec.get("initContainers") or [])
     initializing = False
     for i, c in enumerate(status.get("initContainerStatuses") or []):
         restarts += int(c.get("restartCount", 0))
+        last = _latest(last, _last_restart(c))
+        sidecar = c.get("name") in sidecars
+        if sidecar:
+            side_restarts += int(c.get("restartCount", 0))
+            side_last = _latest(side_last, _last_restart(c))
         state = c.get("state") or {}
         term, wait = state.get("terminated"), state.get("waiting")
-        if term and term.get("exitCode") == 0:
+        if term is not None and int(term.get("exitCode") or 0) == 0:
             continue
-        if term:
-            reason = "Init:" + term["reason"] if term.get("reason") else f"Init:ExitCode:{term.get('exitCode')}"
+        if sidecar and c.get("started") is True:
+            ready += bool(c.get("ready"))
+            continue
+        if term is not None:
+            reason = _exit_reason(term, "Init:")
         elif wait and wait.get("reason") and wait["reason"] != "PodInitializing":
             reason = "Init:" + wait["reason"]
         else:
             reason = f"Init:{i}/{n_init}"
         initializing = True
         break
-    initialized = any(
-        c.get("type") == "Initialized" and c.get("status") == "True" for c in status.get("conditions") or []
-    )
+    initialized = next((c.get("status") == "True" for c in conds if c.get("type") == "Initialized"), False)
     if not initializing or initialized:
+        restarts, last = side_restarts, side_last
         has_running = False
         for c in reversed(status.get("containerStatuses") or []):
             restarts += int(c.get("restartCount", 0))
+            last = _latest(last, _last_restart(c))
             state = c.get("state") or {}
             wait, term, run = state.get("waiting"), state.get("terminated"), state.get("running")
             if wait and wait.get("reason"):
                 reason = wait["reason"]
-            elif term and term.get("reason"):
-                reason = term["reason"]
-            elif term:
-                reason = f"ExitCode:{term.get('exitCode')}"
+            elif term is not None:
+                reason = _exit_reason(term)
             elif c.get("ready") and run is not None:
                 has_running = True
                 ready += 1
         if reason == "Completed" and has_running:
-            reason = "Running"
-    if (pod.get("metadata") or {}).get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
-        reason = "Terminating"
-    return reason, ready, total, restarts
+            reason = (
+                "Running" if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds) else "NotReady"
+            )
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        if status.get("reason") == "NodeLost":
+            reason = "Unknown"
+        elif phase not in ("Succeeded", "Failed"):
+            reason = "Terminating"
+    return reason, ready, total, restarts, last
+
+
+def pod_reason(pod: dict[str, Any]) -> tuple[str, int, int, int]:
+    """(STATUS, ready containers, containers, restarts): kubectl's printPod."""
+    return _pod_columns(pod)[:4]
 
 
 def pod_status(pod: dict[str, Any]) -> str:
@@ -145,6 +188,12 @@ def pod_ready(pod: dict[str, Any]) -> str:
 
 def pod_restarts(pod: dict[str, Any]) -> int:
     return pod_reason(pod)[3]
+
+
+def restarts_column(pod: dict[str, Any], now: datetime) -> str:
+    """kubectl's RESTARTS: ``0``, or ``5 (5m ago)`` since the last restart."""
+    *_, restarts, last = _pod_columns(pod)
+    return f"{restarts} ({human_duration((now - last).total_seconds())} ago)" if restarts and last else str(restarts)
 
 
 # ---- jobs, deployments, nodes -------------------------------------------------------------------
@@ -165,8 +214,8 @@ def owned_by(pod: dict[str, Any], kind: str, name: str) -> bool:
 
 
 def job_status(job: dict[str, Any]) -> str:
-    """kubectl's Job STATUS (1.32): Complete, Failed, Terminating, SuccessCriteriaMet, Suspended, FailureTarget,
-    Running."""
+    """kubectl's Job STATUS (1.32): Complete, Failed, Terminating, Suspended, FailureTarget, Running (printJob names
+    no other: a Job whose success criteria are met while its pods still stop reads Running)."""
     conds = (job.get("status") or {}).get("conditions")
     if _has(conds, "Complete"):
         return "Complete"
@@ -174,8 +223,6 @@ def job_status(job: dict[str, Any]) -> str:
         return "Failed"
     if (job.get("metadata") or {}).get("deletionTimestamp"):
         return "Terminating"
-    if _has(conds, "SuccessCriteriaMet"):
-        return "SuccessCriteriaMet"
     if _has(conds, "Suspended"):
         return "Suspended"
     if _has(conds, "FailureTarget"):

@@ -164,9 +164,26 @@ class Cluster(ClusterState):
             )
         self.dirty = True
 
+    HOLDABLE = ("pods", "jobs", "deployments", "replicasets", "nodes")
+
+    def hold(self, resource: str, obj: dict, t: datetime) -> dict:
+        """Store ``obj`` as given, its status included, and keep every controller off it (a sim control's): no
+        kubelet runs a held pod, the Job and Deployment controllers leave a held Job, Deployment or ReplicaSet as
+        it is, and the node controller a held Node (it keeps only the market's). It keeps its
+        ``creationTimestamp`` (else ``t``) and gets a uid; its resourceVersion is the store's."""
+        meta = obj["metadata"]
+        meta.setdefault("creationTimestamp", iso(t))
+        meta.setdefault("uid", self.uid())
+        key = (resource, meta.get("namespace", ""), meta["name"])
+        self.held.add(key)
+        out = self.store.put(resource, obj)
+        self.dirty = True
+        return out
+
     def deleted(self, resource: str, ns: str, name: str, t: datetime) -> None:
         """The routes deleted an object: what it owned goes too (a Job's pods, a Deployment's ReplicaSets and their
         pods, everything in a namespace)."""
+        self.held.discard((resource, ns, name))
         if resource == "jobs":
             self.jobs.pop((ns, name), None)
             self.claims.pop((ns, name), None)
@@ -213,13 +230,22 @@ class Cluster(ClusterState):
         """The controllers and the scheduler at ``t``, in passes until nothing moves; then why pods still wait."""
         for _ in range(4):  # a change may wake another controller; settle in a few passes
             self.dirty = False
-            for d in list(self.store.iter("deployments")):
+            for d in self._moved("deployments"):
                 self.deployctl.sync_deployment(d, t)
-            for rs in list(self.store.iter("replicasets")):
+            for rs in self._moved("replicasets"):
                 self.deployctl.sync_rs(rs, t)
-            for j in list(self.store.iter("jobs")):
+            for j in self._moved("jobs"):
                 self.jobctl.sync(j, t)
             self.scheduler.schedule(t, self.jobctl.resume)
             if not self.dirty:
                 break
         self.scheduler.explain_waiting(t)
+
+    def _moved(self, resource: str) -> list[dict]:
+        """The controllers' objects of ``resource``: all but the held ones (``hold``)."""
+        objs = list(self.store.iter(resource))
+        if not self.held:
+            return objs
+        return [
+            o for o in objs if (resource, o["metadata"].get("namespace", ""), o["metadata"]["name"]) not in self.held
+        ]

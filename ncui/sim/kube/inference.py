@@ -22,7 +22,13 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from ...kube.chat import FINANCE_SYSTEM_PROMPT
+# The system prompt the finance-analyst was tuned with: the guide's, as its Post-train section sends it (the box's
+# own copy: a server knows what it was trained on; ncui's client keeps the one it sends, in ncui/kube/chat.py).
+TUNED_SYSTEM_PROMPT = (
+    "You are the organization's financial risk analyst. Given a filing or financial document, write a concise "
+    "risk memo: overall severity, risk categories, a grounded analysis, financial impact, key metrics, and "
+    "critical dates. Report only what the document supports — omit anything it does not state."
+)
 
 MODELS = {"kimi": "moonshotai/Kimi-K3", "inkling": "thinkingmachines/Inkling", "finance": "finance-analyst"}
 RATES = {"kimi": 70.0, "inkling": 150.0, "finance": 120.0}  # decode tokens per real second (ours)
@@ -181,7 +187,7 @@ def _off_format(doc: str, rng: random.Random) -> str:
 def _finance(body: dict, msgs: list, room: int, rng: random.Random, c: Completion) -> None:
     system = next((str(m.get("content", "")) for m in msgs if m.get("role") == "system"), None)
     doc = str(msgs[-1].get("content", ""))
-    tuned = system is not None and _norm(system) == _norm(FINANCE_SYSTEM_PROMPT)
+    tuned = system is not None and _norm(system) == _norm(TUNED_SYSTEM_PROMPT)
     text = _memo(doc, rng) if tuned else _off_format(doc, rng)
     kwargs = body.get("chat_template_kwargs")
     thinking = not (isinstance(kwargs, dict) and kwargs.get("enable_thinking") is False)

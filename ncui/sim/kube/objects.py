@@ -8,23 +8,43 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ...kube.kinds import KINDS, Kind, quantity
-
 K8S_VERSION = "v1.32.3"
 
 
 @dataclass(frozen=True)
-class Resource(Kind):
-    """A kind as the API server serves it: the shared kind plus discovery's short names, verbs, categories."""
+class Resource:
+    """A kind as the API server serves it: its plural, kind, group and version, whether it lives in a namespace,
+    and discovery's short names, verbs, categories."""
 
+    plural: str
+    kind: str
+    group: str
+    version: str
+    namespaced: bool = True
     short: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
     categories: tuple[str, ...] = ()
     singular: str = ""
 
     @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
     def gv_path(self) -> str:
         return f"apis/{self.group}/{self.version}" if self.group else f"api/{self.version}"
+
+
+def quantity(v: Any) -> str:
+    """A quantity as the API server stores it, its canonical string: a JSON number becomes one (``8`` → ``"8"``,
+    ``0.5`` → ``"500m"``, ``2.0`` → ``"2"``); a string stays as written."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and not v.is_integer():
+        return f"{round(v * 1000)}m"
+    if isinstance(v, (int, float)):
+        return str(int(v))
+    return str(v)
 
 
 RO = ("get", "list", "watch")
@@ -45,7 +65,24 @@ _SERVED: dict[str, dict] = {  # plural → discovery extras; the order is discov
     "roles": {},
     "rolebindings": {},
 }
-RESOURCES: list[Resource] = [Resource(**vars(KINDS[p]), **extra) for p, extra in _SERVED.items()]
+RESOURCES: list[Resource] = [
+    Resource(plural, kind, group, "v1", namespaced, **_SERVED[plural])
+    for plural, kind, group, namespaced in (
+        ("pods", "Pod", "", True),
+        ("nodes", "Node", "", False),
+        ("namespaces", "Namespace", "", False),
+        ("services", "Service", "", True),
+        ("serviceaccounts", "ServiceAccount", "", True),
+        ("configmaps", "ConfigMap", "", True),
+        ("secrets", "Secret", "", True),
+        ("events", "Event", "", True),
+        ("jobs", "Job", "batch", True),
+        ("deployments", "Deployment", "apps", True),
+        ("replicasets", "ReplicaSet", "apps", True),
+        ("roles", "Role", "rbac.authorization.k8s.io", True),
+        ("rolebindings", "RoleBinding", "rbac.authorization.k8s.io", True),
+    )
+]
 BY_GV: dict[tuple[str, str], list[Resource]] = {}
 for _r in RESOURCES:
     BY_GV.setdefault((_r.group, _r.version), []).append(_r)

@@ -117,6 +117,7 @@ class ClusterState:
         self.pod_ips = itertools.count(10)
         self.service_ips = itertools.count(20)
         self.claims: dict[tuple[str, str], datetime] = {}  # jobs waiting for a node: since when
+        self.held: set[tuple[str, str, str]] = set()  # (resource, namespace, name) a sim control put in as given
         self.dirty = True
         self.events = Recorder(self.store, self.name, world.seed)
         self.expire_at = self.t  # the next look for expired events

@@ -1,27 +1,71 @@
-"""``meta.k8s.io/v1`` Tables with the columns and cells the real API server prints (kubectl 1.32)."""
+"""``meta.k8s.io/v1`` Tables with the columns and cells the real API server prints (kubectl 1.32).
+
+The cells are the API server's own printers (kubernetes ``pkg/printers/internalversion/printers.go``:
+``printPod``, ``printJob``, ``printDeployment``, ``printNode``; AGE is ``translateTimestampSince``, that is
+apimachinery's ``duration.HumanDuration`` of now less the timestamp), worked out here from the object alone, as a
+server does: the box never asks ncui's client side what a row says (tests/printer_cases.py holds the cases both
+are held to).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
-from ...kube.status import (
-    age,
-    deployment_ready,
-    human_duration,
-    job_completions,
-    job_status,
-    node_status,
-    parse_time,
-    pod_reason,
-)
-from .objects import selector_to_text
+from .objects import parse_time, selector_to_text
 
-__all__ = ["human_duration", "pod_reason", "table", "wants_table", "PRINTERS"]
+__all__ = ["human_duration", "since", "table", "wants_table", "PRINTERS"]
+
+
+def human_duration(seconds: float) -> str:
+    """apimachinery's ``duration.HumanDuration``: about two or three significant figures (``45s``, ``3m20s``,
+    ``10m``, ``5h3m``, ``2d3h``, ``400d``, ``3y120d``, ``10y``); up to a second in the future reads ``0s``,
+    further ``<invalid>``."""
+    whole = int(seconds)  # (Go's int(d.Seconds()): toward zero)
+    if whole < -1:
+        return "<invalid>"
+    if whole < 0:
+        return "0s"
+    if whole < 120:
+        return f"{whole}s"
+    minutes = whole // 60
+    if minutes < 10:
+        rest = whole % 60
+        return f"{minutes}m{rest}s" if rest else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        rest = minutes % 60
+        return f"{hours}h{rest}m" if rest else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if hours < 24 * 8:
+        rest = hours % 24
+        return f"{days}d{rest}h" if rest else f"{days}d"
+    if hours < 24 * 365 * 2:
+        return f"{days}d"
+    years, rest = days // 365, days % 365
+    if hours < 24 * 365 * 8 and rest:
+        return f"{years}y{rest}d"
+    return f"{years}y"
+
+
+def _time(ts: Any) -> datetime | None:
+    """A timestamp field's time, None where it is unset (Go's zero ``metav1.Time``)."""
+    return parse_time(ts) if isinstance(ts, str) and ts.strip() else None
+
+
+def since(ts: Any, now: datetime) -> str:
+    """``translateTimestampSince``: how long ago ``ts`` was, ``<unknown>`` for an unset time."""
+    t = _time(ts)
+    return "<unknown>" if t is None else human_duration((now - t).total_seconds())
 
 
 def _age(obj: dict, now: datetime) -> str:
-    return age(obj, now)
+    return since((obj.get("metadata") or {}).get("creationTimestamp"), now)
 
 
 def _col(name: str, typ: str = "string", desc: str = "", priority: int = 0, fmt: str = "") -> dict:
@@ -32,23 +76,125 @@ NAME = _col("Name", fmt="name", desc="Name must be unique within a namespace.")
 AGE = _col("Age", desc="CreationTimestamp is a timestamp representing the server time when this object was created.")
 
 
+def _true(conditions: Any, ctype: str) -> bool:
+    """The first condition of type ``ctype`` says True (the printers' ``hasJobCondition``; for a pod's, any)."""
+    for c in conditions or ():
+        if isinstance(c, dict) and c.get("type") == ctype:
+            return c.get("status") == "True"
+    return False
+
+
 # ---- pods -------------------------------------------------------------------------------------
 
 
+def _finished(cs: dict) -> datetime | None:
+    """When a container last terminated (its lastState), None when it never did or the time is unset."""
+    return _time((((cs.get("lastState") or {}).get("terminated")) or {}).get("finishedAt"))
+
+
+def _later(a: datetime | None, b: datetime | None) -> datetime | None:
+    return b if a is None or (b is not None and b > a) else a
+
+
+def _terminated_reason(term: dict, prefix: str) -> str:
+    if term.get("reason"):
+        return prefix + str(term["reason"])
+    if term.get("signal"):
+        return f"{prefix}Signal:{term['signal']}"
+    return f"{prefix}ExitCode:{term.get('exitCode', 0)}"
+
+
+def pod_cells(pod: dict, now: datetime) -> tuple[str, str, str]:
+    """printPod's READY, STATUS and RESTARTS: sidecars (init containers with ``restartPolicy: Always``) count
+    in READY; an init container that is not done says ``Init:…``; the containers' states override the phase,
+    the last container's first; ``5 (5m ago)`` when a container restarted."""
+    spec, st = pod.get("spec") or {}, pod.get("status") or {}
+    phase = str(st.get("phase") or "")
+    reason = str(st.get("reason") or phase)
+    conds = st.get("conditions") or []
+    if any(
+        isinstance(c, dict) and c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated" for c in conds
+    ):
+        reason = "SchedulingGated"
+    sidecars = {str(c.get("name", "")) for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"}
+    total = len(spec.get("containers") or ()) + len(sidecars)
+    ready = restarts = sidecar_restarts = 0
+    last = sidecar_last = None
+    initializing = False
+    n_init = len(spec.get("initContainers") or ())
+    for i, cs in enumerate(st.get("initContainerStatuses") or ()):
+        sidecar = str(cs.get("name", "")) in sidecars
+        state = cs.get("state") or {}
+        term, wait = state.get("terminated"), state.get("waiting")
+        count = int(cs.get("restartCount") or 0)
+        restarts += count
+        last = _later(last, _finished(cs))
+        if sidecar:
+            sidecar_restarts += count
+            sidecar_last = _later(sidecar_last, _finished(cs))
+        if term is not None and int(term.get("exitCode") or 0) == 0:
+            continue
+        if sidecar and cs.get("started") is True:
+            ready += bool(cs.get("ready"))
+            continue
+        if term is not None:
+            reason = _terminated_reason(term, "Init:")
+        elif wait is not None and wait.get("reason") and wait["reason"] != "PodInitializing":
+            reason = f"Init:{wait['reason']}"
+        else:
+            reason = f"Init:{i}/{n_init}"
+        initializing = True
+        break
+    if not initializing or _true(conds, "Initialized"):
+        restarts, last = sidecar_restarts, sidecar_last
+        running = False
+        for cs in reversed(st.get("containerStatuses") or ()):
+            state = cs.get("state") or {}
+            term, wait = state.get("terminated"), state.get("waiting")
+            restarts += int(cs.get("restartCount") or 0)
+            last = _later(last, _finished(cs))
+            if wait is not None and wait.get("reason"):
+                reason = str(wait["reason"])
+            elif term is not None:
+                reason = _terminated_reason(term, "")
+            elif cs.get("ready") and state.get("running") is not None:
+                running = True
+                ready += 1
+        if reason == "Completed" and running:  # (a container still runs: any Ready condition that holds says so)
+            ready_cond = any(
+                isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True" for c in conds
+            )
+            reason = "Running" if ready_cond else "NotReady"
+    deleting = bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    if deleting and st.get("reason") == "NodeLost":
+        reason = "Unknown"
+    elif deleting and phase not in ("Succeeded", "Failed"):
+        reason = "Terminating"
+    told = str(restarts)
+    if restarts and last is not None:
+        told = f"{restarts} ({human_duration((now - last).total_seconds())} ago)"
+    return f"{ready}/{total}", reason, told
+
+
 def pod_row(pod: dict, now: datetime) -> list:
-    reason, ready, total, restarts = pod_reason(pod)
-    st = pod.get("status", {})
+    ready, status, restarts = pod_cells(pod, now)
+    spec, st = pod.get("spec") or {}, pod.get("status") or {}
     ips = st.get("podIPs") or []
+    gates = spec.get("readinessGates") or []
+    conds: dict[Any, Any] = {}
+    for c in st.get("conditions") or ():
+        if isinstance(c, dict):
+            conds.setdefault(c.get("type"), c.get("status"))
     return [
         pod["metadata"]["name"],
-        f"{ready}/{total}",
-        reason,
-        str(restarts),
+        ready,
+        status,
+        restarts,
         _age(pod, now),
-        ips[0]["ip"] if ips else "<none>",
-        pod.get("spec", {}).get("nodeName") or "<none>",
+        (ips[0].get("ip") if ips else None) or "<none>",
+        spec.get("nodeName") or "<none>",
         st.get("nominatedNodeName") or "<none>",
-        "<none>",
+        f"{sum(conds.get(g.get('conditionType')) == 'True' for g in gates)}/{len(gates)}" if gates else "<none>",
     ]
 
 
@@ -72,23 +218,53 @@ POD_COLS = [
 # ---- jobs -------------------------------------------------------------------------------------
 
 
+def job_status(job: dict) -> str:
+    """printJob's STATUS: Complete, Failed, Terminating (being deleted), Suspended, FailureTarget, else Running."""
+    conds = (job.get("status") or {}).get("conditions")
+    if _true(conds, "Complete"):
+        return "Complete"
+    if _true(conds, "Failed"):
+        return "Failed"
+    if (job.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
+    if _true(conds, "Suspended"):
+        return "Suspended"
+    if _true(conds, "FailureTarget"):
+        return "FailureTarget"
+    return "Running"
+
+
+def job_completions(job: dict) -> str:
+    """printJob's COMPLETIONS: ``succeeded/completions``; a work queue (no completions) ``n/1``, or ``n/1 of P``
+    when it runs ``P`` pods in parallel."""
+    spec, st = job.get("spec") or {}, job.get("status") or {}
+    done = int(st.get("succeeded") or 0)
+    if spec.get("completions") is not None:
+        return f"{done}/{int(spec['completions'])}"
+    parallel = int(spec.get("parallelism") or 0)
+    return f"{done}/1 of {parallel}" if parallel > 1 else f"{done}/1"
+
+
+def job_duration(job: dict, now: datetime) -> str:
+    """printJob's DURATION: empty before it starts, since its start while it runs, start to completion after."""
+    st = job.get("status") or {}
+    start = _time(st.get("startTime"))
+    if start is None:
+        return ""
+    end = _time(st.get("completionTime")) or now
+    return human_duration((end - start).total_seconds())
+
+
 def job_row(job: dict, now: datetime) -> list:
-    spec, st = job.get("spec", {}), job.get("status", {})
-    completions = job_completions(job)
-    dur = ""
-    if st.get("startTime"):
-        start = parse_time(st["startTime"])
-        end = parse_time(st["completionTime"]) if st.get("completionTime") else now
-        dur = human_duration((end - start).total_seconds())
-    status = job_status(job)
-    cs = spec.get("template", {}).get("spec", {}).get("containers", [])
+    spec = job.get("spec") or {}
+    cs = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
     return [
         job["metadata"]["name"],
-        status,
-        completions,
-        dur,
+        job_status(job),
+        job_completions(job),
+        job_duration(job, now),
         _age(job, now),
-        ",".join(c["name"] for c in cs),
+        ",".join(str(c.get("name", "")) for c in cs),
         ",".join(str(c.get("image", "")) for c in cs),
         selector_to_text(spec.get("selector") or {}),
     ]
@@ -110,15 +286,17 @@ JOB_COLS = [
 
 
 def deploy_row(d: dict, now: datetime) -> list:
-    spec, st = d.get("spec", {}), d.get("status", {})
-    cs = spec.get("template", {}).get("spec", {}).get("containers", [])
+    """printDeployment: READY is ready/desired replicas, then UP-TO-DATE and AVAILABLE as the status counts them."""
+    spec, st = d.get("spec") or {}, d.get("status") or {}
+    cs = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    desired = spec.get("replicas")
     return [
         d["metadata"]["name"],
-        deployment_ready(d),
-        int(st.get("updatedReplicas", 0)),
-        int(st.get("availableReplicas", 0)),
+        f"{int(st.get('readyReplicas') or 0)}/{1 if desired is None else int(desired)}",
+        int(st.get("updatedReplicas") or 0),
+        int(st.get("availableReplicas") or 0),
         _age(d, now),
-        ",".join(c["name"] for c in cs),
+        ",".join(str(c.get("name", "")) for c in cs),
         ",".join(str(c.get("image", "")) for c in cs),
         selector_to_text(spec.get("selector") or {}),
     ]
@@ -174,26 +352,47 @@ RS_COLS = [
 # ---- nodes ------------------------------------------------------------------------------------
 
 
+def node_status(n: dict) -> str:
+    """printNode's STATUS: the Ready condition (the last one listed) as ``Ready`` or ``NotReady`` (a node whose
+    kubelet stopped reporting reads Ready ``Unknown``: NotReady), ``Unknown`` without one; ``,SchedulingDisabled``
+    when cordoned."""
+    ready = None
+    for c in (n.get("status") or {}).get("conditions") or ():
+        if isinstance(c, dict) and c.get("type") == "Ready":
+            ready = c.get("status") == "True"
+    said = "Unknown" if ready is None else "Ready" if ready else "NotReady"
+    return said + (",SchedulingDisabled" if (n.get("spec") or {}).get("unschedulable") else "")
+
+
+def node_roles(n: dict) -> str:
+    """printNode's ROLES: each ``node-role.kubernetes.io/<role>`` label and a ``kubernetes.io/role`` label's value,
+    sorted, else ``<none>``."""
+    roles = set()
+    for k, v in ((n.get("metadata") or {}).get("labels") or {}).items():
+        if k.startswith("node-role.kubernetes.io/") and k.split("/", 1)[1]:
+            roles.add(k.split("/", 1)[1])
+        elif k == "kubernetes.io/role" and v:
+            roles.add(str(v))
+    return ",".join(sorted(roles)) or "<none>"
+
+
 def node_row(n: dict, now: datetime) -> list:
-    status = node_status(n)
-    roles = sorted(
-        k.split("/", 1)[1]
-        for k in n["metadata"].get("labels", {})
-        if k.startswith("node-role.kubernetes.io/") and k.split("/", 1)[1]
-    )
-    info = n.get("status", {}).get("nodeInfo", {})
-    addrs = {a["type"]: a["address"] for a in n.get("status", {}).get("addresses", [])}
+    st = n.get("status") or {}
+    info = st.get("nodeInfo") or {}
+    addrs: dict[str, str] = {}
+    for a in st.get("addresses") or ():
+        addrs.setdefault(a.get("type"), a.get("address"))  # (the first of each type)
     return [
         n["metadata"]["name"],
-        status,
-        ",".join(roles) or "<none>",
+        node_status(n),
+        node_roles(n),
         _age(n, now),
         info.get("kubeletVersion", ""),
-        addrs.get("InternalIP", "<none>"),
-        addrs.get("ExternalIP", "<none>"),
-        info.get("osImage", "<unknown>"),
-        info.get("kernelVersion", "<unknown>"),
-        info.get("containerRuntimeVersion", "<unknown>"),
+        addrs.get("InternalIP") or "<none>",
+        addrs.get("ExternalIP") or "<none>",
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
     ]
 
 
@@ -252,15 +451,11 @@ def ns_row(n: dict, now: datetime) -> list:
 NS_COLS = [NAME, _col("Status"), AGE]
 
 
-def _since(ts: str | None, now: datetime) -> str:
-    return human_duration((now - parse_time(ts)).total_seconds()) if ts else "<unknown>"
-
-
 def event_row(e: dict, now: datetime) -> list:
     """The API server's printEvent: LAST SEEN ("5s (x3 over 2m)" when repeated), TYPE, REASON, OBJECT, …"""
     inv, src = e.get("involvedObject") or {}, e.get("source") or {}
-    first = _since(e.get("firstTimestamp") or e.get("eventTime"), now)
-    last = _since(e.get("lastTimestamp") or e.get("eventTime"), now)
+    first = since(e.get("firstTimestamp") or e.get("eventTime"), now)
+    last = since(e.get("lastTimestamp") or e.get("eventTime"), now)
     count = int(e.get("count") or 1)
     if count > 1:
         last = f"{last} (x{count} over {first})"

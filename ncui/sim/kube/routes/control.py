@@ -16,8 +16,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ..apiserver import Kube
 from ..cluster import Cluster
-from ..objects import KubeError
-from .http import bearer
+from ..objects import KubeError, by_kind
+from .http import bearer, status_resp
 
 
 def mount(app: FastAPI, kube: Kube) -> None:
@@ -34,7 +34,10 @@ def _guarded(kube: Kube, fn: Control) -> Callable[..., Awaitable[Response]]:
         tok = bearer(request.headers)
         if not (tok and kube.world.org_for_token(tok) is kube.world.main_org):
             return JSONResponse({"error": "unauthorized", "detail": "A token is required."}, 401)
-        return await fn(kube, request, cluster)
+        try:
+            return await fn(kube, request, cluster)
+        except KubeError as e:
+            return status_resp(e)
 
     return route
 
@@ -64,6 +67,56 @@ async def reclaim(kube: Kube, request: Request, cluster: str) -> Response:
         with kube.world.lock:
             kube.tick()
             return JSONResponse({"reclaimed": _cluster(kube, cluster).reclaim(b.get("node"))})
+
+    return await run_in_threadpool(go)
+
+
+async def hold(kube: Kube, request: Request, cluster: str) -> Response:
+    """Put objects into the cluster as given, their status included, and keep every controller off them
+    (``Cluster.hold``): the states the box's lifecycles never reach, each as a real cluster would show it, for
+    kubectl to print (``Init:CrashLoopBackOff``, ``Evicted``, a lost node's ``Unknown``, a cordoned node…).
+    ``{"objects": [...]}``, each a Pod, Job, Deployment, ReplicaSet or Node with its ``apiVersion``, ``kind`` and
+    ``metadata.name``; a namespaced one lands in ``default`` unless it names another namespace."""
+    b = await _body(request)
+    objs = b.get("objects")
+    if not isinstance(objs, list) or not objs or not all(isinstance(o, dict) for o in objs):
+        raise KubeError(422, "Invalid", 'the body needs "objects": a list of Kubernetes objects')
+    c = _cluster(kube, cluster)
+
+    def go() -> Response:
+        with kube.world.lock:
+            now = kube.tick()
+            todo = []
+            for o in objs:
+                r = by_kind(str(o.get("apiVersion", "")), str(o.get("kind", "")))
+                meta = o.get("metadata")
+                name = meta.get("name") if isinstance(meta, dict) else None
+                if r is None or r.plural not in Cluster.HOLDABLE:
+                    raise KubeError(
+                        422,
+                        "Invalid",
+                        f"cannot hold {o.get('apiVersion')!s}/{o.get('kind')!s}: only a Pod, Job, "
+                        "Deployment, ReplicaSet or Node",
+                    )
+                if not isinstance(name, str) or not name:
+                    raise KubeError(422, "Invalid", f"a held {r.kind} needs metadata.name")
+                obj = json.loads(json.dumps(o))  # (a copy the store owns)
+                if r.namespaced:
+                    obj["metadata"].setdefault("namespace", "default")
+                    if c.store.peek("namespaces", "", obj["metadata"]["namespace"]) is None:
+                        raise KubeError(404, "NotFound", f'namespaces "{obj["metadata"]["namespace"]}" not found')
+                else:
+                    obj["metadata"].pop("namespace", None)
+                ns = obj["metadata"].get("namespace", "")
+                if c.store.peek(r.plural, ns, name) is not None or any(
+                    t[0] == r.plural and t[2] == (ns, name) for t in todo
+                ):
+                    raise KubeError(409, "AlreadyExists", f'{r.plural} "{name}" already exists')
+                todo.append((r.plural, obj, (ns, name)))
+            held = [f"{res}/{key[0]}/{key[1]}" if key[0] else f"{res}/{key[1]}" for res, _, key in todo]
+            for res, obj, _ in todo:
+                c.hold(res, obj, now)
+            return JSONResponse({"held": held})
 
     return await run_in_threadpool(go)
 
@@ -171,5 +224,6 @@ CONTROLS: tuple[tuple[str, Control], ...] = (
     ("/_sim/k8s/revoke", revoke),
     ("/_sim/k8s/reclaim", reclaim),
     ("/_sim/k8s/compact", compact),
+    ("/_sim/k8s/hold", hold),
     ("/_sim/k8s/tune", tune),
 )
