@@ -276,11 +276,13 @@ def test_scp_and_sftp_copy_files_off_the_node(node, tmp_path):
     )  # fmt: skip  (the legacy scp protocol)
     assert r.returncode == 0 and (tmp_path / "b.out").read_text() == on_node, r.stderr
     ckpt = "first-job/nanoGPT/out-shakespeare-char/ckpt.pt"
-    batch = f"pwd\nls first-job\nget {ckpt} {tmp_path}/ckpt.pt\n"
+    batch = f"pwd\nls first-job\nls -l first-job\nls -ln first-job\nget {ckpt} {tmp_path}/ckpt.pt\n"
     sftp = ["sftp", "-F", box.config, *_opts(a), "-b", "-", alloc["id"]]
     r = subprocess.run(sftp, capture_output=True, text=True, input=batch, timeout=30)
     assert r.returncode == 0 and "/home/ubuntu" in r.stdout, r.stderr
     assert "checkpoint" in (tmp_path / "ckpt.pt").read_text()
+    long = [x.split() for x in r.stdout.splitlines() if x.startswith(("-", "d")) and x.endswith("nanogpt.out")]
+    assert [x[2:4] for x in long] == [["ubuntu", "ubuntu"], ["1000", "1000"]], r.stdout  # the node's user's files
 
 
 def _refused(ip: str, port: int) -> bool:

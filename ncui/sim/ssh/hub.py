@@ -29,10 +29,11 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 import asyncssh
 
@@ -41,6 +42,7 @@ from .node import NodeSpec, Shell, SimNode, Term
 from .slurm import LoginNode, LoginShell
 
 TICK_EVERY = 0.25  # real seconds between looks at the clock (activations, reclaims, files the runs write)
+NODE_UID = 1000  # the node's user's uid and gid (what SFTP reports as the owner of the node's files)
 CERT_HOURS = 24  # what slurm-login gives: a certificate valid 24 h (of the box's clock)
 log = logging.getLogger(__name__)
 
@@ -491,6 +493,32 @@ class _NodeSFTP(asyncssh.SFTPServer):
         elif not path.startswith(b"/"):
             path = posixpath.join(home, path)
         return super().map_path(path)
+
+    # The node's files are its user's (uid 1000, as a cloud image's first user), not those of whoever runs the box.
+    def _owned(self, st: object) -> asyncssh.SFTPAttrs:
+        attrs = st if isinstance(st, asyncssh.SFTPAttrs) else asyncssh.SFTPAttrs.from_local(cast(os.stat_result, st))
+        attrs.uid = attrs.gid = NODE_UID
+        return attrs
+
+    def stat(self, path: bytes) -> asyncssh.SFTPAttrs:
+        return self._owned(super().stat(path))
+
+    def lstat(self, path: bytes) -> asyncssh.SFTPAttrs:
+        return self._owned(super().lstat(path))
+
+    def fstat(self, file_obj: object) -> asyncssh.SFTPAttrs:
+        return self._owned(super().fstat(file_obj))
+
+    async def scandir(self, path: bytes) -> AsyncIterator[asyncssh.SFTPName]:
+        async for name in super().scandir(path):
+            self._owned(name.attrs)
+            yield name
+
+    def format_user(self, uid: int | None) -> str:  # what sftp's ls -l shows
+        return self.node.spec.user if uid == NODE_UID else super().format_user(uid)
+
+    def format_group(self, gid: int | None) -> str:
+        return self.node.spec.user if gid == NODE_UID else super().format_group(gid)
 
     def exit(self) -> None:  # OpenSSH's scp takes a session without an exit status for a failure
         with contextlib.suppress(Exception):
