@@ -11,6 +11,7 @@ import pytest
 
 from ncui.screens.modals import ConfirmModal
 from ncui.screens.slurm import SlurmPanel
+from ncui.sim.ssh.slurm import COMPLETING_SECONDS
 
 from .apphelp import app_for, footer_keys, loaded, notes, screen_text, until
 
@@ -69,6 +70,8 @@ async def test_the_first_job_on_the_boxs_login_node(sim_factory, tmp_path, monke
         assert f"scancel {job.id}" in app.screen.body
         await pilot.press("y")
         await until(pilot, lambda: f"Cancelled job {job.id}" in notes(app), 30)
+        sim.world.advance(COMPLETING_SECONDS)  # (CG while its processes stop, as Slurm's, then CANCELLED)
+        app.slurm.wake()
         await until(
             pilot,
             lambda: (

@@ -118,7 +118,7 @@ async def _chat_with_inkling(pilot, app, sim) -> None:
             assert r.status_code == 200
 
     kube = sim.app.state.kube
-    await engine({"rate": 300})  # 768 tokens of thinking in about 2.5 s: slow enough to be seen in parts
+    await engine({"rate": 20})  # some 30 tokens of thinking in about 1.5 s: slow enough to be seen in parts
     await pilot.press("m")
     await until(pilot, lambda: isinstance(app.screen, ChatScreen), what="the chat")
     chat = app.screen

@@ -152,12 +152,11 @@ async def _inkling_streams(k, kc) -> None:
     assert order[0] == "r" and "r" not in order[order.index("c") :]  # the thinking first, apart, then the answer
     assert a.content.startswith("Hi! I'm Inkling") and a.reasoning and a.finish_reason == "stop"
     assert a.completion_tokens == len(order) and a.prompt_tokens and a.ttft is not None  # usage counts tokens
-    roomy = a.completion_tokens
+    assert a.completion_tokens < 60  # a greeting's few thoughts and answer, not most of the room it was given
     small = Answer()
-    async for _ in stream_chat(kc, ep, {**body, "max_tokens": 64}, small):
+    async for _ in stream_chat(kc, ep, {**body, "max_tokens": 16}, small):
         pass
-    assert small.completion_tokens == 64 and small.content == "" and small.finish_reason == "length"  # all thinking
-    assert roomy > 4 * small.completion_tokens  # more room, more thinking (3/4 of 1024)
+    assert small.completion_tokens == 16 and small.content == "" and small.finish_reason == "length"  # all thinking
     # a stream cut after 5 tokens, then a chunk that is not JSON: a sentence each, what arrived kept
     k.sim_post("/_sim/k8s/chat", {"drop_after": 5})
     cut = Answer()

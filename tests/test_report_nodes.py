@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from ncui.sim.ssh.slurm import COMPLETING_SECONDS
+
 from . import test_app_nodes
 from .apphelp import app_for, loaded, screen_text, until
 from .test_app_nodes import LOSS, Node, connect, open_nodes
@@ -177,6 +179,7 @@ async def test_slurm_a_job_submitted_by_hand_reported_from_its_output_file_then_
 
     # scancel by hand: the end is reported, and nothing is left to stop
     ssh(sim, "plover", f"scancel {jid}")
+    sim.world.advance(COMPLETING_SECONDS)  # (CG while its processes stop, as Slurm's, then CANCELLED)
     c = cli(sim)
     assert c["completion"] is not None, c
     assert c["completion"]["state"] == "CANCELLED" and c["completion"]["at"] is not None

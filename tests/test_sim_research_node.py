@@ -117,6 +117,21 @@ def test_the_starter_the_log_the_results_and_the_stop(research, tmp_path):
     assert released["state"] == "released" and "research-node" not in Path(research.config).read_text()
 
 
+@pytest.mark.skipif(shutil.which("rsync") is None, reason="needs rsync")
+def test_the_results_kept_with_rsync(research, tmp_path):
+    """The guide's "keep the results" with rsync, as people copy them: the node's side is the real rsync --server."""
+    research.assign()
+    assert research.ssh(STARTER).returncode == 0
+    research.advance(600)
+    log = research.ssh("cat first-job/nanogpt.out").stdout
+    rsh = " ".join(["ssh", "-F", research.config, *NO_AGENT])
+    r = subprocess.run(["rsync", "-a", "-e", rsh, "research-node:first-job/", str(tmp_path / "kept")],
+                       capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert LOSS.search(log) and (tmp_path / "kept" / "nanogpt.out").read_text() == log
+    assert "checkpoint" in (tmp_path / "kept" / "nanoGPT" / "out-shakespeare-char" / "ckpt.pt").read_text()
+
+
 def test_docker_missing_the_starter_says_so_and_stops(research):
     assert research.http.post("/_sim/ssh/docker", json={"missing": True}).status_code == 200
     research.assign()  # set before the assignment: the node comes without docker

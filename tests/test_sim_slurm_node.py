@@ -18,7 +18,7 @@ import pytest
 
 from ncui.remote.runner import AuthFailed, SshRunner
 from ncui.sim.catalog import file_bytes
-from ncui.sim.ssh.slurm import MIN_JOB_AGE
+from ncui.sim.ssh.slurm import COMPLETING_SECONDS, MIN_JOB_AGE
 
 from .conftest import wait_for
 from .simproc import SimProcess
@@ -173,12 +173,14 @@ def test_squeue_json_scontrol_and_scancel(login):
 
     assert login.ssh(f"scancel {job}").returncode == 0
     size = len(login.ok(f"cat nanogpt-{job}.out"))
-    assert login.job(job)["job_state"] == "CANCELLED"
+    assert login.job(job)["job_state"] == "COMPLETING"  # (its processes stop: CG, then CANCELLED)
+    login.advance(COMPLETING_SECONDS)
+    assert login.job(job)["job_state"] == "CANCELLED" and login.job(job)["exit_code"] == 15  # SIGTERM
     assert login.ok(f"squeue -h -t all -j {job} -o %T") == "CANCELLED\n" and login.ok("squeue --me -h") == ""
     login.advance(200)  # a cancelled job writes nothing more (and stays in view for MinJobAge)
     assert len(login.ok(f"cat nanogpt-{job}.out")) == size > 0
-    r = login.ssh(f"scancel {job}")
-    assert r.returncode == 1 and "already completing or completed" in r.stderr
+    r = login.ssh(f"scancel {job}")  # already completed: silent, as Slurm 22.05's scancel is
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
     other = next(x for x in json.loads(login.ok("squeue --json"))["jobs"] if x["user_name"] != "kim")
     r = login.ssh(f"scancel {other['job_id']}")
     assert r.returncode == 1 and "Access/permission denied" in r.stderr
@@ -213,3 +215,103 @@ async def test_ncuis_runner_signs_in_with_the_certificate_beside_the_key(login):
         assert (await r.run(f"squeue -h -j {job} -o %T", check=True)).stdout == "PENDING\n"
         assert (await r.run("scancel --me --name=nanogpt")).ok  # the way nanogpt.sbatch's own comment says
         assert (await r.run(f"squeue -h -t all -j {job} -o %T", check=True)).stdout == "CANCELLED\n"
+
+
+# ---- the same session against the box's login node and against the real Slurm -------------------------------
+
+
+class BoxSide:
+    """The box's login node: each line through ``ssh plover``, the box's clock moved to wait."""
+
+    def __init__(self, login: Login) -> None:
+        self.login = login
+        login.slurm_login()
+        login.ok("curl -fsSL https://access.nationalcompute.com/first-job/prepare.sh | sh > /dev/null")
+
+    def sh(self, line: str) -> subprocess.CompletedProcess:
+        return self.login.ssh(line)
+
+    def until(self, cond, what: str):
+        for _ in range(30):
+            if got := cond():
+                return got
+            self.login.advance(30)
+        raise AssertionError(f"the box's clock passed 15 minutes without {what}")
+
+
+class SlurmSide:
+    """The real Slurm 22.05 (tests/slurm_support.py): each line through bash on this machine, in a home of the
+    test's own, with nanogpt.sbatch where prepare.sh puts it (its simulated run: no GPU here)."""
+
+    def __init__(self, slurm, home: Path) -> None:
+        self.env = {**slurm.env, "HOME": str(home), "NC_FIRST_JOB_SIMULATE": "1", "NC_FIRST_JOB_SIM_DELAY": "1"}
+        self.home = home
+        (home / "first-job").mkdir(parents=True)
+        (home / "first-job" / "nanogpt.sbatch").write_bytes(file_bytes("nanogpt.sbatch"))
+
+    def sh(self, line: str) -> subprocess.CompletedProcess:
+        env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", **self.env}
+        return subprocess.run(["bash", "-c", line], cwd=self.home, env=env, capture_output=True, text=True, timeout=30)
+
+    def until(self, cond, what: str):
+        return wait_for(cond, 60, what=what, interval=0.2)
+
+
+@pytest.fixture(scope="module")
+def real_slurm(tmp_path_factory):
+    from .slurm_support import start_slurm
+
+    s = start_slurm(tmp_path_factory.mktemp("slurm"))
+    yield s
+    s.stop()
+
+
+@pytest.fixture(params=["box", "slurm"])
+def side(request, tmp_path):
+    if request.param == "box":
+        login = Login(request.getfixturevalue("sim_factory")("slurm"))
+        yield BoxSide(login)
+        login.http.close()
+    else:
+        yield SlurmSide(request.getfixturevalue("real_slurm"), tmp_path / "home")
+
+
+def test_scancel_completing_wrap_json_and_the_last_status_as_slurm_does(side):
+    """One session typed at the box's login node and at a real Slurm 22.05: each answers it the same way."""
+
+    def ok(line: str) -> str:
+        r = side.sh(line)
+        assert r.returncode == 0 and r.stderr == "", (line, r.returncode, r.stdout, r.stderr)
+        return r.stdout
+
+    def job(jid: str) -> dict:
+        return next(j for j in json.loads(ok("squeue --json"))["jobs"] if str(j["job_id"]) == jid)
+
+    assert ok("false; echo rc=$?; true; echo rc=$?") == "rc=1\nrc=0\n"  # the shell's last status
+    jid = re.fullmatch(r"Submitted batch job (\d+)\n", ok("sbatch --nodes=1 ~/first-job/nanogpt.sbatch")).group(1)
+    side.until(lambda: job(jid)["job_state"] == "RUNNING", "the job RUNNING")
+    j = job(jid)
+    assert j["time_limit"] == 60 and j["start_time"] > 0
+    assert j["end_time"] == j["start_time"] + 60 * 60  # a running job ends at start + time limit (22.05)
+
+    # the way nanogpt.sbatch's own comment says to stop it: silent; CG while it stops, then out of squeue's view
+    out = ok(f"scancel --me --name=nanogpt; echo rc=$?; squeue --me -h -j {jid} -o '%i %t'")
+    assert out == f"rc=0\n{jid} CG\n", out
+    side.until(lambda: ok("squeue --me -h -o %i") == "", "the cancelled job to leave squeue --me")
+    assert ok(f"squeue --me -h -t all -j {jid} -o '%i %t %T'") == f"{jid} CA CANCELLED\n"
+    j = job(jid)
+    assert j["job_state"] == "CANCELLED" and j["start_time"] <= j["end_time"]
+    assert j["exit_code"] in (15, 143 << 8)  # a wait status: killed by SIGTERM (or its shell exited 128 + 15)
+    assert ok("scancel --me --name=nanogpt; echo rc=$?") == "rc=0\n"  # nothing left to cancel: still silent
+    assert ok(f"scancel {jid}; echo rc=$?") == "rc=0\n"  # already completed: silent too
+
+    # sbatch --wrap: the command becomes the script; the job is named wrap and has no script file
+    wid = re.fullmatch(r"Submitted batch job (\d+)\n", ok('sbatch --wrap "sleep 300"')).group(1)
+    w = job(wid)
+    assert (w["name"], w["command"], w["standard_output"]) == ("wrap", "", "")
+    show = ok(f"scontrol show job {wid}")
+    assert f"JobId={wid} JobName=wrap\n" in show and "   Command=(null)\n" in show
+    assert re.search(rf"^   StdOut=/\S+/slurm-{wid}\.out$", show, re.M), show
+    r = side.sh('sbatch --wrap "echo hi" ~/first-job/nanogpt.sbatch')
+    assert (r.returncode, r.stderr) == (1, "sbatch: error: Script arguments not permitted with --wrap option\n")
+    ok(f"scancel {wid}")

@@ -276,11 +276,62 @@ def test_scp_and_sftp_copy_files_off_the_node(node, tmp_path):
     )  # fmt: skip  (the legacy scp protocol)
     assert r.returncode == 0 and (tmp_path / "b.out").read_text() == on_node, r.stderr
     ckpt = "first-job/nanoGPT/out-shakespeare-char/ckpt.pt"
-    batch = f"pwd\nls first-job\nget {ckpt} {tmp_path}/ckpt.pt\n"
+    batch = f"pwd\nls first-job\nls -l first-job\nls -ln first-job\nget {ckpt} {tmp_path}/ckpt.pt\n"
     sftp = ["sftp", "-F", box.config, *_opts(a), "-b", "-", alloc["id"]]
     r = subprocess.run(sftp, capture_output=True, text=True, input=batch, timeout=30)
     assert r.returncode == 0 and "/home/ubuntu" in r.stdout, r.stderr
     assert "checkpoint" in (tmp_path / "ckpt.pt").read_text()
+    long = [x.split() for x in r.stdout.splitlines() if x.startswith(("-", "d")) and x.endswith("nanogpt.out")]
+    assert [x[2:4] for x in long] == [["ubuntu", "ubuntu"], ["1000", "1000"]], r.stdout  # the node's user's files
+
+
+@pytest.mark.skipif(shutil.which("rsync") is None, reason="needs rsync")
+def test_rsync_copies_to_and_from_the_node_within_its_disk(node, tmp_path):
+    """The real rsync over the real ssh: its server side is the real ``rsync --server``, confined to the node's
+    disk as SFTP is (its ``/`` is the node's own; relative paths from the home folder; links munged)."""
+    box, alloc, a, _ = node
+    node_id, scratch = alloc["id"], box.sim.ssh.scratch(alloc["id"])
+    assert scratch is not None
+
+    def rsync(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["rsync", "-e", " ".join(["ssh", "-F", box.config, *_opts(a)]), *args], **CAPTURE)
+
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "notes.txt").write_text("hello from the workspace\n")
+    (src / "sub" / "weights bin").write_bytes(bytes(range(256)) * 400)  # binary, a space in its name
+    (src / "etc").symlink_to("/etc")
+    r = rsync("-av", f"{src}/", f"{node_id}:results/")
+    assert r.returncode == 0 and "sub/weights bin" in r.stdout, r.stderr
+    assert box.ssh(node_id, "cat results/notes.txt", a).stdout == "hello from the workspace\n"
+    assert box.ssh(node_id, "ls results/sub", a).stdout == "weights bin\n"
+    assert (scratch / "home/ubuntu/results/sub/weights bin").read_bytes() == (src / "sub" / "weights bin").read_bytes()
+    assert not (scratch / "home/ubuntu/results/etc").resolve().is_relative_to("/etc")  # the link can lead nowhere
+
+    box.ssh(node_id, f"curl -fsSL {box.sim.access_url}/first-job/nanogpt-node.sh | sh", a)
+    box.advance(600)
+    log = box.ssh(node_id, "cat first-job/nanogpt.out", a).stdout
+    assert LOSS.search(log)
+    back = tmp_path / "back"
+    r = rsync("-a", f"{node_id}:first-job/nanogpt.out", f"{node_id}:/home/ubuntu/results", f"{back}/")
+    assert r.returncode == 0, r.stderr
+    assert (back / "nanogpt.out").read_text() == log and (back / "results" / "notes.txt").is_file()
+    assert (back / "results" / "etc").readlink() == Path("/etc")  # given back as it was sent
+    r = rsync("-a", f"{node_id}:~/results/sub/weights bin", str(tmp_path / "one"))
+    assert r.returncode == 0 and (tmp_path / "one").read_bytes() == (src / "sub" / "weights bin").read_bytes()
+
+    # nothing outside the node's disk, read or written: ../ is refused, / is the node's, a link leads nowhere
+    victim = tmp_path / "pwned"
+    for args, said in (
+        ((f"{node_id}:../../../etc/hostname", str(tmp_path / "x")), "outside this node's disk"),
+        ((str(src / "notes.txt"), f"{node_id}:../../..{victim}"), "outside this node's disk"),
+        ((f"{node_id}:/etc/hostname", str(tmp_path / "x")), 'link_stat "/etc/hostname" failed'),
+        ((f"{node_id}:results/etc/hostname", str(tmp_path / "x")), 'link_stat "/home/ubuntu/results/etc/hostname"'),
+        ((str(src / "notes.txt"), f"{node_id}:results/etc/pwned"), "unsafe arg"),
+    ):
+        r = rsync("-a", *args)
+        assert r.returncode != 0 and said in r.stderr, (args, r.stderr)
+    assert not (tmp_path / "x").exists() and not victim.exists() and not Path("/etc/pwned").exists()
 
 
 def _refused(ip: str, port: int) -> bool:

@@ -429,6 +429,14 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
 
     prefix = config.access_prefix.rstrip("/")
 
+    @app.get(prefix + "/setup.sh", include_in_schema=False)
+    def setup_sh(request: Request) -> Response:
+        """The guide's setup script (``curl -fsSL <access>/setup.sh | sh -s -- <cluster>``), aimed at this box."""
+        ssh = getattr(request.app.state, "ssh", None)
+        api = str(request.base_url).rstrip("/")
+        data = catalog.setup_script(api, str(ssh.config_path) if ssh is not None else "")
+        return Response(data, media_type="text/x-shellscript; charset=utf-8")
+
     @app.get(prefix + "/first-job/", include_in_schema=False)
     def catalog_index() -> Response:
         return Response(_catalog_json(), media_type="application/json")

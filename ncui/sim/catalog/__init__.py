@@ -1,9 +1,11 @@
 """The recipe catalog the box serves (``<access prefix>/first-job/``): ``catalog.json`` and the files it names, read
-from the package. The ssh hosts read the same files (a node's starter, the Slurm login's sbatch)."""
+from the package. The ssh hosts read the same files (a node's starter, the Slurm login's sbatch). Beside them,
+``setup.sh`` (served at ``<access prefix>/setup.sh``) with the box's own addresses filled in."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from importlib import resources
 
 
@@ -26,3 +28,9 @@ def file_bytes(filename: str) -> bytes | None:
         return f.read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
+
+
+def setup_script(api: str, ssh_config: str) -> bytes:
+    """The setup script as the box serves it: its API origin and its ssh_config (``NC_SSH_CONFIG``) filled in."""
+    text = (_root() / "setup.sh").read_text(encoding="utf-8")
+    return text.replace("@API@", shlex.quote(api)).replace("@SSH_CONFIG@", shlex.quote(ssh_config)).encode()

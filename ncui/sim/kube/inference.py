@@ -6,10 +6,15 @@ The engines behave as the guide says the real ones do, so that the demo shows wh
   with: without it the answer is a chatty summary, off-format. ``temperature`` 0 (greedy) makes it repeat
   itself until ``max_tokens``; thinking left on (``enable_thinking`` not false) puts a ``<think>`` block in the
   answer, as the hybrid-thinking base does.
-- Inkling reasons before it answers, in ``reasoning_content``, for as long as ``max_tokens`` leaves it room: too
-  little room and the thinking takes it all (``finish_reason: length``, an empty answer).
+- Inkling reasons before it answers, in ``reasoning_content``: a few thoughts, more for a real question than for
+  a greeting; too little room in ``max_tokens`` and the thinking takes it all (``finish_reason: length``, an
+  empty answer). It calls tools the OpenAI way: offered ``tools`` and a question one of them fits (by its name
+  and description), it answers with ``tool_calls`` (an id, ``type: function``, the function's name and JSON
+  arguments read off the question) and ``finish_reason: tool_calls``; given the tool's result (a ``tool``
+  message), it answers from it. ``tool_choice`` ``none``, ``auto``, ``required`` or a named function.
 - Kimi K3 answers plainly.
-A token is a word with the space before it; ``usage`` counts them. The same seed, request and history give the
+A token is a word with the space before it; ``usage`` counts the prompt (every message, the tools offered) and
+exactly what the answer returns (thinking, answer, tool calls). The same seed, request and history give the
 same answer. Streamed, the first chunk comes after a prefill pause and the tokens at the engine's rate, in real
 (human) time: a chat is lived by a person, not on the box's virtual clock.
 """
@@ -53,11 +58,39 @@ class Completion:
     finish_reason: str = "stop"
     prompt_tokens: int = 0
     has_reasoning: bool = False  # the engine parses reasoning apart (reasoning_content is sent, maybe null)
+    tool_calls: list[dict] = field(default_factory=list)  # OpenAI's: {"id", "type": "function", "function": {…}}
 
     @property
     def usage(self) -> dict:
-        out = len(self.reasoning) + len(self.content)
+        calls = sum(len(_call_tokens(call)) for call in self.tool_calls)
+        out = len(self.reasoning) + len(self.content) + calls
         return {"prompt_tokens": self.prompt_tokens, "completion_tokens": out, "total_tokens": self.prompt_tokens + out}
+
+
+def _call_tokens(call: dict) -> list[str]:
+    """A tool call as tokens: its function's name, then its arguments (the stream sends one chunk for each)."""
+    return [call["function"]["name"], *tokens(call["function"]["arguments"])]
+
+
+def _text(content: object) -> str:
+    """A message's text: a string, or the text parts of a list of content parts (None: no text)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _prompt_tokens(msgs: list, tools: list[dict]) -> int:
+    """The prompt's tokens: each message's text and tool calls (4 more for its role and separators), the tools."""
+    n = 2
+    for m in msgs:
+        n += 4 + len(tokens(_text(m.get("content"))))
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict):
+                n += len(tokens(f"{fn.get('name', '')} {fn.get('arguments', '')}"))
+    return n + sum(len(tokens(json.dumps(t, ensure_ascii=False))) for t in tools)
 
 
 def _error(status: int, message: str, kind: str) -> tuple[int, dict]:
@@ -209,38 +242,193 @@ def _finance(body: dict, msgs: list, room: int, rng: random.Random, c: Completio
 
 # ---- Inkling: room to reason -------------------------------------------------------------------------------
 
-THOUGHTS = (
+THOUGHTS = (  # the first two always, then a few of the rest for a real question
     "Let me restate the request to make sure I have it: {ask}.",
     "What does the user most likely want here? Probably {want}.",
-    "I should check whether any tool is needed; none of the tools fits, so I will answer directly.",
     "Let me think about what a good answer contains: a direct reply first, then anything that helps next.",
     "Is there an ambiguity? The wording '{ask}' could be read more than one way, so I will pick the plain reading.",
     "Let me double-check the facts I am about to state; nothing in the request asks for figures I do not have.",
     "The conversation so far has {turns} earlier turn(s); I should stay consistent with it.",
     "Keep the tone friendly and the answer short; the user can always ask for more.",
     "Alternatively I could ask a clarifying question, but a useful first answer is better.",
-    "One more pass over the plan: greet, answer, offer a next step.",
 )
+NO_TOOL = "I should check whether any tool is needed; none of the tools fits, so I will answer directly."
+TOOL_FITS = "The {name} tool fits this: I will call it with {args} and answer from what it returns."
+TOOL_SAID = "The {name} tool answered: {result}. I can answer from that now."
+STOP = set(
+    "a an and are be can could current do does for from get give given how i in is it me my of on or please set "
+    "some tell that the this to what whats with would you your".split()
+)  # words too common to say which tool a question calls for
 
 
-def _inkling(msgs: list, room: int, rng: random.Random, c: Completion) -> None:
-    last = str(msgs[-1].get("content", "")).strip()
+def _words(text: str) -> set[str]:
+    """Lowercased words, camelCase and snake_case split, a plural's s dropped, the common ones left out."""
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+    out = {w.lower().rstrip("s") if len(w) > 3 else w.lower() for w in re.findall(r"[A-Za-z0-9]+", text)}
+    return {w for w in out if w not in STOP and len(w) > 1}
+
+
+def _tools(body: dict) -> tuple[list[dict], str | None, str | None]:
+    """The request's function tools, ``tool_choice`` as ``none``/``auto``/``required`` or the named function's
+    name, and an error message (None: valid), as the engine checks them."""
+    tools, choice = body.get("tools"), body.get("tool_choice")
+    if tools is None:
+        tools = []
+    if not isinstance(tools, list) or not all(
+        isinstance(t, dict)
+        and t.get("type") == "function"
+        and isinstance(t.get("function"), dict)
+        and isinstance(t["function"].get("name"), str)
+        and re.fullmatch(r"[A-Za-z0-9_-]{1,64}", t["function"]["name"])
+        for t in tools
+    ):
+        return [], None, 'tools must be a list of {"type": "function", "function": {"name": …}} (names: a-z 0-9 _ -)'
+    names = [t["function"]["name"] for t in tools]
+    if choice is None:
+        return tools, "auto" if tools else "none", None
+    if isinstance(choice, dict):
+        fn = choice.get("function")
+        name = fn.get("name") if isinstance(fn, dict) else None
+        if choice.get("type") != "function" or not isinstance(name, str):
+            return [], None, 'tool_choice must be "none", "auto", "required" or {"type": "function", "function": …}'
+        choice = name
+        if name not in names:
+            return [], None, f"tool_choice names the function {name[:64]}, which is not in tools"
+        return tools, name, None
+    if choice not in ("none", "auto", "required"):
+        return [], None, 'tool_choice must be "none", "auto", "required" or {"type": "function", "function": …}'
+    if choice == "required" and not tools:
+        return [], None, "When using `tool_choice`, `tools` must be set."
+    return tools, choice, None
+
+
+def _pick(tools: list[dict], choice: str | None, question: str) -> dict | None:
+    """The tool the question calls for: the one whose name (twice) and description share most of its words."""
+    if not tools or choice in (None, "none"):
+        return None
+    named = {t["function"]["name"]: t for t in tools}
+    if choice in named:
+        return named[choice]
+    asked = _words(question)
+
+    def score(t: dict) -> int:
+        fn = t["function"]
+        return 2 * len(asked & _words(fn["name"])) + len(asked & _words(str(fn.get("description", ""))))
+
+    best = max(tools, key=score)
+    return best if score(best) >= 2 or choice == "required" else None
+
+
+def _arguments(tool: dict, question: str) -> dict:
+    """The call's arguments, read off the question: what its JSON schema requires (every property when it names
+    none): a place after "in"/"for"/"at", a quoted or capitalised phrase, a number, an enum value it names."""
+    params = tool["function"].get("parameters")
+    props = params.get("properties") if isinstance(params, dict) else None
+    if not isinstance(props, dict):
+        return {}
+    wanted = [k for k in (params.get("required") or []) if k in props] or list(props)
+    q = question.strip().rstrip("?!. ")
+    place = re.search(r"\b(?:in|for|at|near|of)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)", q)
+    quoted = re.search(r"[\"“']([^\"”']+)[\"”']", q)
+    proper = re.search(r"(?<=\s)([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)", q)
+    number = re.search(r"-?\d+(?:\.\d+)?", q)
+    out: dict = {}
+    for key in wanted:
+        spec = props[key] if isinstance(props[key], dict) else {}
+        kind, enum = spec.get("type"), spec.get("enum")
+        if isinstance(enum, list) and enum:
+            out[key] = next((e for e in enum if str(e).lower() in q.lower()), enum[0])
+        elif kind in ("integer", "number"):
+            value = float(number.group()) if number else 1
+            out[key] = int(value) if kind == "integer" else value
+        elif kind == "boolean":
+            out[key] = False
+        elif kind == "array":
+            out[key] = []
+        elif kind == "object":
+            out[key] = {}
+        elif re.search(r"query|question|text|prompt|input|search|^q$", key, re.I):
+            out[key] = q
+        else:  # a place for a place; else what the question quotes or names
+            where = re.search(r"location|city|place|where|country|region", key, re.I)
+            found = (place or proper) if where else (quoted or place or proper)
+            out[key] = found.group(1) if found else q
+    return out
+
+
+def _results(msgs: list) -> list[tuple[str, str]]:
+    """(function name, result) of the ``tool`` messages the conversation ends with (the answers to its last
+    tool calls); [] when it does not end with them."""
+    tail: list[dict] = []
+    for m in reversed(msgs):
+        if m.get("role") != "tool":
+            break
+        tail.insert(0, m)
+    if not tail:
+        return []
+    calls = {}
+    for m in msgs:
+        for call in (m.get("tool_calls") or []) if m.get("role") == "assistant" else []:
+            if isinstance(call, dict) and isinstance(call.get("function"), dict):
+                calls[call.get("id")] = str(call["function"].get("name", "the tool"))
+    return [(calls.get(m.get("tool_call_id"), "the tool"), _text(m.get("content")).strip()) for m in tail]
+
+
+def _said(result: str) -> str:
+    """A tool's result in a sentence: an object's fields as "key value", else its text."""
+    try:
+        doc = json.loads(result)
+    except ValueError:
+        return _short(" ".join(result.split()), 40) or "nothing"
+    if isinstance(doc, dict):
+        parts = [f"{str(k).replace('_', ' ')} {v}" for k, v in doc.items() if not isinstance(v, (dict, list))]
+        return _short(", ".join(parts), 40) or "nothing"
+    if isinstance(doc, list):
+        return _short(", ".join(str(x) for x in doc), 40) or "nothing"
+    return str(doc)
+
+
+def _inkling(msgs: list, room: int, rng: random.Random, c: Completion, tools: list[dict], choice: str | None) -> None:
+    users = [m for m in msgs if m.get("role") == "user"]
+    last = _text(users[-1].get("content")).strip() if users else ""
     ask = _short(" ".join(last.split()), 14) or "(empty)"
-    want = "a greeting back and an offer to help" if len(last.split()) < 4 else "a clear, direct answer"
-    turns = sum(1 for m in msgs[:-1] if m.get("role") == "user")
-    # the thinking fills the room max_tokens leaves it: three quarters, or all of a small room
-    think = room if room < 96 else (room * 3) // 4
-    thought: list[str] = []
-    while len(thought) < think:
-        thought += tokens(" " + rng.choice(THOUGHTS).format(ask=ask, want=want, turns=turns))
-    c.reasoning = thought[:think]
-    answer = (
-        "Hi! I'm Inkling. What would you like to work on?"
-        if len(last.split()) < 4
-        else f"Here is my answer to “{ask}”: after thinking it through, the plain reading is the right one, and "
-        "I'd start there. Tell me more about what you need and I can go deeper."
-    )
-    c.content, _ = _budget(tokens(answer), room - len(c.reasoning))
+    greeting = len(last.split()) < 4
+    want = "a greeting back and an offer to help" if greeting else "a clear, direct answer"
+    results = _results(msgs)
+    tool = None if results else _pick(tools, choice, last)
+    args = _arguments(tool, last) if tool is not None else {}
+    plan = [THOUGHTS[0], THOUGHTS[1]]
+    if not greeting:  # a real question: a few more thoughts, each once
+        plan += rng.sample(THOUGHTS[2:], rng.randint(2, 4))
+    lines = [t.format(ask=ask, want=want, turns=max(0, len(users) - 1)) for t in plan]
+    if results:
+        lines += [TOOL_SAID.format(name=n, result=_said(r)) for n, r in results]
+    elif tool is not None:
+        lines.append(TOOL_FITS.format(name=tool["function"]["name"], args=json.dumps(args, ensure_ascii=False)))
+    elif tools and choice != "none":
+        lines.append(NO_TOOL)
+    thought = [t for line in lines for t in tokens(" " + line)]
+    c.reasoning = thought[:room]  # too little room: the thinking takes it all
+    left = room - len(c.reasoning)
+    if tool is not None:
+        call = {
+            "id": f"chatcmpl-tool-{rng.getrandbits(128):032x}",
+            "type": "function",
+            "function": {"name": tool["function"]["name"], "arguments": json.dumps(args, ensure_ascii=False)},
+        }
+        fits = left >= len(_call_tokens(call))
+        c.tool_calls, c.finish_reason = ([call], "tool_calls") if fits else ([], "length")
+        return
+    if results:
+        answer = " ".join(f"Going by {n}: {_said(r)}." for n, r in results) + f" That answers “{ask}”."
+    elif greeting:
+        answer = "Hi! I'm Inkling. What would you like to work on?"
+    else:
+        answer = (
+            f"Here is my answer to “{ask}”: after thinking it through, the plain reading is the right one, and "
+            "I'd start there. Tell me more about what you need and I can go deeper."
+        )
+    c.content, _ = _budget(tokens(answer), left)
     c.finish_reason = "stop" if len(c.content) == len(tokens(answer)) else "length"
 
 
@@ -274,14 +462,17 @@ def complete(server: str, body: dict, seed: int) -> tuple[int, dict] | Completio
     room = _max_tokens(body, server)
     if isinstance(room, str):
         return _error(400, room, "BadRequestError")
+    tools, choice, bad = _tools(body)
+    if bad is not None:
+        return _error(400, bad, "BadRequestError")
     digest = hashlib.sha256(json.dumps([server, msgs, body.get("temperature")], sort_keys=True).encode()).hexdigest()
     rng = random.Random(f"chat:{seed}:{digest}")
     c = Completion(model, has_reasoning=server == "inkling")
-    c.prompt_tokens = sum(len(tokens(str(m.get("content", "")))) + 4 for m in msgs) + 2
+    c.prompt_tokens = _prompt_tokens(msgs, tools)
     if server == "finance":
         _finance(body, msgs, room, rng, c)
     elif server == "inkling":
-        _inkling(msgs, room, rng, c)
+        _inkling(msgs, room, rng, c, tools, choice)
     else:
         _kimi(msgs, room, c)
     return c
@@ -289,7 +480,9 @@ def complete(server: str, body: dict, seed: int) -> tuple[int, dict] | Completio
 
 def whole(c: Completion, cid: str, created: int) -> dict:
     """The non-streamed answer (``chat.completion``)."""
-    message: dict = {"role": "assistant", "content": "".join(c.content).lstrip(), "tool_calls": []}
+    text = "".join(c.content).lstrip()
+    message: dict = {"role": "assistant", "content": None if c.tool_calls and not text else text}
+    message["tool_calls"] = c.tool_calls
     message["reasoning_content"] = "".join(c.reasoning).lstrip() if c.has_reasoning else None
     return {
         "id": cid,
@@ -318,6 +511,11 @@ def deltas(c: Completion) -> list[dict]:
     for key, toks in (("reasoning_content", c.reasoning), ("content", c.content)):
         for i, t in enumerate(toks):
             out.append({key: t.lstrip() if i == 0 else t})
+    for i, call in enumerate(c.tool_calls):  # as vLLM streams a call: its id and name, then its arguments in parts
+        name, *args = _call_tokens(call)
+        head = {"id": call["id"], "type": "function", "function": {"name": name, "arguments": ""}}
+        out.append({"tool_calls": [{"index": i, **head}]})
+        out += [{"tool_calls": [{"index": i, "function": {"arguments": a}}]} for a in args]
     return out
 
 

@@ -25,14 +25,17 @@ import contextlib
 import logging
 import os
 import posixpath
+import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import cast
 
 import asyncssh
 
@@ -41,6 +44,7 @@ from .node import NodeSpec, Shell, SimNode, Term
 from .slurm import LoginNode, LoginShell
 
 TICK_EVERY = 0.25  # real seconds between looks at the clock (activations, reclaims, files the runs write)
+NODE_UID = 1000  # the node's user's uid and gid (what SFTP reports as the owner of the node's files)
 CERT_HOURS = 24  # what slurm-login gives: a certificate valid 24 h (of the box's clock)
 log = logging.getLogger(__name__)
 
@@ -370,7 +374,7 @@ class SshHub:
             host=n.spec.ip,
             port=0,
             server_host_keys=[n.host_key],
-            process_factory=lambda p: _session(n, p),
+            process_factory=lambda p: _process(n, p),
             sftp_factory=lambda chan: _NodeSFTP(chan, n),
             allow_scp=True,
             encoding="utf-8",
@@ -492,6 +496,32 @@ class _NodeSFTP(asyncssh.SFTPServer):
             path = posixpath.join(home, path)
         return super().map_path(path)
 
+    # The node's files are its user's (uid 1000, as a cloud image's first user), not those of whoever runs the box.
+    def _owned(self, st: object) -> asyncssh.SFTPAttrs:
+        attrs = st if isinstance(st, asyncssh.SFTPAttrs) else asyncssh.SFTPAttrs.from_local(cast(os.stat_result, st))
+        attrs.uid = attrs.gid = NODE_UID
+        return attrs
+
+    def stat(self, path: bytes) -> asyncssh.SFTPAttrs:
+        return self._owned(super().stat(path))
+
+    def lstat(self, path: bytes) -> asyncssh.SFTPAttrs:
+        return self._owned(super().lstat(path))
+
+    def fstat(self, file_obj: object) -> asyncssh.SFTPAttrs:
+        return self._owned(super().fstat(file_obj))
+
+    async def scandir(self, path: bytes) -> AsyncIterator[asyncssh.SFTPName]:
+        async for name in super().scandir(path):
+            self._owned(name.attrs)
+            yield name
+
+    def format_user(self, uid: int | None) -> str:  # what sftp's ls -l shows
+        return self.node.spec.user if uid == NODE_UID else super().format_user(uid)
+
+    def format_group(self, gid: int | None) -> str:
+        return self.node.spec.user if gid == NODE_UID else super().format_group(gid)
+
     def exit(self) -> None:  # OpenSSH's scp takes a session without an exit status for a failure
         with contextlib.suppress(Exception):
             self.channel.exit(0)
@@ -501,6 +531,112 @@ class _NodeSFTP(asyncssh.SFTPServer):
 
     def link(self, oldpath: bytes, newpath: bytes) -> None:
         raise asyncssh.SFTPOpUnsupported("links are not available on this simulated node")
+
+
+# ---- rsync: the real rsync --server, confined to the node's disk as SFTP is ---------------------------------
+
+RRSYNC = Path("/usr/bin/rrsync")  # rsync's own "restricted rsync" (in Debian's rsync package)
+_RSYNC_VALUED = {"--partial-dir", "--temp-dir", "--backup-dir", "--compare-dest", "--copy-dest", "--link-dest"}
+_RSYNC_WORD = re.compile(r"(?:[^\s\\]+|\\.[^\s\\]*)+")  # rsync's words, backslash escapes kept (as rrsync reads them)
+
+
+def _is_rsync(command: str | None) -> bool:
+    return command is not None and command.split()[:2] == ["rsync", "--server"]
+
+
+def _process(n: _Node, process: asyncssh.SSHServerProcess):
+    """What a session runs: rsync's server side, or the node's own shell."""
+    if _is_rsync(process.command):
+        # rsync's protocol is binary: this session's channel carries bytes (asyncssh does the same for its scp)
+        process.channel.set_encoding(None)
+        process._encoding = None
+        return _rsync(n, process)
+    return _session(n, process)
+
+
+def rsync_command(node: SimNode, command: str) -> str:
+    """The ``rsync --server …`` line a client sent, its paths made paths from the node's ``/``: relative ones from
+    the home folder, ``~`` expanded (what the node's shell would do). ValueError (a message) for a path that
+    climbs out of ``/``, or one to send that is not there. rrsync then maps ``/`` to the node's disk and checks
+    the rest (options, links)."""
+    words = _RSYNC_WORD.findall(command)
+    dot = next((i for i, w in enumerate(words) if w == "." and words[i - 1] not in _RSYNC_VALUED), None)
+    if dot is None:
+        return command  # (rrsync refuses what it cannot read, -s's paths sent over the wire included)
+    paths = [re.sub(r"\\(.)", r"\1", w) for w in words[dot + 1 :]] or ["."]
+    out = words[: dot + 1]
+    for path in paths:
+        if path == "~" or path.startswith("~/"):
+            path = str(node.home) + path[1:]
+        parts: list[str] = []
+        for part in PurePosixPath(node.home, path).parts[1:]:
+            if part == "..":
+                if not parts:
+                    raise ValueError(f"rsync: {path}: outside this node's disk (its / is the node's own)\n")
+                parts.pop()
+            elif part != ".":
+                parts.append(part)
+        contents = path in (".", "") or path.endswith(("/", "/."))  # rsync's "the folder's contents"
+        node_path = "/" + "/".join(parts) + ("/" if contents and parts else "")
+        sending = "--sender" in words[:dot] and not any(c in path for c in "*?[{")
+        if sending and not os.path.lexists(node.local(node_path)):  # (rrsync would say "race detected")
+            raise ValueError(f'rsync: [sender] link_stat "{node_path}" failed: No such file or directory (2)\n')
+        out.append(re.sub(r"([\s\\])", r"\\\1", node_path))
+    return " ".join(out)
+
+
+async def _rsync(n: _Node, process: asyncssh.SSHServerProcess) -> None:
+    """``rsync --server``: the real rsync, run by rrsync confined to the node's disk (its ``/``; links munged,
+    ``..`` refused), its streams piped to the session as bytes; its exit status is the session's."""
+    sim = n.sim
+    if sim is None:
+        process.exit(255)
+        return
+    err = process.stderr
+    if not RRSYNC.is_file() or shutil.which("rsync") is None:
+        err.write(b"rsync: not available on this simulated node: the box runs rsync --server with rsync's rrsync, "
+                  b"and this machine has no rsync (apt-get install rsync)\n")  # fmt: skip
+        process.exit(127)
+        return
+    try:
+        command = rsync_command(sim, process.command or "")
+    except ValueError as e:
+        err.write(str(e).encode())
+        process.exit(1)
+        return
+    home = str(sim.local(sim.home))
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": home, "SSH_ORIGINAL_COMMAND": command}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(RRSYNC), "-munge", "-no-lock", str(sim.root), cwd=sim.root, env=env,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    async def into() -> None:
+        with contextlib.suppress(Exception):
+            while data := await process.stdin.read(65536):
+                proc.stdin.write(data)
+                await proc.stdin.drain()
+        with contextlib.suppress(Exception):
+            proc.stdin.close()
+
+    async def out_of(src: asyncio.StreamReader, dst: asyncssh.SSHWriter) -> None:
+        while data := await src.read(65536):
+            dst.write(data)
+            await dst.drain()
+
+    feed = asyncio.ensure_future(into())
+    try:
+        await asyncio.gather(out_of(proc.stdout, process.stdout), out_of(proc.stderr, err))
+        status = await proc.wait()
+        process.exit(status)
+    except (asyncssh.Error, ConnectionError, BrokenPipeError):
+        pass
+    finally:
+        feed.cancel()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
 
 
 async def _session(n: _Node, process: asyncssh.SSHServerProcess) -> None:

@@ -241,12 +241,14 @@ class Shell:
         self.node = node
         self.cwd = node.home
         self.exited: int | None = None  # ``exit`` was run (interactive sessions end)
+        self.last = 0  # the exit status of the last command run (sh's ``$?``), across the session's lines
 
     # ---- parsing ------------------------------------------------------------------------------
 
     def _expand(self, word: str) -> str:
         home = str(self.node.home)
         word = word.replace("${HOME}", home).replace("$HOME", home).replace("$USER", self.node.spec.user)
+        word = word.replace("${?}", str(self.last)).replace("$?", str(self.last))
         if word == "~" or word.startswith("~/"):
             word = home + word[1:]
         return word
@@ -281,6 +283,7 @@ class Shell:
             tokens = list(lex)
         except ValueError as e:
             term.err(f"sh: syntax error: {e}\n")
+            self.last = 2
             return 2
         status, op = 0, ";"
         chunk: list[str] = []
@@ -290,9 +293,10 @@ class Shell:
                 continue
             if tok == "&":
                 term.err("sh: background jobs (&) are not available on this simulated node: use docker run -d\n")
+                self.last = 2
                 return 2
             if chunk and (op == ";" or (op == "&&" and status == 0) or (op == "||" and status != 0)):
-                status = await self._pipeline(chunk, term)
+                status = self.last = await self._pipeline(chunk, term)
                 if self.exited is not None:
                     return self.exited
             chunk, op = [], tok
@@ -368,6 +372,9 @@ class Shell:
 
     async def _true(self, args: list[str], term: Term) -> int:
         return 0
+
+    async def _false(self, args: list[str], term: Term) -> int:
+        return 1
 
     async def _exit(self, args: list[str], term: Term) -> int:
         try:
@@ -828,6 +835,7 @@ Command = Callable[[Shell, list[str], Term], Awaitable[int]]
 COMMANDS: dict[str, Command] = {
     "echo": Shell._echo,
     "true": Shell._true,
+    "false": Shell._false,
     ":": Shell._true,
     "exit": Shell._exit,
     "logout": Shell._exit,

@@ -4,9 +4,11 @@ and the rest a first job needs (``scancel``, ``scontrol show job``, ``sinfo``), 
 ``SlurmQueue`` is the cluster seen from its login node: a ``gpu`` partition of four 8-GPU nodes, two of them
 busy with other users' long jobs, and the jobs submitted here. A job waits (``PENDING``, reason ``Priority``
 then ``Resources``) a seeded minute or few, runs (``RUNNING``) and ends ``COMPLETED`` (``FAILED`` when the
-script is not the catalog's ``nanogpt.sbatch``: the box runs nothing else; ``TIMEOUT`` at its time limit), or
-reads ``CANCELLED`` after ``scancel``. An ended job stays visible for ``MIN_JOB_AGE`` (Slurm's MinJobAge),
-then ``squeue -j`` says the id is invalid, as slurmctld does once it forgets a job.
+script is not the catalog's ``nanogpt.sbatch``, or a command given to ``sbatch --wrap``: the box runs nothing
+else; ``TIMEOUT`` at its time limit), or after ``scancel`` reads ``COMPLETING`` (``CG``) for a few seconds while
+its processes stop, then ``CANCELLED`` (a pending one at once); ``scancel`` is silent about a job already ended
+or forgotten, as Slurm's is. An ended job stays visible for ``MIN_JOB_AGE`` (Slurm's MinJobAge), then
+``squeue -j`` says the id is invalid, as slurmctld does once it forgets a job.
 
 The catalog's ``nanogpt.sbatch`` plays the same nanoGPT run as the clusters' pods (``profiles.nanogpt``) into
 its ``--output`` file (``nanogpt-%j.out`` in the folder it was submitted from), through the node's container
@@ -35,8 +37,12 @@ MIN_JOB_AGE = 300  # seconds an ended job stays in squeue's view
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 SLURM_RELEASE = (22, 5, 8)
 SBATCH = "nanogpt.sbatch"
-COMPACT = {"PENDING": "PD", "RUNNING": "R", "COMPLETED": "CD", "CANCELLED": "CA", "FAILED": "F", "TIMEOUT": "TO"}
-ACTIVE = ("PENDING", "RUNNING")  # what squeue shows without -t
+COMPACT = {"PENDING": "PD", "RUNNING": "R", "COMPLETING": "CG", "COMPLETED": "CD", "CANCELLED": "CA", "FAILED": "F",
+           "TIMEOUT": "TO"}  # fmt: skip
+ACTIVE = ("PENDING", "RUNNING", "COMPLETING")  # what squeue shows without -t
+COMPLETING_SECONDS = 5  # a cancelled running job reads COMPLETING (CG) while its processes stop, then CANCELLED
+SIGTERM = 15  # what a job scancel stopped exits with (squeue --json's exit_code, scontrol's ExitCode=0:15)
+WRAP_HEAD = "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n"  # what sbatch makes of --wrap's command
 
 
 def slurm_time(seconds: float) -> str:
@@ -85,7 +91,7 @@ class SlurmJob:
     id: int
     name: str
     user: str
-    script: str  # the path as given to sbatch, resolved on the node
+    script: str  # the path as given to sbatch, resolved on the node ("" for a job of sbatch --wrap)
     workdir: PurePosixPath
     stdout: str  # the --output pattern, absolute (unexpanded, as Slurm keeps it)
     nodes: int
@@ -98,6 +104,11 @@ class SlurmJob:
     lead: float = 0.0  # the plan's own lead-in before the job's first line (the pods' image pull), skipped here
     cancelled: datetime | None = None
     run: Container | None = None  # its output playing into ``stdout`` once it starts
+    stdout_given: bool = True  # --output was given (else squeue --json's standard_output is "", as Slurm's)
+
+    def ran(self) -> bool:
+        """False for a job cancelled before it started: it never ran (no COMPLETING, no signal)."""
+        return self.cancelled is None or self.cancelled >= self.start
 
     def natural_end(self) -> datetime:
         end = self.plan.end() or 0.0
@@ -105,13 +116,20 @@ class SlurmJob:
 
     def end(self, now: datetime) -> datetime | None:
         if self.cancelled is not None and self.cancelled <= now:
-            return self.cancelled if self.cancelled >= self.start else None
+            return self.cancelled  # (a pending job cancelled: Slurm sets its start and end to then)
         e = self.natural_end()
         return e if e <= now else None
 
+    def started(self, now: datetime) -> datetime | None:
+        """When it started (None while PENDING); a pending job cancelled "started" when it was cancelled."""
+        if not self.ran():
+            return self.cancelled if self.cancelled is not None and self.cancelled <= now else None
+        return self.start if now >= self.start else None
+
     def state(self, now: datetime) -> str:
         if self.cancelled is not None and self.cancelled <= now:
-            return "CANCELLED"
+            completing = self.ran() and now < self.cancelled + timedelta(seconds=COMPLETING_SECONDS)
+            return "COMPLETING" if completing else "CANCELLED"
         if now < self.start:
             return "PENDING"
         if now < self.natural_end():
@@ -144,6 +162,25 @@ class SlurmJob:
             return False
         ended = self.cancelled if state == "CANCELLED" else self.natural_end()
         return ended is not None and (now - ended).total_seconds() > MIN_JOB_AGE
+
+    def expected_end(self, now: datetime) -> datetime | None:
+        """When it ended, or for a running job when its time limit ends it (what Slurm reports as EndTime)."""
+        end = self.end(now)
+        if end is None and self.state(now) == "RUNNING":
+            end = self.start + timedelta(seconds=self.time_limit)
+        return end
+
+    def exit_status(self, now: datetime) -> tuple[int, int]:
+        """(exit code, signal) as Slurm keeps them: a job scancel stopped while running was killed by SIGTERM."""
+        state = self.state(now)
+        if state in ("PENDING", "RUNNING", "COMPLETING", "COMPLETED") or (state == "CANCELLED" and not self.ran()):
+            return 0, 0
+        return (0, SIGTERM) if state == "CANCELLED" else (self.plan.exit_code, 0)
+
+    def wait_status(self, now: datetime) -> int:
+        """squeue --json's exit_code: the raw wait status (exit code 3: 768; killed by SIGTERM: 15)."""
+        code, sig = self.exit_status(now)
+        return code << 8 | sig
 
 
 def expand(pattern: str, job: SlurmJob) -> str:
@@ -178,8 +215,9 @@ class SlurmQueue:
         return [j for j in self.jobs.values() if not j.gone(now)]
 
     def submit(
-        self, user: str, script: PurePosixPath, text: bytes, workdir: PurePosixPath, opts: dict[str, str]
+        self, user: str, script: PurePosixPath | None, text: bytes, workdir: PurePosixPath, opts: dict[str, str]
     ) -> SlurmJob:
+        """A job of the batch script ``script`` (None: the script sbatch --wrap made of a command, ``text``)."""
         jid, self._next = self._next, self._next + 1
         now = self.now()
         r = random.Random(f"sbatch:{self.node.spec.seed}:{self.cluster}:{jid}")
@@ -187,7 +225,7 @@ class SlurmQueue:
         start = now + timedelta(seconds=round(wait))
         mine = sum(1 for j in self.jobs.values() if j.user == user)
         node = self.compute[2 + mine % (COMPUTE_NODES - 2)]
-        name = opts.get("job-name") or script.name
+        name = opts.get("job-name") or (script.name if script is not None else "wrap")
         limit = parse_limit(opts["time"]) if "time" in opts else 3600
         out = opts.get("output") or "slurm-%j.out"
         out = str(workdir / out) if not out.startswith("/") else out
@@ -204,13 +242,15 @@ class SlurmQueue:
             ]
             plan = replace(plan, logs={"main": first + plan.logs.get("main", [])})
         else:
+            what = script if script is not None else "the command given to --wrap"
             text_line = (
                 f"slurm (National Compute in a box): this simulated cluster runs the catalog's {SBATCH} only; "
-                f"{script} was not run"
+                f"{what} was not run"
             )
             plan = profiles.Plan([(0, "running"), (5, "failed")], 1, {"main": [(1.0, text_line)]})
-        job = SlurmJob(jid, name, user, str(script), workdir, out, int(opts.get("nodes", "1")), limit or 3600, now,
-                       now + timedelta(seconds=round(wait * 0.4)), start, node, plan, lead)  # fmt: skip
+        job = SlurmJob(jid, name, user, "" if script is None else str(script), workdir, out,
+                       int(opts.get("nodes", "1")), limit or 3600, now, now + timedelta(seconds=round(wait * 0.4)),
+                       start, node, plan, lead, stdout_given="output" in opts)  # fmt: skip
         self.jobs[jid] = job
         return job
 
@@ -228,7 +268,7 @@ class SlurmQueue:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.touch()
             started = j.start - timedelta(seconds=j.lead)
-            workdir = self.node.local(PurePosixPath(j.script).parent / "nanoGPT")
+            workdir = self.node.local((PurePosixPath(j.script).parent if j.script else j.workdir) / "nanoGPT")
             c = Container(f"slurm-{j.id}", f"slurm-{j.id}", "", ["sbatch", j.script], started, j.plan, rm=True,
                           out=out, workdir=workdir, stop_at=j.cancelled)  # fmt: skip
             if j.start + timedelta(seconds=j.time_limit) < (c.ends() or now):
@@ -292,6 +332,7 @@ SBATCH_VALUES = {
     "--ntasks-per-node": "ntasks-per-node", "-n": "ntasks", "--ntasks": "ntasks", "-c": "cpus-per-task",
     "--cpus-per-task": "cpus-per-task", "-D": "chdir", "--chdir": "chdir", "--mem": "mem", "-A": "account",
     "--account": "account", "-q": "qos", "--qos": "qos", "--mail-type": "mail-type", "--mail-user": "mail-user",
+    "--wrap": "wrap",
 }  # fmt: skip
 SBATCH_FLAGS = {"--exclusive": "exclusive", "--parsable": "parsable", "-Q": "quiet", "--quiet": "quiet",
                 "--requeue": "requeue", "--no-requeue": "no-requeue"}  # fmt: skip
@@ -355,15 +396,22 @@ class LoginShell(Shell):
         if parsed is None:
             return 1
         cli, rest = parsed
-        if not rest:
+        path: PurePosixPath | None = None
+        if "wrap" in cli:  # the command becomes the script, as sbatch writes it
+            if rest:
+                term.err("sbatch: error: Script arguments not permitted with --wrap option\n")
+                return 1
+            text = (WRAP_HEAD + cli["wrap"] + "\n").encode()
+        elif not rest:
             term.err("sbatch: error: Batch script is empty!\n")  # what sbatch says with no script and no stdin
             return 1
-        path = self._path(rest[0])
-        p = self.node.local(path)
-        if not p.is_file() or not self.node.inside(p):
-            term.err(f"sbatch: error: Unable to open file {rest[0]}\n")
-            return 1
-        text = p.read_bytes()
+        else:
+            path = self._path(rest[0])
+            p = self.node.local(path)
+            if not p.is_file() or not self.node.inside(p):
+                term.err(f"sbatch: error: Unable to open file {rest[0]}\n")
+                return 1
+            text = p.read_bytes()
         opts: dict[str, str] = {}
         for line in text.decode("utf-8", "replace").splitlines()[1:]:  # #SBATCH lines until the first command
             if line.strip() and not line.startswith("#"):
@@ -464,9 +512,9 @@ class LoginShell(Shell):
         values = {
             "i": str(j.id), "j": j.name, "T": state, "t": COMPACT.get(state, state[:2]),
             "M": slurm_time(j.elapsed(now)), "D": str(j.nodes), "N": j.nodelist(now), "u": j.user, "P": PARTITION,
-            "l": slurm_time(j.time_limit), "S": "N/A" if state == "PENDING" else _iso(j.start),
-            "V": _iso(j.submitted), "r": j.reason(now),
-            "Z": str(j.workdir), "o": j.script, "e": _iso(j.end(now)) if j.end(now) else "N/A", "C": "1",
+            "l": slurm_time(j.time_limit), "S": _iso(j.started(now)) if j.started(now) else "N/A",
+            "V": _iso(j.submitted), "r": j.reason(now), "Z": str(j.workdir), "o": j.script or "(null)",
+            "e": _iso(j.expected_end(now)) if j.expected_end(now) else "N/A", "C": "1",
             "b": "gres:gpu:8",
         }  # fmt: skip
         return values.get(letter, "")
@@ -488,8 +536,8 @@ class LoginShell(Shell):
                     "command": j.script,
                     "current_working_directory": str(j.workdir),
                     "eligible_time": _epoch(j.submitted),
-                    "end_time": _epoch(j.end(now)) if j.end(now) else 0,
-                    "exit_code": 0 if j.state(now) in ("PENDING", "RUNNING", "COMPLETED") else j.plan.exit_code,
+                    "end_time": _epoch(j.expected_end(now)),  # a running job's: start + time limit (22.05)
+                    "exit_code": j.wait_status(now),
                     "job_id": j.id,
                     "job_state": j.state(now),
                     "name": j.name,
@@ -498,8 +546,8 @@ class LoginShell(Shell):
                     "partition": PARTITION,
                     "standard_error": "",
                     "standard_input": "/dev/null",
-                    "standard_output": j.stdout,
-                    "start_time": 0 if j.state(now) == "PENDING" else _epoch(j.start),
+                    "standard_output": j.stdout if j.stdout_given else "",  # (scontrol's StdOut has the default)
+                    "start_time": _epoch(j.started(now)),
                     "state_reason": j.reason(now),
                     "submit_time": _epoch(j.submitted),
                     "time_limit": j.time_limit // 60,
@@ -524,14 +572,15 @@ class LoginShell(Shell):
         jobs = self.queue.visible()
         targets: list[SlurmJob] = []
         for word in ids:
-            job = self.queue.jobs.get(int(word)) if word.isdigit() else None
-            if job is None or job.gone(self.queue.now()):
-                term.err(f"scancel: error: Kill job error on job id {word}: Invalid job id specified\n")
-                status = 1
-            else:
+            if not word.isdigit():
+                term.err(f"scancel: error: Invalid job id {word}\n")
+                return 1
+            job = self.queue.jobs.get(int(word))
+            if job is not None and not job.gone(self.queue.now()):  # (an id slurmctld forgot: silent, as scancel is)
                 targets.append(job)
-        if not ids:
-            targets = [j for j in jobs if j.user == (opts.get("user") or me)]
+        if not ids:  # filters pick jobs still pending or running only
+            now = self.queue.now()
+            targets = [j for j in jobs if j.user == (opts.get("user") or me) and j.state(now) in ("PENDING", "RUNNING")]
         if "name" in opts:
             targets = [j for j in targets if j.name == opts["name"]]
         if "state" in opts:
@@ -545,12 +594,7 @@ class LoginShell(Shell):
             if job.user != me:
                 term.err(f"scancel: error: Kill job error on job id {job.id}: Access/permission denied\n")
                 status = 1
-            elif job.state(now) not in ACTIVE:
-                term.err(
-                    f"scancel: error: Kill job error on job id {job.id}: Job/step already completing or completed\n"
-                )
-                status = 1
-            else:
+            elif job.state(now) in ("PENDING", "RUNNING"):  # one already completing or completed: silent, rc 0
                 self.queue.cancel(job)
         return status
 
@@ -566,23 +610,21 @@ class LoginShell(Shell):
                 return 1
         now = self.queue.now()
         for j in sorted(jobs, key=lambda x: x.id):
-            state, end = j.state(now), j.end(now)
-            if end is None and state == "RUNNING":
-                end = j.start + timedelta(seconds=j.time_limit)  # Slurm shows the expected end
-            exit_code = "0:0" if state in ("PENDING", "RUNNING", "COMPLETED") else f"{j.plan.exit_code}:0"
+            state, end, started = j.state(now), j.expected_end(now), j.started(now)
+            code, sig = j.exit_status(now)
             out = j.out_path()
             term.out(
                 f"JobId={j.id} JobName={j.name}\n"
                 f"   UserId={j.user}(1000) GroupId={j.user}(1000) MCS_label=N/A\n"
                 f"   JobState={state} Reason={j.reason(now)} Dependency=(null)\n"
-                f"   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode={exit_code}\n"
+                f"   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode={code}:{sig}\n"
                 f"   RunTime={run_time(j.elapsed(now))} TimeLimit={run_time(j.time_limit)}\n"
                 f"   SubmitTime={_iso(j.submitted)} EligibleTime={_iso(j.submitted)}\n"
-                f"   StartTime={'Unknown' if state == 'PENDING' else _iso(j.start)} EndTime={_iso(end)}\n"
+                f"   StartTime={_iso(started)} EndTime={_iso(end)}\n"
                 f"   Partition={PARTITION} AllocNode:Sid={self.node.spec.name}:4242\n"
                 f"   NodeList={j.nodelist(now) or '(null)'}\n"
                 f"   NumNodes={j.nodes} NumCPUs=1 NumTasks=1 CPUs/Task=1\n"
-                f"   Command={j.script}\n   WorkDir={j.workdir}\n"
+                f"   Command={j.script or '(null)'}\n   WorkDir={j.workdir}\n"
                 f"   StdErr={out}\n   StdIn=/dev/null\n   StdOut={out}\n   TresPerNode=gres:gpu:8\n\n"
             )
         return 0
