@@ -71,7 +71,7 @@ async def test_the_first_job_on_the_boxs_login_node(sim_factory, tmp_path, monke
         await pilot.press("y")
         await until(pilot, lambda: f"Cancelled job {job.id}" in notes(app), 30)
         sim.world.advance(COMPLETING_SECONDS)  # (CG while its processes stop, as Slurm's, then CANCELLED)
-        app.slurm.wake()
+        app.flows.slurm.wake()
         await until(
             pilot,
             lambda: (
