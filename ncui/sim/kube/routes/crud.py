@@ -260,7 +260,7 @@ def _create(
         raise KubeError(400, "BadRequest", "the body must be a JSON object")
     if r.plural == "nodes":
         raise KubeError(403, "Forbidden", "nodes are managed by National Compute's market: they cannot be created")
-    kind, api = body.get("kind"), body.get("apiVersion")
+    kind, api = body.get("kind") or r.kind, body.get("apiVersion") or r.api_version  # (unsaid: the path's)
     if kind != r.kind or api != r.api_version:
         raise KubeError(
             400,
@@ -270,6 +270,7 @@ def _create(
             else f"kind {kind} does not match {r.kind}",
         )
     obj = copy.deepcopy(body)
+    obj.update(kind=kind, apiVersion=api)
     meta = obj.setdefault("metadata", {})
     if not meta.get("name"):
         if meta.get("generateName"):
