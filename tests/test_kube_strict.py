@@ -17,6 +17,7 @@ from kubernetes.client.rest import ApiException
 from ncui.sim.kube import protowire, store
 
 from .conftest import wait_for
+from .kc_support import kc_factory  # noqa: F401  (the fixture)
 
 WEB = """apiVersion: apps/v1
 kind: Deployment
@@ -259,3 +260,66 @@ def test_a_watch_or_exact_list_from_a_compacted_version_is_410(kube_factory, mon
     v1.create_namespaced_config_map("default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="third")))
     wait_for(lambda: any(x.startswith("third") for x in open_watch.lines), 15, what=f"the watch: {open_watch.lines}")
     assert open_watch.proc.poll() is None and not open_watch.err, open_watch.err
+
+
+async def test_ncuis_watcher_lists_again_when_time_has_compacted_its_version(kc_factory):  # noqa: F811
+    """Item 5: ncui survives the stricter box. Its Job watcher, back from a dropped watch on a version the
+    cluster's clock has since compacted (no compact control: time alone), gets 410 and lists again at once; it
+    says no error and holds what changed meanwhile."""
+    import asyncio
+
+    from ncui.kube.watch import ResourceWatcher
+
+    from .kc_support import busybox_job, until
+
+    k, kc = kc_factory()
+    errors: list[str] = []
+    w = ResourceWatcher(kc, "jobs", lambda snap: None, on_error=errors.append)
+    task = asyncio.ensure_future(w.run())
+    try:
+        await until(lambda: w.synced and k.sim.app.state.kube.streams >= 1, what="the first list and its watch")
+        k.kubectl("create", "configmap", "unrelated")  # (the cluster moves on; no Job changes)
+        k.world.advance(store.COMPACT_EVERY.total_seconds() * 2 + 1)
+        assert k.kubectl("get", "jobs").returncode == 0  # (a request: the cluster's clock catches up, compacts)
+        assert k.sim_post("/_sim/k8s/drop").status_code == 200  # the watch ends; ncui watches again from its version
+        await until(lambda: w.lists == 2, what="a second list after the 410")
+        assert all(r.error is None for r in await kc.apply([busybox_job("later", "true")]))
+        await until(lambda: "later" in w.snapshot, what="the watch after the new list")
+        assert errors == [] and w.error is None and w.lists == 2
+    finally:
+        w.stop()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def test_the_store_keeps_a_version_five_to_ten_minutes_and_an_open_reader_reads_on():
+    """store.py's schedule, on its own clock: each compaction (every COMPACT_EVERY) goes to the version of the one
+    before, so a version is readable at least five minutes and at most ten; an open watch reads what it has not."""
+    from datetime import datetime, timedelta, timezone
+
+    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+    s = store.Store(clock=lambda: now[0])
+
+    def put(name: str) -> int:
+        return int(
+            s.put("configmaps", {"metadata": {"name": name, "namespace": "default"}})["metadata"]["resourceVersion"]
+        )
+
+    def at(minutes: float) -> None:
+        now[0] = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=minutes)
+        s.compact_due(now[0])
+
+    a = put("a")
+    reader = s.open_reader(a)
+    at(1)
+    b = put("b")
+    at(5.5)  # the first compaction: to the version at the start
+    assert s.events_after(a) is not None and s.events_after(b) is not None
+    at(9.9)
+    assert s.events_after(a) is not None  # (no compaction since: a is 9.9 minutes old and still there)
+    at(10)  # the second: to the version at 5 minutes, which is b's
+    assert s.events_after(a) is None and s.list_at("configmaps", "default", a) is None
+    assert [o["metadata"]["name"] for o in s.list_at("configmaps", "default", b) or []] == ["a", "b"]
+    assert [e.obj["metadata"]["name"] for e in s.events_after(a, reader, first=False) or []] == ["b"]
+    s.close_reader(reader)
+    at(60)  # quiet for long: compacted up to the newest version; nothing older kept
+    assert s.events_after(b) == [] and not s.events

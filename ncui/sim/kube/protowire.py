@@ -320,7 +320,7 @@ def go_value(t: Any, v: Any) -> str:
     while isinstance(t, dict) and "ptr" in t:
         t = t["ptr"]
     if v is None:
-        return "nil"
+        return "null"  # (a nil pointer, as field.Invalid prints one)
     if isinstance(t, dict) and "msg" in t and isinstance(v, dict):
         msg = schema()["messages"][t["msg"]]
         parts = []
