@@ -217,6 +217,16 @@ def test_server_side_apply_creates_records_its_fields_and_conflicts(kube_factory
     p = k.kubectl("apply", "--server-side", "--field-manager=deployer", "-f", str(three), check=False)
     assert 'conflict with "kubectl" with subresource "scale" using autoscaling/v1: .spec.replicas' in p.stderr
 
+    # from client-side apply to server-side apply: kubectl's own manager takes over what its last apply set
+    (tmp_path / "csa2.yaml").write_text(WEB.replace("REPLICAS", "2").replace("name: web}", "name: csa}"))
+    (tmp_path / "csa3.yaml").write_text(WEB.replace("REPLICAS", "3").replace("name: web}", "name: csa}"))
+    k.kubectl("apply", "-f", str(tmp_path / "csa2.yaml"))
+    assert "serverside-applied" in k.kubectl("apply", "--server-side", "-f", str(tmp_path / "csa3.yaml")).stdout
+    dep = json.loads(k.kubectl("get", "deploy", "csa", "-o", "json", "--show-managed-fields").stdout)
+    owners = {e["manager"]: e["fieldsV1"] for e in dep["metadata"]["managedFields"]}
+    assert dep["spec"]["replicas"] == 3 and "f:replicas" in owners["kubectl"]["f:spec"]
+    assert "f:replicas" not in owners["kubectl-client-side-apply"]["f:spec"]
+
 
 # ---- history compacted by the cluster's clock --------------------------------------------------------------
 

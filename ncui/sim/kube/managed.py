@@ -33,6 +33,7 @@ _SKIP_META = {
     "selfLink",
 }
 _ITEM = "."
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def manager_of(q: dict, agent: str) -> str:
@@ -221,6 +222,13 @@ def apply(cur: dict, config: dict, manager: str, force: bool, api_version: str, 
             present, value = _value(cur, p)
             if present and value != applied[p]:
                 conflicts.append((e, p))
+    if conflicts and not force and manager == "kubectl":  # kubectl's move from client-side apply: no conflicts
+        allowed = _from_last_applied(cur)
+        remaining = [(e, p) for e, p in conflicts if p not in allowed]
+        if remaining:
+            conflicts = remaining
+        else:
+            force = True  # (the fields are taken over, as with --force-conflicts)
     if conflicts and not force:
         raise _conflict(conflicts)
     taken = {p for _, p in conflicts}
@@ -237,6 +245,20 @@ def apply(cur: dict, config: dict, manager: str, force: bool, api_version: str, 
     entries.append(_entry(manager, "Apply", api_version, str(old.get("time")) if same and old else at, mine))
     _store(obj, entries)
     return obj
+
+
+def _from_last_applied(cur: dict) -> set[Path]:
+    """The fields a client-side ``kubectl apply`` set (its last-applied-configuration) that the object still holds
+    as it set them: ``kubectl apply --server-side`` takes these over without a conflict (the API server's
+    lastAppliedManager; for the field manager ``kubectl`` only)."""
+    text = ((cur.get("metadata") or {}).get("annotations") or {}).get(LAST_APPLIED)
+    try:
+        last = json.loads(text) if text else None
+    except ValueError:
+        return set()
+    if not isinstance(last, dict):
+        return set()
+    return {p for p, v in leaves(last).items() if p[-1] == _ITEM or _value(cur, p) == (True, v)}
 
 
 def _remove(obj: dict, path: Path) -> None:

@@ -458,7 +458,9 @@ def _update(
     for k in ("uid", "creationTimestamp", "namespace", "name", "generation", "ownerReferences", "finalizers"):
         if k in cur["metadata"]:
             meta[k] = cur["metadata"][k]
-    if manager is not None or status_only:  # (a client does not write managedFields: the server does)
+    if status_only or (manager is not None and not meta.get("managedFields")):
+        # (what a write leaves unsaid stays as it was; a client may set them, as kubectl's upgrade from
+        # client-side to server-side apply does with a JSON patch)
         meta.pop("managedFields", None)
         if "managedFields" in cur["metadata"]:
             meta["managedFields"] = copy.deepcopy(cur["metadata"]["managedFields"])
