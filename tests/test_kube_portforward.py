@@ -177,3 +177,21 @@ def test_port_forward_svc_pod_deploy_to_the_engine(kube_factory, monkeypatch):
     s.close()
     wait_for(lambda: kube.forwards == 0, 10, what="the refused session to end")
     api.close()
+
+
+def test_a_port_forward_ends_when_its_pod_is_deleted(kube_factory):
+    """The box kept a port-forward open after its pod was gone, until the next connection failed; as the kubelet's
+    stream ends with the pod's sandbox, kubectl now exits ("lost connection to pod") once the pod is deleted."""
+    k = kube_factory("k8s-market")
+    kube = k.sim.app.state.kube
+    k.kubectl("run", "hello", "--image=busybox", "--", "sleep", "3600")
+    k.advance_until(lambda: k.pod_statuses().get("hello") == "Running 1/1", step=15, what="hello runs")
+    w, _ = _forward(k, "pod/hello")
+    wait_for(lambda: kube.forwards == 1, 10, what="the box's session")
+    k.kubectl("delete", "pod", "hello", "--wait=false")
+    assert w.proc.poll() is None  # Terminating: its sandbox is still there (30 s of grace)
+    k.world.advance(31)
+    assert "NotFound" in k.kubectl("get", "pod", "hello", check=False).stderr
+    assert w.wait(15) == 1  # with no connection made through it
+    assert "lost connection to pod" in "\n".join(w.err), w.err
+    wait_for(lambda: kube.forwards == 0, 10, what="the box's session to end")

@@ -109,3 +109,108 @@ async def test_a_balance_that_drops_below_the_cover_while_asked_restarts_nothing
     said = str(ui.asked[1].body)
     assert "the balance is now $0.01" in said and "8 GPUs × $5.00 × 2 h = $80.00; you have $0.01; top up" in said
     assert _restarted(dep) is None  # nothing was sent
+
+
+async def test_train_applied_over_a_finished_job_of_another_template_says_what_the_cluster_does(
+    kc_factory,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    """Issue 23: the box now refuses a Job whose pod template changed (422 field is immutable), as a real API
+    server does. Train applied over a finished nanogpt Job made from another template (here: another image)
+    would be refused: not connected yet, the refusal says so in a line, with the delete to make first (not the
+    template in Go syntax); connected, the question before any money question says the cluster would refuse it
+    (not 'unchanged'), and its yes deletes the old Job (its log kept) and creates the recipe's."""
+    import yaml
+
+    from ncui.flows.apply import ApplyFlow
+    from ncui.flows.lease import LeaseFlow
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    k, kc = kc_factory("k8s-fixed-amd")
+    backend = Backend(endpoints_of(k.sim), SecretStr(k.sim.token), timeout=5, clock=k.sim.world.now)
+    nc = await backend.connect()
+    try:
+        info = await nc.k8s_cluster(k.cluster)
+        recipe = next(r for r in await nc.catalog() if r.name == "nanogpt")
+        plan = await R.resolve(nc, recipe, info)
+        [doc] = plan.all_docs()
+        other = yaml.safe_load(yaml.safe_dump(doc))  # what ran before: the Job with another image
+        other["spec"]["template"]["spec"]["containers"][0]["image"] = "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime"
+        (tmp_path / "old.yaml").write_text(yaml.safe_dump(other))
+        k.kubectl("apply", "-f", str(tmp_path / "old.yaml"))
+        k.advance_until(
+            lambda: any(c["type"] == "Complete" for c in (k.api(JOB)["status"].get("conditions") or [])),
+            step=120,
+            what="the old run completes",
+        )
+        old_uid = k.api(JOB)["metadata"]["uid"]
+
+        async def flow(ui: ScriptedUI, connected: bool) -> ApplyFlow:
+            store = Store()
+            who = await nc.whoami()
+            store.meta["cluster"] = next(c for c in who.clusters if c.name == k.cluster)
+            store.set("cluster", info)
+            store.set("balance", await nc.balance())
+            store.set("summary", await nc.billing_summary())
+            store.set("ticks", (await nc.ticks(gpu_model=info.gpu_model)).ticks)
+            for kind in ("jobs", "pods", "deployments"):
+                items, _ = await kc.list(kind, "default")
+                store.set(f"k8s_{kind}", {o["metadata"]["name"]: o for o in items})
+            ctx = Context(backend, store, ui)
+
+            async def kube_client():
+                return kc
+
+            life = LifecycleFlow(
+                ctx,
+                kube_client=kube_client,
+                kube_in_use=lambda: (kc, k.cluster) if connected else (None, None),
+                start_apply=lambda plan: None,
+                applied_select=lambda docs: None,
+                cover=lambda *a: None,
+                market_price=lambda _store, _gpu: None,
+            )
+            lease = LeaseFlow(ctx, remember=lambda **kw: None, exit=lambda **kw: None)
+            return ApplyFlow(
+                ctx,
+                lease=lease,
+                kube_client=kube_client,
+                before_apply=life.before_apply,
+                remember_job=lambda *a, **kw: None,
+            )
+
+        # not signed in during this session: the apply is sent, refused, and said in a line
+        ui = ScriptedUI(True, None)  # yes to the apply question; the refusal read
+        await (await flow(ui, connected=False)).run(plan)
+        assert [type(q) for q in ui.asked] == [Confirm, Results]
+        said = str(ui.asked[1].body)
+        assert 'Job.batch "nanogpt" is invalid: spec.template: field is immutable' in said, said
+        assert "core.PodTemplateSpec" not in said  # (not the template in Go syntax)
+        assert "A Job's template cannot change once it is created: delete job/nanogpt first" in said
+        assert f"kubectl --context {k.cluster} delete job nanogpt" in said
+        assert k.api(JOB)["metadata"]["uid"] == old_uid
+
+        # connected: asked first, with what the cluster would answer; yes, then yes to the apply
+        ui = ScriptedUI(True, True)
+        await (await flow(ui, connected=True)).run(plan)
+        first = ui.asked[0]
+        assert isinstance(first, Confirm) and first.title == f"job/nanogpt already ran on {k.cluster}"
+        body = str(first.body)
+        assert "The cluster would refuse it: Train nanoGPT's Job differs from the one that ran" in body, body
+        assert "a Job's template cannot change once it is created" in body
+        assert "spec.template: field is immutable" in body and "'unchanged'" not in body
+        assert first.yes == "Delete it and run again" and first.no == "Cancel"
+        assert "First delete job/nanogpt (Completed at" in str(ui.asked[1].body)
+        job = k.api(JOB)
+        assert job["metadata"]["uid"] != old_uid
+        assert (
+            job["spec"]["template"]["spec"]["containers"][0]["image"]
+            == doc["spec"]["template"]["spec"]["containers"][0]["image"]
+        )
+        assert list((tmp_path / "state" / "ncui" / "logs").glob(f"{k.cluster}-nanogpt-*.log"))  # the old run's log
+    finally:
+        await backend.close()
+
+
+JOB = "/apis/batch/v1/namespaces/default/jobs/nanogpt"

@@ -313,6 +313,14 @@ class ApplyFlow(Flow):
                 topup = R.admission_topup(r.error, purchases)  # the box's two-hour check: the exact top-up
                 if topup:
                     lines.append(topup + "\n", style="bold")
+                if r.immutable:  # a Job that stands with another template: only a new one runs this
+                    what = " and ".join(f.removeprefix("spec.") for f in r.immutable)
+                    cmd = self.with_kubeconfig(f"kubectl --context {cluster} delete {r.kind.lower()} {r.name}")
+                    lines.append(
+                        f"A {r.kind}'s {what} cannot change once it is created: delete {r.kind.lower()}/{r.name} "
+                        f"first ({cmd}), then apply {plan.title} again.\n",
+                        style="bold",
+                    )
             else:
                 lines.append(f"✓ {r.kind.lower()}/{r.name} {r.action}\n", style="green")
         if not failed:

@@ -295,7 +295,8 @@ class LifecycleFlow(Flow):
             return (
                 plan  # (not signed in yet: no job of it can have run in this session's sight; the sign-in comes later)
             )
-        if await self.kube_client() is None:
+        kc = await self.kube_client()
+        if kc is None:
             return None
         await settle(self.store, "k8s_jobs", "k8s_deployments", timeout=5.0)  # (at the deadline: as they stand)
         jobs, again = self.store.value("k8s_jobs") or {}, [n for _, n, _ in plan.replace]
@@ -308,36 +309,66 @@ class LifecycleFlow(Flow):
         # A Job that holds GPUs and is already there (done, failed or running): applied unchanged it would start
         # no run ("unchanged"), so the human is asked before any money question whether to delete it and run it
         # again. One on the CPU worker (a weights staging) that failed simply runs again, said in the apply
-        # question; one that completed or runs is left as it is.
+        # question; one that completed or runs is left as it is (unless its template changed: below).
         gpu = {
             d["metadata"]["name"]
             for d in plan.all_docs()
             if d.get("kind") == "Job" and info is not None and R.gpus_of([d], info.gpu_vendor)
         }
-        asked = [n for n in standing if n in gpu]
+        # A Job's pod template (and selector, completions) cannot change once it exists: applied over one whose
+        # template differs, the cluster refuses it (422 field is immutable). Asked the cluster (a dry run): such a
+        # Job, GPU or not, is asked about too; deleted and created again after a yes, or kept.
+        refused = await self._immutable(kc, plan, standing) if standing else {}
+        asked = [n for n in standing if n in gpu or n in refused]
         if asked:
-            again_too = await self._run_again(plan, asked, jobs)
+            again_too = await self._run_again(plan, asked, jobs, refused)
             if again_too is None:
                 return None
             plan = dataclasses.replace(plan, replace=plan.replace + again_too)
         failed = tuple(
             ("jobs", name, "Failed: applied unchanged it would run nothing, so it runs again")
             for name in standing
-            if name not in gpu and job_status(jobs[name]) == "Failed"
+            if name not in asked and job_status(jobs[name]) == "Failed"
         )
         if failed:
             plan = dataclasses.replace(plan, replace=plan.replace + failed)
         return plan if await self.one_serving_recipe(plan) else None
 
+    async def _immutable(self, kube: KubeClient, plan: R.Plan, names: list[str]) -> dict[str, tuple[str, ...]]:
+        """The Jobs of ``plan`` among ``names`` (already on the cluster) that the cluster would refuse applied over
+        what stands, by the fields it says cannot change: a dry run of the apply (``kubectl apply
+        --dry-run=server``), nothing stored."""
+        from ..kube.client import KubeError
+
+        out: dict[str, tuple[str, ...]] = {}
+        for d in plan.all_docs():
+            name = d["metadata"]["name"]
+            if d.get("kind") != "Job" or name not in names:
+                continue
+            try:
+                (result,) = await kube.apply([d], dry_run=True)
+            except KubeError:
+                continue  # (unknown: the apply itself will say)
+            if result.immutable:
+                out[name] = result.immutable
+        return out
+
     async def _run_again(
-        self, plan: R.Plan, names: list[str], jobs: dict[str, dict[str, Any]]
+        self,
+        plan: R.Plan,
+        names: list[str],
+        jobs: dict[str, dict[str, Any]],
+        refused: dict[str, tuple[str, ...]] | None = None,
     ) -> tuple[tuple[str, str, str], ...] | None:
-        """Ask, before any money question, about GPU Jobs of ``plan`` already on the cluster: their state and when
-        they got there (by the service's clock), that an apply as it is would start no run, and "Delete it and run
-        again" (its log kept: saved before the delete, and shown on Workloads until the new pod's lines come) or
-        "Cancel" (the safe answer, highlighted: nothing is bid, deleted or applied). What the apply replaces, or
-        None (said) when the human cancels."""
+        """Ask, before any money question, about Jobs of ``plan`` already on the cluster (those on a GPU, and those
+        the cluster would refuse applied again, ``refused``: the fields it says cannot change): their state and
+        when they got there (by the service's clock), what an apply as it is would do (start no run, or be refused:
+        a Job's pod template cannot change), and "Delete it and run again" (its log kept: saved before the delete,
+        and shown on Workloads until the new pod's lines come) or "Cancel" (the safe answer, highlighted: nothing
+        is bid, deleted or applied). What the apply replaces, or None (said) when the human cancels."""
         from ..kube.kubeconfig import shown as home_shown
+
+        refused = refused or {}
 
         ref = self.store.meta.get("cluster")
         cluster = ref.name if ref is not None else "the cluster"
@@ -360,16 +391,38 @@ class LifecycleFlow(Flow):
             replace.append(("jobs", name, f"{word}{f' at {at:%H:%M}' if at else ''}; {kept}"))
         one = len(names) == 1
         it = "it" if one else "them"
+        changed = [n for n in names if n in refused]
+        same = [n for n in names if n not in refused]
+
+        def jobs_of(ns: list[str]) -> str:
+            return ", ".join(f"job/{n}" for n in ns)
+
+        if changed:
+            fields = sorted({f for n in changed for f in refused[n]})
+            answer = (
+                f"{'The cluster would refuse it' if one else 'The cluster would refuse ' + jobs_of(changed)}: "
+                f"{plan.title}'s Job differs from the one that ran, and a Job's "
+                + " and ".join(f.removeprefix("spec.") for f in fields)
+                + " cannot change once it is created (kubectl: '"
+                + ", ".join(f"{f}: field is immutable" for f in fields)
+                + "'). It runs as the recipe says only as a new Job."
+                + (f" Applied again, {jobs_of(same)} would answer 'unchanged'." if same else "")
+            )
+        else:
+            answer = (
+                "Applied again as "
+                + ("it is" if one else "they are")
+                + ", kubectl would answer 'unchanged': "
+                + (
+                    "no new run starts and nothing new is spent."
+                    if not running
+                    else "no new run starts; what runs goes on running."
+                )
+            )
         body = (
             " ".join(said)
-            + "\n\nApplied again as "
-            + ("it is" if one else "they are")
-            + ", kubectl would answer 'unchanged': "
-            + (
-                "no new run starts and nothing new is spent."
-                if not running
-                else "no new run starts; what runs goes on running."
-            )
+            + "\n\n"
+            + answer
             + f"\n\nDelete {it} and run again: "
             + (
                 "the run in progress stops now and its progress is lost (only what it wrote to /mnt/shared stays); "

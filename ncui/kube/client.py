@@ -74,6 +74,7 @@ class ApplyResult:
     action: str  # "created" | "configured" | "unchanged" (the attempted action when error is set)
     error: str | None = None
     ref: str = ""  # kubectl's name: "job.batch/nanogpt"
+    immutable: tuple[str, ...] = ()  # refused: the fields that cannot change once it exists (spec.template)
 
     def __str__(self) -> str:
         who = self.ref or f"{self.kind.lower()}/{self.name}"
@@ -313,18 +314,24 @@ class KubeClient:
 
     @staticmethod
     def _status_error(status: int, phrase: str, raw: bytes) -> KubeError:
-        reason, message = phrase or "Error", ""
+        reason, message, immutable = phrase or "Error", "", []
         try:
             doc = json.loads(raw)
             if isinstance(doc, dict):
                 reason = str(doc.get("reason") or reason)
                 message = str(doc.get("message") or doc.get("detail") or "")
+                details = doc.get("details")
+                causes = details.get("causes") if isinstance(details, dict) else None
+                for c in causes if isinstance(causes, list) else []:  # (422 Invalid: one a field)
+                    if isinstance(c, dict) and str(c.get("message", "")).endswith("field is immutable"):
+                        immutable.append(str(c.get("field") or "?"))
         except ValueError:
             message = raw[:500].decode("utf-8", "replace")
         if not message:
             message = f"HTTP {status}"
-        cls = Gone if status == 410 else KubeError
-        return cls(status, reason, message)
+        if status == 410:
+            return Gone(status, reason, message)
+        return KubeError(status, reason, message, tuple(immutable))
 
     @staticmethod
     def _unreachable(e: Exception, url: str) -> KubeError:
@@ -471,10 +478,12 @@ class KubeClient:
     # ---- writes -----------------------------------------------------------------------------------
 
     async def apply(
-        self, docs: builtins.list[dict[str, Any]], namespace: str = "default"
+        self, docs: builtins.list[dict[str, Any]], namespace: str = "default", *, dry_run: bool = False
     ) -> builtins.list[ApplyResult]:
         """kubectl apply, one document at a time: create, configure (merge patch), or leave unchanged.
-        Stops at the first refusal (its message in ``error``) and returns what was done so far."""
+        Stops at the first refusal (its message in ``error``) and returns what was done so far. ``dry_run``:
+        what the cluster would answer, nothing stored (``kubectl apply --dry-run=server``)."""
+        params = {"fieldManager": "ncui", **({"dryRun": "All"} if dry_run else {})}
         out: list[ApplyResult] = []
         for raw in docs:
             if not raw:
@@ -497,7 +506,7 @@ class KubeClient:
             try:
                 cur = await self.get(k.plural, name, ns or "default") if name else None
                 if cur is None:
-                    await self._json("POST", self._path(k.plural, ns), params={"fieldManager": "ncui"}, json_body=doc)
+                    await self._json("POST", self._path(k.plural, ns), params=params, json_body=doc)
                 else:
                     action = "configured"
                     cur_ann = (cur.get("metadata") or {}).get("annotations") or {}
@@ -512,14 +521,14 @@ class KubeClient:
                         await self._json(
                             "PATCH",
                             self._path(k.plural, ns, name),
-                            params={"fieldManager": "ncui"},
+                            params=params,
                             content=json.dumps(patch).encode(),
                             content_type="application/merge-patch+json",
                         )
             except NotSignedIn:
                 raise
             except KubeError as e:
-                out.append(ApplyResult(k.kind, name, action, e.message, f"{k.ref}/{name}"))
+                out.append(ApplyResult(k.kind, name, action, e.brief, f"{k.ref}/{name}", e.immutable))
                 break
             out.append(ApplyResult(k.kind, name, action, None, f"{k.ref}/{name}"))
         return out

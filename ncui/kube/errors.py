@@ -22,11 +22,21 @@ def clean_line(text: str, limit: int = 2000) -> str:
 class KubeError(Exception):
     """The cluster refused or could not be reached. ``message`` is the Status message (kubectl prints it)."""
 
-    def __init__(self, status: int | None, reason: str, message: str) -> None:
+    def __init__(self, status: int | None, reason: str, message: str, immutable: tuple[str, ...] = ()) -> None:
         self.status = status
         self.reason = clean_line(reason, 200)  # both from the server: safe to show (textsafe)
         self.message = clean_line(message)
+        self.immutable = tuple(clean_line(f, 200) for f in immutable)  # 422: the fields it says cannot change
         super().__init__(self._sentence())
+
+    @property
+    def brief(self) -> str:
+        """The message, without the value an immutable field's refusal prints whole (a Job's template in Go
+        syntax, thousands of characters): ``Job.batch "x" is invalid: spec.template: field is immutable``."""
+        if not self.immutable:
+            return self.message
+        head = self.message.split(" is invalid: ", 1)[0]
+        return f"{head} is invalid: " + ", ".join(f"{f}: field is immutable" for f in self.immutable)
 
     def _sentence(self) -> str:
         if self.status is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .objects import RESOURCES, SUBRESOURCES, KubeError
+from .protowire import envelope, fields
 
 GROUP = "authorization.k8s.io"
 SUB_VERBS = {
@@ -34,52 +35,17 @@ def resource_list() -> dict:
     }
 
 
-def _fields(buf: bytes) -> dict[int, list]:
-    """A protobuf message's fields: number → values (varints as ints, length-delimited as bytes)."""
-    out: dict[int, list] = {}
-    i = 0
-
-    def varint() -> int:
-        nonlocal i
-        n = shift = 0
-        while True:
-            b = buf[i]
-            i += 1
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                return n
-
-    while i < len(buf):
-        key = varint()
-        num, wire = key >> 3, key & 7
-        if wire == 0:
-            val: Any = varint()
-        elif wire == 2:
-            n = varint()
-            val, i = buf[i : i + n], i + n
-        elif wire in (1, 5):
-            size = 8 if wire == 1 else 4
-            val, i = buf[i : i + size], i + size
-        else:
-            raise ValueError(f"protobuf wire type {wire}")
-        out.setdefault(num, []).append(val)
-    return out
-
-
 def _strings(buf: bytes, names: dict[int, str]) -> dict:
-    f = _fields(buf)
+    f = fields(buf)
     return {name: f[num][-1].decode() for num, name in names.items() if num in f}
 
 
 def from_protobuf(raw: bytes, kind: str) -> dict:
     """The JSON form of the review kubectl sends as protobuf (its typed client does): the ``k8s\\0`` envelope
-    (runtime.Unknown: 2 = raw), then the review (2 = spec), with authorization/v1's field numbers."""
+    (protowire.envelope), then the review (2 = spec), with authorization/v1's field numbers."""
     try:
-        if not raw.startswith(b"k8s\x00"):
-            raise ValueError("no k8s protobuf envelope")
-        review = _fields(_fields(raw[4:]).get(2, [b""])[-1])
-        spec = _fields(review.get(2, [b""])[-1])
+        review = fields(envelope(raw)[2])
+        spec = fields(review.get(2, [b""])[-1])
         if kind == "selfsubjectrulesreviews":
             return {"spec": _strings(review.get(2, [b""])[-1], {1: "namespace"})}
         out: dict = {}

@@ -112,6 +112,7 @@ class Cluster(ClusterState):
         self.t = now
         self.nodesync.sync(now)
         self.controllers(now)
+        self.store.compact_due(now)
         if now >= self.expire_at:
             self.events.expire(now)
             self.expire_at = now + timedelta(minutes=1)

@@ -8,6 +8,7 @@ records (Pulling, Started, Killing, …) are said here, and the finance-analyst 
 
 from __future__ import annotations
 
+import base64
 import math
 from datetime import datetime, timedelta
 
@@ -121,6 +122,32 @@ class Kubelet:
 
     # ---- a pod's run on its node ------------------------------------------------------------------
 
+    def env(self, container: dict, ns: str) -> dict[str, str]:
+        """A container's environment as the kubelet sets it: ``value``s, and ``valueFrom`` a Secret's or a
+        ConfigMap's key in the pod's namespace (a missing optional one is left unset)."""
+        out: dict[str, str] = {}
+        for e in container.get("env") or []:
+            if not isinstance(e, dict) or "name" not in e:
+                continue
+            src = e.get("valueFrom") or {}
+            if "value" in e or not src:
+                out[e["name"]] = str(e.get("value", ""))
+                continue
+            for kind, field in (("secrets", "secretKeyRef"), ("configmaps", "configMapKeyRef")):
+                ref = src.get(field)
+                if not isinstance(ref, dict):
+                    continue
+                obj = self.s.store.peek(kind, ns, str(ref.get("name", "")))
+                data = (obj or {}).get("data") or {}
+                key = str(ref.get("key", ""))
+                if key in data:
+                    val = str(data[key])
+                    try:
+                        out[e["name"]] = base64.b64decode(val).decode("utf-8", "replace") if kind == "secrets" else val
+                    except ValueError:  # (not base64: the API server refuses such a Secret; nothing set)
+                        pass
+        return out
+
     def start(self, key: tuple[str, str], t: datetime) -> None:
         r = self.s.runs.get(key)
         if r is None or not r.active or r.node is None or r.start is None or r.start > t:
@@ -128,7 +155,7 @@ class Kubelet:
         R = r.start
         spec = r.obj["spec"]
         main = (spec.get("containers") or [{}])[0]
-        env = {e["name"]: str(e.get("value", "")) for e in main.get("env") or [] if "name" in e}
+        env = self.env(main, r.ns)
         for ic in spec.get("initContainers") or []:
             for e in ic.get("env") or []:
                 if "name" in e and "value" in e:

@@ -143,6 +143,8 @@ def weights(c: Context, model: str, size: str, minutes: float, base: str, checkp
         (t + 0.2, "Filesystem      Size  Used Avail Use% Mounted on"),
         (t + 0.3, "nfs-shared       10T  1.2T  8.8T  12% /mnt/shared"),
     ]
+    if c.env.get("HF_TOKEN"):  # (the staging script says so: an hf-token Secret the pod's env reads)
+        lines.append((t + 0.4, "HF_TOKEN is set (secret hf-token, key token): downloading as its user"))
     t += 12
     files = 64 if not checkpoint else 48
     dur = minutes * 60 * r.uniform(0.9, 1.1)

@@ -99,11 +99,11 @@ class ClusterState:
     def __init__(self, world: World, org: OrgState, st: K8sState, defaults: dict) -> None:
         self.world, self.org, self.st, self.spec = world, org, st, st.spec
         self.name = st.spec.name
-        self.store = Store()
         self.defaults = defaults  # shared sim knobs (finance tune defect)
         self.rng = random.Random(f"kube:{world.seed}:{self.name}")
         self.uids = itertools.count(1)
         self.t: datetime = world.now()
+        self.store = Store(clock=lambda: self.t)  # (events on the cluster's clock: compacted by it)
         self.wakeups: list = []
         self.seq = itertools.count()
         self.runs: dict[tuple[str, str], PodRun] = {}

@@ -134,7 +134,7 @@ async def _portforward(kube: Kube, ws: WebSocket, cname: str, ns: str, name: str
     proto = next((p for p in (portforward.WS_PROTOCOL, *portforward.CHANNEL_PROTOCOLS) if p in offered), None)
     ports: list[int] = []
     try:
-        c, _ = await run_in_threadpool(check)
+        c, pod = await run_in_threadpool(check)
         if proto is None:
             raise KubeError(
                 400,
@@ -190,7 +190,16 @@ async def _portforward(kube: Kube, ws: WebSocket, cname: str, ns: str, name: str
         while not kube.closed:
             await asyncio.sleep(POLL * 4)
 
-    tasks = [asyncio.ensure_future(x) for x in (pump(), session.done.wait(), until_closed())]
+    async def until_pod_gone() -> None:
+        """The pod deleted (its sandbox gone): the kubelet's stream ends, and kubectl with it."""
+        while True:
+            await kube.atick()
+            r = c.runs.get(key)
+            if r is None or r.uid != pod.uid or not r.alive:
+                return
+            await asyncio.sleep(POLL * 4)
+
+    tasks = [asyncio.ensure_future(x) for x in (pump(), session.done.wait(), until_closed(), until_pod_gone())]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:

@@ -22,6 +22,15 @@ def bearer(headers: Mapping[str, str]) -> str:
     return auth[7:].strip() if auth[:7].lower() == "bearer " else ""
 
 
+def too_large(rv: int, current: int) -> KubeError:
+    """A version this cluster never reached: the API server's 504 (client-go lists again)."""
+    details = {
+        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        "retryAfterSeconds": 1,
+    }
+    return KubeError(504, "Timeout", f"Too large resource version: {rv}, current: {current}", details)
+
+
 def jresp(obj: Any, status: int = 200) -> Response:
     return Response(to_json(obj), status_code=status, media_type="application/json")
 

@@ -14,7 +14,7 @@ from .. import tables
 from ..objects import KubeError, fields_match, labels_match, parse_field_selector, parse_label_selector, to_json
 from .call import Call
 from .crud import typed
-from .http import POLL, Stream
+from .http import POLL, Stream, too_large
 
 
 async def watch(call: Call) -> Response:
@@ -68,25 +68,26 @@ async def watch(call: Call) -> Response:
                 if matches(o, o["metadata"].get("namespace", "")):
                     yield encode("ADDED", o)
         elif rv > c.store.rv:  # a version this cluster never reached (a watcher from a cluster before a restart)
-            details = {
-                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-                "retryAfterSeconds": 1,
-            }
-            msg = f"Too large resource version: {rv}, current: {c.store.rv}"
-            yield _error(KubeError(504, "Timeout", msg, details))
+            yield _error(too_large(rv, c.store.rv))
             return
-        while not kube.closed and time.monotonic() < deadline and kube.revocations == revocations:
-            events = c.store.events_after(rv)
-            if events is None:
-                yield _error(KubeError(410, "Expired", f"too old resource version: {rv} ({c.store.oldest_rv})"))
-                return
-            for e in events:
-                rv = e.rv
-                if e.resource == r.plural and matches(e.obj, e.namespace):
-                    yield encode(e.type, e.obj)
-            if not events:
-                await kube.atick()
-                await asyncio.sleep(POLL)
+        reader = c.store.open_reader(rv)  # (an open watch: compaction does not cut what it has not read)
+        first = True
+        try:
+            while not kube.closed and time.monotonic() < deadline and kube.revocations == revocations:
+                events = c.store.events_after(rv, reader, first)
+                if events is None:  # the etcd compaction passed it, as the API server's watch cache says it
+                    yield _error(KubeError(410, "Expired", f"too old resource version: {rv} ({c.store.oldest_rv})"))
+                    return
+                first = False
+                for e in events:
+                    rv = e.rv
+                    if e.resource == r.plural and matches(e.obj, e.namespace):
+                        yield encode(e.type, e.obj)
+                if not events:
+                    await kube.atick()
+                    await asyncio.sleep(POLL)
+        finally:
+            c.store.close_reader(reader)
 
     return Stream(gen(), "application/json")
 
