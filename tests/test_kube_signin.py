@@ -245,6 +245,11 @@ def test_an_unreachable_service_is_one_line_and_the_poller_gives_up_after_five(t
     assert signin.main(["--api", refusing, "--cluster", "c"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and err == f"sign-in failed: cannot reach {refusing} (ConnectionRefusedError)\n"
+    assert signin.main([f"--api={refusing}", "--cluster", "c"]) == 1  # another spelling: read by argparse
+    assert capsys.readouterr().err == err
+    with pytest.raises(SystemExit):  # argparse's usage and error
+        signin.main(["--cluster", "c"])
+    assert "the following arguments are required: --api" in capsys.readouterr().err
     assert signin.main(["--api", "ftp://example.org", "--cluster", "c"]) == 1
     assert capsys.readouterr().err == "sign-in failed: ftp://example.org is not an http:// or https:// address\n"
     # the background poller: five failed polls in a row end it, the pending code left as it was
@@ -278,11 +283,12 @@ def test_https_is_verified_with_one_context_per_process(tmp_path, monkeypatch):
 
 
 def test_the_plugin_imports_no_httpx_textual_or_pydantic():
-    """kubectl runs it before every command: httpx alone was ~100 ms of CPU each time."""
+    """kubectl runs it before every command: httpx alone was ~100 ms of CPU each time. Nor what only the sign-in
+    itself needs (argparse for other command lines, subprocess for the poller)."""
     code = (
         "import sys, ncui.kube.signin\n"
         "print(sorted(m for m, v in sys.modules.items() if v is not None and m.split('.')[0] in "
-        "{'httpx', 'httpcore', 'textual', 'pydantic', 'rich', 'yaml'}))"
+        "{'httpx', 'httpcore', 'textual', 'pydantic', 'rich', 'yaml', 'argparse', 'subprocess'}))"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert p.stdout.strip() == "[]", p.stdout

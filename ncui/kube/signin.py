@@ -33,9 +33,10 @@ from urllib.parse import urlencode, urlsplit
 
 from .. import __version__
 
-# kubectl runs this before every command: what the cached-credential path does not use is imported where it is used
-# (argparse, subprocess, pathlib, ssl's context, typing: each a few ms of CPU per kubectl call; httpx was ~100 ms).
-# http.client, the one HTTP request of that path, brings ssl, email and socket along.
+# kubectl runs this before every command, and most calls take the cached-credential path (the cache read, one GET,
+# the answer printed): what that path does not use is imported where it is used (argparse, subprocess, pathlib,
+# typing: a few ms of CPU each, every kubectl call; httpx was ~100 ms), and the TLS context (the CA bundle loaded) is
+# made at the first https request. http.client, that path's one request, brings socket, ssl and email along.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ssl
@@ -463,7 +464,13 @@ def _poll_until(api: str, cluster: str, deadline: float, service: Service) -> in
     return 1
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str]) -> tuple[str, str, bool]:
+    """(api, cluster, poll). The two command lines this plugin is run with (the kubeconfig's, the poller's) are
+    read as they stand: argparse would cost kubectl's every call a few ms more (it and shutil imported, a help
+    formatter built). Any other goes through argparse: its usage, --help, errors."""
+    if len(argv) in (4, 5) and argv[0] == "--api" and argv[2] == "--cluster" and argv[4:] in ([], ["--poll"]):
+        if not argv[1].startswith("-") and not argv[3].startswith("-"):
+            return argv[1], argv[3], len(argv) == 5
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m ncui.kube.signin", description=__doc__.split("\n\n")[0])
@@ -471,15 +478,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cluster", required=True, help="the cluster's name")
     p.add_argument("--poll", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    return args.api, args.cluster, args.poll
+
+
+def main(argv: list[str] | None = None) -> int:
+    api, cluster, poll = _arguments(sys.argv[1:] if argv is None else argv)
     try:
-        if args.poll:
-            return poll_background(args.api, args.cluster)
-        return run(args.api, args.cluster)
+        if poll:
+            return poll_background(api, cluster)
+        return run(api, cluster)
     except SigninError as e:
         _say(f"sign-in failed: {e}")
         return 1
     except Unreachable as e:
-        _say(f"sign-in failed: cannot reach {args.api} ({e})")
+        _say(f"sign-in failed: cannot reach {api} ({e})")
         return 1
 
 
