@@ -56,3 +56,10 @@ def test_startup_bench_prints_its_figures():
     assert re.search(r"bare Textual app +first frame +\d+", out) and re.search(r"live data +\d+", out), out
     v = verdicts(out)
     assert len(v) == 3 and v[0].startswith("first frame <= 1.10x"), out
+
+
+def test_signin_bench_prints_its_figures():
+    out = bench("signin.py", "--runs", "1")
+    for label in ("bytecode cached", "no bytecode"):  # (one run each: a difference of two times can be negative)
+        assert re.search(rf"^plugin per kubectl call \({label}\): CPU -?[\d.]+ ms  wall -?[\d.]+ ms$", out, re.M), out
+    assert re.search(r"^kubectl, token +CPU +[\d.]+ ms", out, re.M), out

@@ -3,18 +3,23 @@ a fresh link after an idle day or an expired code, and waiting with a terminal."
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import pty
 import re
+import socket
+import ssl
 import stat
 import subprocess
 import sys
+import threading
 
-import httpx
 import pytest
 
 from ncui.kube import signin
+from ncui.sim.kube.tls import self_signed
 
 from .conftest import wait_for
 
@@ -122,23 +127,168 @@ def test_a_sign_in_link_lasts_a_persons_minutes_whatever_the_demo_speed():
     assert auth.approve(late, clock.now()) == "expired"
 
 
-def test_answers_that_are_not_what_the_contract_says_are_clear_failures(tmp_path, monkeypatch):
+class Answers:
+    """A real HTTP/1.1 server on loopback (kept-alive connections, as the service's) answering every request with
+    what it is told to: answers no box would give. ``seen``: (method, path, the client's port) of each request."""
+
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self.status, self.body, self.hang_up = 200, b"{}", False
+        self.seen: list[tuple[str, str, int]] = []
+        answers = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                answers.seen.append((self.command, self.path, self.client_address[1]))
+                self.send_response(answers.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answers.body)))
+                self.end_headers()
+                self.wfile.write(answers.body)
+                self.wfile.flush()
+                if answers.hang_up:  # closed without a word, as a server does to an idle kept-alive connection
+                    self.close_connection = True
+
+            do_POST = do_GET
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def shutdown_request(self, request: object) -> None:
+                super().shutdown_request(request)  # type: ignore[arg-type]
+                answers.closed += 1
+
+        self.closed = 0  # connections closed by the server
+        self.server = Server(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def answer(self, status: int, body: object) -> None:
+        self.status, self.body = status, body if isinstance(body, bytes) else json.dumps(body).encode()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(5)
+
+
+@pytest.fixture
+def answers():
+    a = Answers()
+    yield a
+    a.close()
+
+
+@pytest.fixture
+def refusing():
+    """A loopback address where nothing listens (a port held, never listened on): every connect is refused."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_answers_that_are_not_what_the_contract_says_are_clear_failures(tmp_path, monkeypatch, answers):
     """A device-code answer without its fields, an approval without a token, an error body that is not an
     object, a damaged cache file: a SigninError (kubectl shows "sign-in failed: ...") or nothing, no traceback."""
-
-    def client(status: int, body: object) -> httpx.Client:
-        return httpx.Client(transport=httpx.MockTransport(lambda req: httpx.Response(status, json=body)))
-
-    with client(200, {}) as c, pytest.raises(signin.SigninError, match="no token"):
-        signin.poll_once("http://api.invalid", "dc", c)
-    with client(400, ["no"]) as c:
-        assert signin.poll_once("http://api.invalid", "dc", c) == ("http-400", None)
-    with client(400, {"error": "expired_token"}) as c:
-        assert signin.poll_once("http://api.invalid", "dc", c) == ("expired_token", None)
-    monkeypatch.setattr(signin, "_client", lambda: client(200, {"device_code": "dc"}))
+    answers.answer(200, {})
+    with pytest.raises(signin.SigninError, match="no token"):
+        signin.poll_once(answers.url, "dc")
+    answers.answer(400, ["no"])
+    assert signin.poll_once(answers.url, "dc") == ("http-400", None)
+    answers.answer(400, {"error": "expired_token"})
+    assert signin.poll_once(answers.url, "dc") == ("expired_token", None)
+    answers.answer(502, b"<html>Bad gateway</html>")  # not JSON at all
+    assert signin.poll_once(answers.url, "dc") == ("http-502", None)
+    answers.answer(200, {"device_code": "dc"})
     with pytest.raises(signin.SigninError, match="not a device code"):
-        signin.request_code("http://api.invalid", "c")
+        signin.request_code(answers.url, "c")
+    answers.answer(500, {})
+    with pytest.raises(signin.SigninError, match="answered HTTP 500"):
+        signin.request_code(answers.url, "c")
+    assert [(m, p) for m, p, _ in answers.seen[-2:]] == [("POST", "/api/k8s/device/code")] * 2
     (tmp_path / "cred.json").write_text("[1, 2]")
     assert signin._read(tmp_path / "cred.json") is None
     monkeypatch.setenv("KUBERNETES_EXEC_INFO", "[]")
     assert signin._exec_info() == {}
+
+
+def test_a_polling_loop_keeps_one_connection_and_no_proxy_from_the_environment(monkeypatch, answers, refusing):
+    """The loop's polls go on one kept-alive connection (not a connection, or a TLS handshake, each second), a new
+    one once the service closed it; a proxy named in the environment is not used (httpx had trust_env=False)."""
+    for var in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(var, refusing)
+    answers.answer(400, {"error": "authorization_pending"})
+    with contextlib.closing(signin.Service(answers.url)) as service:
+        for _ in range(3):
+            assert signin.poll_once(answers.url, "dc", service) == ("authorization_pending", None)
+        answers.hang_up = True
+        assert signin.poll_once(answers.url, "dc", service) == ("authorization_pending", None)
+        answers.hang_up = False
+        wait_for(lambda: answers.closed == 1, 5, what="the server closing the connection")
+        assert signin.poll_once(answers.url, "dc", service) == ("authorization_pending", None)
+    ports = [port for _, _, port in answers.seen]
+    assert len(ports) == 5 and len(set(ports[:4])) == 1 and ports[4] != ports[0], ports
+    assert {p for _, p, _ in answers.seen} == {"/api/k8s/device/token"}
+
+
+def test_an_unreachable_service_is_one_line_and_the_poller_gives_up_after_five(tmp_path, monkeypatch, capsys, refusing):
+    monkeypatch.setenv("NCUI_KUBE_CACHE", str(tmp_path / "auth"))
+    signin.save_credential(refusing, "c", "tok-never-shown")
+    assert signin.main(["--api", refusing, "--cluster", "c"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"sign-in failed: cannot reach {refusing} (ConnectionRefusedError)\n"
+    assert signin.main([f"--api={refusing}", "--cluster", "c"]) == 1  # another spelling: read by argparse
+    assert capsys.readouterr().err == err
+    with pytest.raises(SystemExit):  # argparse's usage and error
+        signin.main(["--cluster", "c"])
+    assert "the following arguments are required: --api" in capsys.readouterr().err
+    assert signin.main(["--api", "ftp://example.org", "--cluster", "c"]) == 1
+    assert capsys.readouterr().err == "sign-in failed: ftp://example.org is not an http:// or https:// address\n"
+    # the background poller: five failed polls in a row end it, the pending code left as it was
+    pend = {"state": "pending", "device_code": "dc", "poller": None, "interval": 1.0}
+    signin._write_private(signin._pending_file(refusing, "c"), pend)
+    naps: list[float] = []
+    monkeypatch.setattr(signin.time, "sleep", naps.append)
+    with contextlib.closing(signin.Service(refusing)) as service:
+        assert signin._poll_until(refusing, "c", signin.time.monotonic() + 60, service) == 1
+    assert naps == [1, 1, 1, 1]  # a second between the five tries
+    assert signin._read(signin._pending_file(refusing, "c")) == pend
+
+
+def test_https_is_verified_with_one_context_per_process(tmp_path, monkeypatch):
+    cert, key = self_signed("127.0.0.1")
+    (tmp_path / "cert.pem").write_bytes(cert)
+    (tmp_path / "key.pem").write_bytes(key)
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    a = Answers(tls)
+    try:
+        a.answer(200, {"access_token": "t0k"})
+        with pytest.raises(signin.Unreachable, match="^SSLCertVerificationError$"):  # a certificate no CA signed
+            signin.poll_once(a.url, "dc")
+        assert signin._tls() is signin._tls()  # (the CA bundle loaded once)
+        trusting = ssl.create_default_context(cadata=cert.decode())
+        monkeypatch.setattr(signin, "_tls", lambda: trusting)
+        assert signin.poll_once(a.url, "dc") == ("ok", "t0k")
+    finally:
+        a.close()
+
+
+def test_the_plugin_imports_no_httpx_textual_or_pydantic():
+    """kubectl runs it before every command: httpx alone was ~100 ms of CPU each time. Nor what only the sign-in
+    itself needs (argparse for other command lines, subprocess for the poller)."""
+    code = (
+        "import sys, ncui.kube.signin\n"
+        "print(sorted(m for m, v in sys.modules.items() if v is not None and m.split('.')[0] in "
+        "{'httpx', 'httpcore', 'textual', 'pydantic', 'rich', 'yaml', 'argparse', 'subprocess'}))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == "[]", p.stdout
