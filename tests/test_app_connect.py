@@ -25,7 +25,8 @@ from ncui.store import Store
 
 from .apphelp import loaded, screen_text, to_apply_question, until
 from .conftest import endpoints_of
-from .kube_support import KUBECTL, _pythonpath
+from .kube_support import _pythonpath
+from .peers import need_peer
 
 
 def _app(sim, *, kube_home: KubeHome | None = None, handoff: Handoff | None = None) -> NCApp:
@@ -84,7 +85,7 @@ async def test_the_kubeconfig_lands_in_kube_and_the_humans_own_kubectl_works_bes
     env.pop("KUBECONFIG", None)
     p = await asyncio.to_thread(
         subprocess.run,
-        [KUBECTL, "--context", "halcyon", "get", "pods"],
+        [need_peer("kubectl"), "--context", "halcyon", "get", "pods"],
         env=env,
         capture_output=True,
         text=True,

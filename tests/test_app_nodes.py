@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import re
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -32,8 +31,9 @@ from ncui.sim.world import JOIN_MAX
 
 from .apphelp import app_for, footer_keys, loaded, screen_text, type_text, until
 from .conftest import wait_for
+from .peers import need_peer
 
-pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
+pytestmark = pytest.mark.peers("ssh-keygen")
 LOSS = re.compile(r"iter \d+: loss \d+\.\d{4}, time \d+\.\d{2}ms")
 
 
@@ -418,7 +418,7 @@ async def test_a_container_started_by_hand_is_found_on_connect_and_its_log_made_
     terminal escapes; ncui connecting finds it running, follows it, and shows its text without the escapes."""
     evil = "printf '\x1b[2J\x1b]0;pwned\x07red\x1b[31m alert\n'"
     r = subprocess.run(
-        ["ssh", "-F", str(node.sim.ssh.config_path), "-i", str(node.key), "-o", "BatchMode=yes", node.id]
+        [need_peer("ssh"), "-F", str(node.sim.ssh.config_path), "-i", str(node.key), "-o", "BatchMode=yes", node.id]
         + [f"docker run -d --name mine alpine:3 sh -c {shlex.quote(evil)}"],
         capture_output=True,
         text=True,
@@ -443,7 +443,7 @@ async def test_a_container_started_by_hand_is_found_on_connect_and_its_log_made_
         assert not any(c in x for x in lines for c in "\x1b\x07")
 
 
-@pytest.mark.skipif(shutil.which("ssh-agent") is None, reason="needs OpenSSH's ssh-agent")
+@pytest.mark.peers("ssh-agent")
 async def test_a_key_held_only_by_the_ssh_agent_is_listed_registered_and_logs_in(
     sim_factory, human, tmp_path, monkeypatch
 ):

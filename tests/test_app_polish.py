@@ -4,7 +4,6 @@ question opens reaching it (in a real terminal), a flat chart's axis; and the pa
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import pytest
@@ -142,7 +141,7 @@ async def test_a_flat_balance_chart_gets_an_axis_around_its_value(sim):
         assert "Credits purchased" in screen_text(app)  # whole at 80 columns
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@pytest.mark.peers("tmux")
 async def test_keys_typed_as_the_ceiling_box_opens_reach_it(kube_factory, tmux_factory, tmp_path):
     """In a real terminal, ``a`` then ``4.10⏎yy`` sent at once (tmux send-keys, as a fast typist): the ceiling
     gets 4.10, the limit price is set with the first y and the job applied with the second; nothing typed goes
@@ -159,7 +158,7 @@ async def test_keys_typed_as_the_ceiling_box_opens_reach_it(kube_factory, tmux_f
     assert k.world.main_org.k8s["halcyon"].bid == 4_100_000, term.screen()
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@pytest.mark.peers("tmux")
 async def test_keys_typed_ahead_reach_every_form_in_order(sim, tmux_factory, tmp_path):
     """In a real terminal at 80×24, keys sent at once as a form opens: Enter on Something else, then the image,
     Tab, the command, Tab, a node count; Lease's b, then an amount, Tab, a date. Each lands in its field in

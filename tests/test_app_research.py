@@ -11,7 +11,6 @@ exports it); the typed-in node is reached with the human's own key, registered b
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from ncui.screens.research import AddNodeModal
 
 from .apphelp import app_for, loaded, screen_text, type_text, until
 
-pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
+pytestmark = pytest.mark.peers("ssh-keygen")
 LOSS = re.compile(r"iter \d+: loss \d+\.\d{4}, time \d+\.\d{2}ms")
 
 

@@ -5,8 +5,6 @@ charted, and `scancel` after a yes."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from ncui.screens.modals import ConfirmModal
@@ -15,7 +13,7 @@ from ncui.sim.ssh.slurm import COMPLETING_SECONDS
 
 from .apphelp import app_for, footer_keys, loaded, notes, screen_text, until
 
-pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenSSH's ssh (ssh -G reads the config)")
+pytestmark = pytest.mark.peers("ssh")  # (ssh -G reads the config)
 
 
 def seconds(elapsed: str) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 
 import httpx
+import pytest
 
 from ncui.screens.exitguard import ExitGuardModal
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal
@@ -22,6 +23,7 @@ async def _open(pilot, app) -> None:
     await until(pilot, lambda: loaded(app, "whoami", "vm_capacity", "balance", "summary"), what="the VM cluster read")
 
 
+@pytest.mark.peers("ssh-keygen")
 async def test_a_key_is_registered_and_then_shown_registered(sim_factory, tmp_path, monkeypatch):
     sim = sim_factory("vm")
     monkeypatch.setenv("HOME", str(tmp_path))

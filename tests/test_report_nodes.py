@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from .test_app_nodes import LOSS, Node, connect, open_nodes
 from .test_report import run_report
 
 human = test_app_nodes.human  # (the fixture: a temporary HOME with ~/.ssh)
-pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
+pytestmark = pytest.mark.peers("ssh-keygen")
 
 
 def cli(sim, *args: str) -> dict:

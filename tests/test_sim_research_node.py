@@ -5,7 +5,6 @@ results, docker rm -f; and the starter's answer when docker is missing.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,9 +14,7 @@ import pytest
 from .conftest import wait_for
 from .test_sim_ssh import LOSS, Follower
 
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(x) for x in ("ssh", "scp", "ssh-keygen")), reason="needs the OpenSSH client"
-)
+pytestmark = pytest.mark.peers("ssh", "scp", "ssh-keygen")
 NO_AGENT = ["-o", "BatchMode=yes", "-o", "IdentityAgent=none", "-o", "ConnectTimeout=10"]
 STARTER = "curl -fsSL https://access.nationalcompute.com/first-job/nanogpt-node.sh | sh"
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
 import socket
 import subprocess
 import threading
@@ -28,9 +27,7 @@ from .kc_support import until
 from .simproc import SimProcess
 from .tmuxterm import env_for
 
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(x) for x in ("ssh", "scp", "sftp", "ssh-keygen")), reason="needs the OpenSSH client"
-)
+pytestmark = pytest.mark.peers("ssh", "scp", "sftp", "ssh-keygen")
 LOSS = re.compile(r"iter \d+: loss \d+\.\d{4}, time \d+\.\d{2}ms")
 CAPTURE: dict = {"capture_output": True, "text": True, "timeout": 30, "stdin": subprocess.DEVNULL}
 STAMPED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z) (.*)$")
@@ -394,7 +391,7 @@ def test_ncui_sim_prints_its_ssh_config():
         assert path.is_file() and "\nHost " not in path.read_text()  # no node granted yet
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@pytest.mark.peers("tmux")
 async def test_ctrl_c_in_a_terminal_stops_following_and_the_shell_goes_on(node, tmux_factory, tmp_path):
     box, alloc, a, _ = node
     box.ssh(alloc["id"], f"docker run -d --gpus all --name nanogpt {STOCK['nvidia']} python train.py", a)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from .kc_support import busybox_job
 from .tmuxterm import env_for as _env
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+pytestmark = pytest.mark.peers("tmux")
 
 C1 = [chr(c) for c in range(0x80, 0xA0)]
 BIDI = [chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)]
