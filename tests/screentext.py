@@ -24,6 +24,10 @@ from rich.cells import cell_len
 # (U+2580–U+259F: ▀ ▁ ▄ █ ▊ ▌ ▎ ▏ ▐ ▔ ▕ ▗ ▛ …)
 BORDERS = "".join(chr(c) for c in range(0x2500, 0x25A0))
 _PIECE = re.compile(f"[^{re.escape(BORDERS)}]+")
+# Whitespace as a screen has it: spaces and tabs between words, "\n" between lines. Not str.split's or
+# str.splitlines' (they also take \r, \v, \f, \x1c–\x1e, \x85, U+2028): a control character on screen stays in the
+# text, for a test of sanitising to find.
+_SPACE = re.compile(r"[ \t]+")
 
 __all__ = ["BORDERS", "joined"]
 
@@ -33,10 +37,10 @@ def joined(screen: str) -> str:
     card's lines joined, whitespace collapsed."""
     runs: list[tuple[int, int, list[str]]] = []  # (first line, column, the words of each line) in the order found
     above: dict[int, list[str]] = {}  # column -> the run that had a piece there on the line above
-    for y, line in enumerate(screen.splitlines()):
+    for y, line in enumerate(screen.split("\n")):
         here: dict[int, list[str]] = {}
         for m in _PIECE.finditer(line):
-            words = " ".join(m.group().split())
+            words = _SPACE.sub(" ", m.group()).strip(" ")
             if not words:
                 continue
             x = cell_len(line[: m.start()])  # (the column a person sees: a wide character takes two)

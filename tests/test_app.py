@@ -136,13 +136,13 @@ async def test_header_goes_stale_on_errors_and_live_again(sim):
         # Account's first-job cover is judged on that last value: said so, not a plain "covered"
         await pilot.press("1")
         stale_cover = "⚠ judged on the balance as last read, which could not be read since"
-        await until(pilot, lambda: stale_cover in " ".join(screen_text(app).split()), what="the cover said stale")
+        await until(pilot, lambda: stale_cover in screen_text(app), what="the cover said stale")
         async with httpx.AsyncClient() as h:
             await h.delete(sim.api_url + "/_sim/faults", headers={"Authorization": f"Bearer {sim.token}"})
         app.pollers.failures["balance"] = 0
         app.pollers.refresh("balance")
         await until(pilot, lambda: "● live" in header(), what="live again")
-        await until(pilot, lambda: stale_cover not in " ".join(screen_text(app).split()), what="the cover fresh again")
+        await until(pilot, lambda: stale_cover not in screen_text(app), what="the cover fresh again")
 
 
 async def test_fixed_cluster_says_no_limit_price(sim_factory):

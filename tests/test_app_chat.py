@@ -52,7 +52,7 @@ async def test_post_train_chat_sends_the_seeds_request(sim, tmp_path):
             await pilot.pause(0.05)
         await until(pilot, lambda: wl._service() == "finance-analyst", what="the tuned model READY 1/1")
         up = "Post-train (finance-analyst) is up (READY 1/1): m talks to it (svc/finance-analyst)."
-        await until(pilot, lambda: up in " ".join(screen_text(app).split()), what="Workloads says m talks to it")
+        await until(pilot, lambda: up in screen_text(app), what="Workloads says m talks to it")
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, ChatScreen), what="the chat")
         chat = app.screen

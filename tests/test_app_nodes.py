@@ -146,7 +146,7 @@ async def test_connect_run_the_starter_follow_across_a_drop_stop_copy_off_and_re
     app = app_for(sim)
     async with app.run_test(size=(100, 32)) as pilot:
         nodes = await open_nodes(pilot, app, node)
-        row = " ".join(screen_text(app).split())
+        row = screen_text(app)
         assert f"{node.id} active 8" in row  # NODE STATE GPUS LOGIN RUNS
         await pilot.press("enter")
         await answer_host_key(pilot, app, node)
@@ -300,7 +300,7 @@ async def test_keys_registered_after_the_grant_are_refused_with_what_to_do(sim_f
             await pilot.press("enter")
             await answer_host_key(pilot, app, n)
             await until(pilot, lambda: isinstance(app.screen, ResultsModal), what="the refusal")
-            text = " ".join(screen_text(app).split())
+            text = screen_text(app)
             fp = asyncssh.read_private_key(str(n.key)).get_fingerprint("sha256")
             assert f"{n.id} refused your keys" in text and fp in text
             assert "k on Lease (5)" in text and "never on a running node" in text
@@ -335,7 +335,7 @@ async def test_at_80_columns_a_new_user_reads_recipes_the_footer_and_a_run_that_
         want = node.file("first-job/nanogpt.out").read_text().splitlines()
         assert list(nodes.pane.lines_log.lines)[-len(want) :] == want and nodes.follower is None
         assert any("log ended: the run ended (nanogpt exited)" in x for x in seen)
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert "Runs nanogpt" not in text and f"{node.id} active 8" in text and "connected" in text
         await until(
             pilot,

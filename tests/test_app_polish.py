@@ -14,7 +14,8 @@ from ncui.logfollow import LossCurve, parse_loss
 from ncui.screens.modals import ConfirmModal
 from ncui.sim.scenarios import SCENARIOS
 
-from .apphelp import app_for, loaded, open_recipes, screen_text, until
+from .apphelp import app_for, loaded, open_recipes, screen_lines, screen_text, until
+from .screentext import joined
 from .tmuxterm import env_for
 
 
@@ -117,7 +118,7 @@ async def test_the_header_keeps_balance_burn_and_runway_at_80_columns(sim_factor
         await until(pilot, lambda: loaded(app, "whoami", "balance"), what="the account")
         header = app.query_one("StatusHeader")
         await until(pilot, lambda: "● live" in screen_text(app), what="the light")
-        rows = screen_text(app).splitlines()[:2]
+        rows = screen_lines(app).splitlines()[:2]
         assert "● live" in rows[0], rows
         assert "balance $" in rows[1] and "burn" in rows[1] and "runway" in rows[1], rows
         assert header.size.height == 2
@@ -126,7 +127,7 @@ async def test_the_header_keeps_balance_burn_and_runway_at_80_columns(sim_factor
             await until(pilot, lambda: loaded(app, "cluster"), what="the cluster")
             info = app.store.value("cluster")
             whole = f"({ref.kind}, {info.gpu_model}, {'market' if info.market else 'fixed'})"
-            await until(pilot, lambda: whole in screen_text(app).splitlines()[0], what=whole)
+            await until(pilot, lambda: whole in screen_lines(app).splitlines()[0], what=whole)
 
 
 async def test_a_flat_balance_chart_gets_an_axis_around_its_value(sim):
@@ -178,10 +179,11 @@ async def test_keys_typed_ahead_reach_every_form_in_order(sim, tmux_factory, tmp
     def row(screen: str, label: str) -> str:  # the line of a field, its label beside it
         return next((line for line in screen.splitlines() if f"  {label}  " in line), "")
 
-    shown = await term.until(lambda s: "▊  2 " in row(s, "Nodes"), what="the node count typed")
+    shown = await term.until(lambda s: "▊  2 " in row(s, "Nodes"), what="the node count typed", lines=True)
     assert "▊  ghcr.io/you/trainer:1.2 " in row(shown, "Image") and "▊  echo hi " in row(shown, "Command"), shown
-    assert "Something else: your container as one Job on whole nodes" in shown
-    assert "Survive reclaims (ignore DisruptionTarget and exit 143)" in shown and "History" not in shown
+    text = joined(shown)
+    assert "Something else: your container as one Job on whole nodes" in text
+    assert "Survive reclaims (ignore DisruptionTarget and exit 143)" in text and "History" not in text
     term.keys("Escape")
     await term.until(lambda s: "Press Enter for the form" in s, what="the form closed")
     term.keys("5")

@@ -158,7 +158,7 @@ def _left(text: str) -> int:
     """The minutes of the sign-in's "(H h MM min left)" on screen."""
     import re
 
-    found = re.search(r"\((?:(\d+) h )?(\d+) min left\)", " ".join(text.split()))
+    found = re.search(r"\((?:(\d+) h )?(\d+) min left\)", text)
     assert found, text
     return int(found.group(1) or 0) * 60 + int(found.group(2))
 

@@ -92,7 +92,7 @@ async def test_declare_states_what_is_sent_and_release_keeps_the_price(sim_facto
         await _declare_until_confirm(pilot, app, "8", "4.20")
         text = screen_text(app)
         assert f"Sent: max_gpus 8, max_price_per_gpu_hour $4.20/GPU-h, expected_version {version}." in text
-        assert "No ssh key is registered: a node granted now lets nobody in" in " ".join(text.split())
+        assert "No ssh key is registered: a node granted now lets nobody in" in text
         assert "At most $33.60 per hour" in text
         await pilot.press("y")
         await until(pilot, lambda: _vm(sim).max_gpus == 8, what="declared")
@@ -104,7 +104,7 @@ async def test_declare_states_what_is_sent_and_release_keeps_the_price(sim_facto
         await until(pilot, lambda: app.store.value("vm_capacity").allocations, what="the allocation")
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the quit question")
-        assert "Released, its node is destroyed with its local disk" in " ".join(screen_text(app).split())
+        assert "Released, its node is destroyed with its local disk" in screen_text(app)
         await pilot.press("escape")  # stay
         await until(pilot, lambda: not isinstance(app.screen, ExitGuardModal))
         await pilot.press("R")

@@ -232,7 +232,7 @@ async def test_the_spending_limit_warns_at_80_and_withdraws_the_limit_price_at_1
         header = app.query_one("StatusHeader")  # read whole at 80 columns, beside the standing limit price
         await until(pilot, lambda: len(_header(app).splitlines()[1]) <= header.content_size.width, what="it fits")
         assert "limit $5.00/GPU-h" in _header(app) and _header(app).rstrip().endswith("%")
-        assert "— over 80%" in " ".join(screen_text(app).split())  # (wrapped under its value at 80 columns)
+        assert "— over 80%" in screen_text(app)  # (wrapped under its value at 80 columns)
         assert k.world.main_org.k8s["halcyon"].bid == 5_000_000
         _assess(app, k.world)
         await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
@@ -252,7 +252,7 @@ async def test_the_countdown_can_be_cancelled_and_the_limit_is_kept_by_you(kube_
         _assess(app, k.world)
         await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
         # the countdown a person gets: 15 s, read as it ticks (a loaded machine reads it a second in)
-        assert re.search(r"in 1[45] s\. Esc keeps it", " ".join(screen_text(app).split())), screen_text(app)
+        assert re.search(r"in 1[45] s\. Esc keeps it", screen_text(app)), screen_text(app)
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, CountdownModal))
         await until(pilot, lambda: "reached, kept by you" in screen_text(app), what="Lease saying so")
@@ -327,9 +327,7 @@ async def test_the_spending_limit_releases_vm_capacity_at_100_and_says_so_first(
         await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "vm_capacity"))
         await pilot.press("5", "b")
         await until(pilot, lambda: isinstance(app.screen, SpendingLimitModal))
-        assert "countdown you can cancel, it releases your VM capacity: billing stops" in " ".join(
-            screen_text(app).split()
-        )
+        assert "countdown you can cancel, it releases your VM capacity: billing stops" in screen_text(app)
         assert not app.screen.query("#stop_runs")  # (no runs to choose to stop: the capacity goes)
         await pilot.press("escape")
         await _set_spending_limit(pilot, app, f"{limit // 1_000_000}.{limit % 1_000_000 // 10_000:02d}")
@@ -343,7 +341,7 @@ async def test_the_spending_limit_releases_vm_capacity_at_100_and_says_so_first(
         )
         _assess(app, sim.world)
         await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert "release the VM capacity on tern-vm in " in text and "destroyed with its disk" in text
         assert str(app.screen.query_one("#yes").label) == "Release now (y, Enter)" and "no new nodes" not in text
         await until(pilot, lambda: vm.max_gpus == 0, timeout=20, what="the release")
@@ -386,7 +384,7 @@ async def test_the_limit_says_what_it_stops_and_when_chosen_stops_the_runs_on_gp
         assert saved["version"] == 2 and [v["stop_runs"] for v in saved["limits"].values()] == [True]
         _assess(app, k.world)
         await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert "ncui will withdraw the limit price of $5.00/GPU-h on halcyon and stop Serve Inkling in " in text
         assert (
             "These runs are stopped (deleted) then, each with what stays: • Serve Inkling: deployment/inkling "
@@ -422,7 +420,7 @@ async def test_without_the_choice_the_limit_says_the_held_node_goes_on_billing(s
         )
         assert "stops spending" not in lease
         await _reach(pilot, app, sim.world)
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert (
             "Once it is withdrawn, no new nodes are pulled. 1 node (8 GPUs) still held stays, billed, until its job "
             "ends: " in text

@@ -118,7 +118,7 @@ async def test_sigterm_restores_the_terminal_as_q_does_and_changes_nothing(tmux_
             pid = _child(term.pane_pid())
             os.kill(pid, signal.SIGTERM)
             await wait_until(lambda: not _alive(pid), 20, what="ncui to end on SIGTERM")
-            screen = await term.until(lambda s: re.search(r"^EXIT=\d+", s, re.M), 10, what="the shell again")
+            screen = await term.until(lambda s: re.search(r"^EXIT=\d+", s, re.M), 10, "the shell again", lines=True)
             assert "EXIT=0" in screen and "Traceback" not in screen, screen
             raw = term.raw.read_bytes()
             after = raw[raw.rindex(b"\x1b[?1049h") :]  # what ncui wrote after it took the screen

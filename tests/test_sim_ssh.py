@@ -24,6 +24,7 @@ from ncui.sim.world import JOIN_MAX
 
 from .conftest import make_world, wait_for
 from .kc_support import until
+from .screentext import joined
 from .simproc import SimProcess
 from .tmuxterm import env_for
 
@@ -402,10 +403,13 @@ async def test_ctrl_c_in_a_terminal_stops_following_and_the_shell_goes_on(node, 
     box.advance(300)
     await term.until(lambda s: LOSS.search(s), 30, "loss lines on the terminal")
     term.keys("C-c")
-    prompt = f"ubuntu@{alloc['id']}:~$"  # the prompt again, last on the screen, before typing (a terminal drops
-    await term.until(lambda s: s.rstrip().endswith(prompt), 30, "the prompt after Ctrl-C")  # what is typed ahead of ^C)
+    # the prompt again, last on the screen, before typing (a terminal drops what is typed ahead of ^C)
+    prompt = f"ubuntu@{alloc['id']}:~$"
+    await term.until(lambda s: s.rstrip().endswith(prompt), 30, "the prompt after Ctrl-C", lines=True)
     term.keys("echo back; frobnicate", "Enter")  # the session goes on; stderr shows in the terminal
-    screen = await term.until(lambda s: "frobnicate: not available on this simulated node" in s, 30, "the shell")
+    screen = await term.until(
+        lambda s: "frobnicate: not available on this simulated node" in joined(s), 30, "the shell", lines=True
+    )
     assert "\nback\n" in screen
 
 

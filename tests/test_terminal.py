@@ -64,12 +64,9 @@ async def test_a_token_file_readable_by_others_is_shown_with_its_fix(sim, tmux_f
     path = _token_file(tmp_path, sim.token, 0o644)
     term = tmux_factory(_env(tmp_path))
     term.run(*_ncui(sim))
-    screen = await term.until(lambda s: "Halcyon" in s, what="the app with its account")
-    # on Account (the notification at start says the same), wrapped at the card's width: read the card's lines as
-    # one sentence, so that where the path's length moves the wrap does not matter
-    card = " ".join(line.rsplit("▌", 1)[1].strip() for line in screen.splitlines() if "▌" in line)
-    card = " ".join(card.split())
-    assert "readable by others" in card and "(mode 0644)" in card and "run: chmod 600" in card, screen
+    # on Account and in the notification at start, wrapped where the path's length puts the wrap: read as text
+    screen = await term.until(lambda s: "Halcyon" in s and "readable by others" in s, what="the app and the warning")
+    assert "(mode 0644)" in screen and "run: chmod 600" in screen, screen
     assert path.stat().st_mode & 0o777 == 0o644  # shown, not changed behind the person's back
 
 
