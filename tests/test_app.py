@@ -154,7 +154,7 @@ async def test_fixed_cluster_says_no_limit_price(sim_factory):
         await pilot.pause()
         text = screen_text(app)
         assert "fixed cluster: there is no market and no limit price" in text
-        assert "MI300X" in text and "Held  2 nodes (16 GPUs) (reserved: no market rate)" in text
+        assert "MI300X" in text and "Held 2 nodes (16 GPUs) (reserved: no market rate)" in text
 
 
 async def test_public_research_explains_its_path(sim_factory):
@@ -262,7 +262,7 @@ async def test_a_limit_that_cannot_be_read_is_shown_stale_not_none(sim):
         assert "● live" not in header() and "stale" in header() and ": limit" in header()
         assert "limit $3.00/GPU-h  stale" in header() and "limit none" not in header()
         text = screen_text(app)
-        assert "Limit price      $3.00/GPU-h" in text and "nothing is bid" not in text
+        assert "Limit price $3.00/GPU-h" in text and "nothing is bid" not in text
         assert "⚠ Stale 0s: National Compute had an error (503) while reading the limit price" in text
 
 

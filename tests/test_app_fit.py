@@ -12,6 +12,7 @@ from ncui.screens.modals import ResultsModal
 
 from .apphelp import app_for, loaded, until
 from .peers import need_peer
+from .screentext import joined
 from .sshd_support import free_port
 
 LONG = "finance-analyst-launcher-5f6d7c9b8-q2w4r"
@@ -60,7 +61,7 @@ async def test_a_long_result_scrolls_with_its_keys_in_sight(sim):
         app.push_screen(ResultsModal("The last request sent to Kimi K3", body))
         await until(pilot, lambda: isinstance(app.screen, ResultsModal))
         keys, scroll = app.screen.query_one("#results-keys"), app.screen.query_one("#results-body")
-        await until(pilot, lambda: "scroll" in " ".join(drawn(keys)), what="the keys line says it scrolls")
+        await until(pilot, lambda: "scroll" in joined("\n".join(drawn(keys))), what="the keys line says it scrolls")
         assert drawn(keys)[0].strip() == "↑/↓ PgUp/PgDn scroll · Esc or Enter closes"
         assert 0 < keys.region.y < 24 and scroll.has_focus
         await pilot.press("end")

@@ -98,7 +98,7 @@ async def test_declare_states_what_is_sent_and_release_keeps_the_price(sim_facto
         await until(pilot, lambda: _vm(sim).max_gpus == 8, what="declared")
         assert _vm(sim).price == 4_200_000
         await until(pilot, lambda: app.store.value("vm_capacity").max_gpus == 8)
-        await until(pilot, lambda: "Declared  8 GPUs at up to $4.20/GPU-h" in screen_text(app), what="Lease says so")
+        await until(pilot, lambda: "Declared 8 GPUs at up to $4.20/GPU-h" in screen_text(app), what="Lease says so")
         sim.world.advance(120)  # an allocation: quitting asks, and says what a release there destroys
         app.pollers.refresh("vm_capacity")
         await until(pilot, lambda: app.store.value("vm_capacity").allocations, what="the allocation")
