@@ -83,9 +83,9 @@ def test_the_file_keeps_each_key_and_survives_a_broken_file(tmp_path):
 # ---- the Lease screen --------------------------------------------------------------------------------
 
 SENTENCES = {
-    "k8s-market": "Limit price     none: nothing is bid",
+    "k8s-market": "Limit price none: nothing is bid",
     "k8s-fixed-amd": "marlin is a fixed cluster: there is no limit price to set or withdraw",
-    "k8s-packing": "Limit price     none: nothing is bid",
+    "k8s-packing": "Limit price none: nothing is bid",
     "vm": "Nothing declared: no node is granted or billed. d declares capacity.",
     "slurm": "plover is a Slurm cluster: no limit price and no capacity stand here",
     "public-research": "Only Marshall's workspace requests and releases a public-research node",

@@ -21,7 +21,7 @@ SCREENS = {
     "market": (
         "2",
         ("whoami", "cluster", "ladder", "ticks", "bid", "spend"),
-        ("Price to win", "Your limit none", "Held  no nodes"),
+        ("Price to win", "Your limit none", "Held no nodes"),
     ),
     # the header says "limit …" until the limit is read
     "recipes": ("3", ("whoami", "cluster", "catalog", "bid"), ("What will be applied", "kind: Job")),
