@@ -114,7 +114,7 @@ def test_the_starter_the_log_the_results_and_the_stop(research, tmp_path):
     assert released["state"] == "released" and "research-node" not in Path(research.config).read_text()
 
 
-@pytest.mark.skipif(shutil.which("rsync") is None, reason="needs rsync")
+@pytest.mark.peers("rsync")
 def test_the_results_kept_with_rsync(research, tmp_path):
     """The guide's "keep the results" with rsync, as people copy them: the node's side is the real rsync --server."""
     research.assign()

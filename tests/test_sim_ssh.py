@@ -283,7 +283,7 @@ def test_scp_and_sftp_copy_files_off_the_node(node, tmp_path):
     assert [x[2:4] for x in long] == [["ubuntu", "ubuntu"], ["1000", "1000"]], r.stdout  # the node's user's files
 
 
-@pytest.mark.skipif(shutil.which("rsync") is None, reason="needs rsync")
+@pytest.mark.peers("rsync")
 def test_rsync_copies_to_and_from_the_node_within_its_disk(node, tmp_path):
     """The real rsync over the real ssh: its server side is the real ``rsync --server``, confined to the node's
     disk as SFTP is (its ``/`` is the node's own; relative paths from the home folder; links munged)."""
