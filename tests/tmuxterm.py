@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from .peers import need_peer
 from .screentext import joined
 from .waits import until
 
@@ -91,6 +92,7 @@ def tmux_factory(tmp_path):
     made: list[Tmux] = []
 
     def make(env: dict[str, str], width: int = 120, height: int = 40) -> Tmux:
+        need_peer("tmux")  # (a test asks first, with @pytest.mark.peers("tmux"), before its box starts)
         t = Tmux(tmp_path, env, width, height)
         made.append(t)
         return t
