@@ -11,6 +11,7 @@ from ncui.store import Store
 
 from . import waits
 from .conftest import endpoints_of
+from .screentext import joined
 
 
 def app_for(sim, *, frozen: bool = True) -> NCApp:
@@ -42,7 +43,7 @@ def _top(app) -> str:
     if not isinstance(screen, ModalScreen):
         return repr(screen)
     try:
-        said = " ".join(screen_text(app).split())
+        said = screen_text(app)
     except Exception as e:  # a half-built screen: say so rather than hide the timeout behind another error
         said = f"(its text could not be read: {e!r})"
     return f"{screen!r} saying: {said[:600]!r}"
@@ -68,7 +69,14 @@ def notes(app) -> str:
 
 
 def screen_text(app) -> str:
-    """Everything on screen as plain text (what a person reads)."""
+    """Everything on screen as text, as a person reads it (tests/screentext.py): each widget's lines, however its
+    text or the app wraps them, joined; a rich renderable's borders out; whitespace collapsed. What phrases match."""
+    return joined(screen_lines(app))
+
+
+def screen_lines(app) -> str:
+    """Everything on screen as plain text, one widget's text after another, with their line breaks (where a test
+    looks at a line: the header's first row)."""
     from textual.widgets import DataTable, Static
 
     parts = []

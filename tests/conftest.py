@@ -14,6 +14,7 @@ from ncui.config import Endpoints
 from ncui.sim.server import SimServer
 from ncui.sim.world import World
 
+from .peers import need_peer
 from .waits import wait_until as wait_for  # noqa: F401  (the one wait with a deadline; the tests import it here)
 
 START = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
@@ -32,6 +33,15 @@ def make_world(
 
 # The Kubernetes fixtures (kube_factory, kc_factory) for every test module, without importing them in each.
 pytest_plugins = ("tests.kube_support", "tests.kc_support", "tests.tmuxterm", "tests.sshd_support")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.peers("ssh", "scp")``: each real peer is here, or the test skips (fails in CI) before its
+    fixtures start a box or a daemon (tests/peers.py)."""
+    for mark in item.iter_markers("peers"):
+        for name in mark.args:
+            need_peer(name)
 
 
 @pytest.fixture(autouse=True)

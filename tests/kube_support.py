@@ -18,7 +18,9 @@ from ncui.kube import signin
 from ncui.sim.kube import podlogs
 from ncui.sim.server import SimServer
 
-KUBECTL = "/usr/bin/kubectl"
+from .peers import PATHS, need_peer
+
+KUBECTL = PATHS["kubectl"]  # (real kubectl: a test that runs it skips without it, fails in CI: tests/peers.py)
 
 
 class Watcher:
@@ -26,7 +28,7 @@ class Watcher:
 
     def __init__(self, args: list[str], env: dict) -> None:
         self.proc = subprocess.Popen(
-            [KUBECTL, *args],
+            [need_peer("kubectl"), *args],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -128,7 +130,12 @@ class KubeEnv:
 
     def kubectl(self, *args: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
         p = subprocess.run(
-            [KUBECTL, *args], env=self.env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout
+            [need_peer("kubectl"), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
         )
         if check and p.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")

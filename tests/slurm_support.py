@@ -5,20 +5,18 @@ tests/sshd_support.py, which reaps what a daemon leaves behind: slurmstepd and t
 ``slurm.conf`` in a temporary folder, ports of their own, state, spool, logs and pid files beside it. The
 node says it has 8 GPUs (``gres.conf`` names 8 links to ``/dev/null``), so the starter's ``--gpus-per-node=8`` is
 accepted as the cluster would accept it. ``env`` is what a client needs (``SLURM_CONF``); ``stop()`` cancels
-every job, then stops the daemons by pid. Skips when the packages are missing (CI installs
-``slurm-wlm slurm-client munge``).
+every job, then stops the daemons by pid. Skips when the packages are missing (``need_peer``; in CI, which
+installs ``slurm-wlm slurm-client munge``, fails).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
+from tests.peers import lacks_peer, need_peer
 from tests.sshd_support import REAPER, free_port
 from tests.waits import wait_until
 
@@ -26,17 +24,15 @@ MUNGED, SLURMCTLD, SLURMD = Path("/usr/sbin/munged"), Path("/usr/sbin/slurmctld"
 MUNGEKEY = Path("/usr/sbin/mungekey")
 
 
-def missing() -> str | None:
-    """Why a real Slurm cannot run here (None: it can)."""
-    for p in (MUNGED, SLURMCTLD, SLURMD):
-        if not p.exists():
-            return f"no {p.name} here (apt-get install -y slurm-wlm slurm-client munge)"
+def need_slurm() -> None:
+    """The programs of a real Slurm are here and it can run (root), or the test skips (fails in CI), naming the
+    missing peer (tests/peers.py)."""
+    for p in (MUNGED, MUNGEKEY, SLURMCTLD, SLURMD):
+        need_peer(p.name, p)
     for prog in ("sbatch", "squeue", "scancel", "scontrol", "sinfo"):
-        if shutil.which(prog) is None:
-            return f"no {prog} here (apt-get install -y slurm-client)"
+        need_peer(prog)
     if os.geteuid() != 0:
-        return "the test Slurm runs its daemons as root (SlurmUser=root)"
-    return None
+        lacks_peer("slurm", "the test Slurm runs its daemons as root (SlurmUser=root)")
 
 
 class Slurm:
@@ -136,10 +132,8 @@ class Slurm:
 
 
 def start_slurm(root: Path) -> Slurm:
-    """A running Slurm in ``root`` (skips the test when this machine cannot run one)."""
-    why = missing()
-    if why:
-        pytest.skip(why)
+    """A running Slurm in ``root`` (skips the test, or fails it in CI, when this machine cannot run one)."""
+    need_slurm()
     root.mkdir(parents=True, exist_ok=True)
     s = Slurm(root)
     try:

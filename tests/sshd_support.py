@@ -19,6 +19,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
+from tests.peers import lacks_peer, need_peer
 from tests.waits import until, wait_until  # noqa: F401  (until: the one async wait with a deadline; the ssh tests import it here)
 
 SSHD = Path("/usr/sbin/sshd")
@@ -150,12 +151,11 @@ class Sshd:
 
 @pytest.fixture
 def sshd(tmp_path) -> Iterator[Sshd]:
-    if not SSHD.exists():
-        pytest.skip("no OpenSSH server here (apt-get install -y openssh-server)")
+    need_peer("sshd", SSHD)
     try:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation folder
     except OSError as e:
-        pytest.skip(f"cannot make /run/sshd for sshd: {e}")
+        lacks_peer("sshd", f"cannot make /run/sshd for it: {e}")
     root = tmp_path / "sshd"
     root.mkdir()
     server = Sshd(root)

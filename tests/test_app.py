@@ -136,13 +136,13 @@ async def test_header_goes_stale_on_errors_and_live_again(sim):
         # Account's first-job cover is judged on that last value: said so, not a plain "covered"
         await pilot.press("1")
         stale_cover = "⚠ judged on the balance as last read, which could not be read since"
-        await until(pilot, lambda: stale_cover in " ".join(screen_text(app).split()), what="the cover said stale")
+        await until(pilot, lambda: stale_cover in screen_text(app), what="the cover said stale")
         async with httpx.AsyncClient() as h:
             await h.delete(sim.api_url + "/_sim/faults", headers={"Authorization": f"Bearer {sim.token}"})
         app.pollers.failures["balance"] = 0
         app.pollers.refresh("balance")
         await until(pilot, lambda: "● live" in header(), what="live again")
-        await until(pilot, lambda: stale_cover not in " ".join(screen_text(app).split()), what="the cover fresh again")
+        await until(pilot, lambda: stale_cover not in screen_text(app), what="the cover fresh again")
 
 
 async def test_fixed_cluster_says_no_limit_price(sim_factory):
@@ -154,7 +154,7 @@ async def test_fixed_cluster_says_no_limit_price(sim_factory):
         await pilot.pause()
         text = screen_text(app)
         assert "fixed cluster: there is no market and no limit price" in text
-        assert "MI300X" in text and "Held  2 nodes (16 GPUs) (reserved: no market rate)" in text
+        assert "MI300X" in text and "Held 2 nodes (16 GPUs) (reserved: no market rate)" in text
 
 
 async def test_public_research_explains_its_path(sim_factory):
@@ -262,7 +262,7 @@ async def test_a_limit_that_cannot_be_read_is_shown_stale_not_none(sim):
         assert "● live" not in header() and "stale" in header() and ": limit" in header()
         assert "limit $3.00/GPU-h  stale" in header() and "limit none" not in header()
         text = screen_text(app)
-        assert "Limit price      $3.00/GPU-h" in text and "nothing is bid" not in text
+        assert "Limit price $3.00/GPU-h" in text and "nothing is bid" not in text
         assert "⚠ Stale 0s: National Compute had an error (503) while reading the limit price" in text
 
 

@@ -12,8 +12,9 @@ from ncui.kube.chat import FINANCE_SYSTEM_PROMPT
 from ncui.screens.chat import ChatScreen, Composer
 from ncui.screens.modals import PromptModal, ResultsModal, SignInModal
 
-from .apphelp import app_for, loaded, put_bid, screen_text, until
+from .apphelp import app_for, loaded, put_bid, screen_lines, screen_text, until
 from .kc_support import recipe
+from .screentext import joined
 
 DOC = """Harbor Freight Lines 10-Q (synthetic)
 Our $48M revolver matures 2027-03-31 and covenant headroom is under 0.3x.
@@ -52,13 +53,13 @@ async def test_post_train_chat_sends_the_seeds_request(sim, tmp_path):
             await pilot.pause(0.05)
         await until(pilot, lambda: wl._service() == "finance-analyst", what="the tuned model READY 1/1")
         up = "Post-train (finance-analyst) is up (READY 1/1): m talks to it (svc/finance-analyst)."
-        await until(pilot, lambda: up in " ".join(screen_text(app).split()), what="Workloads says m talks to it")
+        await until(pilot, lambda: up in screen_text(app), what="Workloads says m talks to it")
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, ChatScreen), what="the chat")
         chat = app.screen
         assert "Ctrl+S send" in screen_text(app)
         keys = chat.query_one("#chat-keys")  # every key said at 80 columns, drawn whole (on two lines)
-        drawn = " ".join(line.text.strip() for line in keys.render_lines(keys.region.reset_offset))
+        drawn = joined("\n".join(line.text for line in keys.render_lines(keys.region.reset_offset)))
         assert drawn.endswith("Ctrl+T copy curl · Esc back"), drawn
         # a file that is not there: a sentence, nothing read; then the document from a file
         for path, want in ((tmp_path / "nope.txt", "No such file"), (tmp_path, "is a folder")):
@@ -101,8 +102,9 @@ async def test_post_train_chat_sends_the_seeds_request(sim, tmp_path):
         assert "first token" in screen_text(app) and "a document of 4 lines" in screen_text(app)
         await pilot.press("ctrl+r")
         await until(pilot, lambda: isinstance(app.screen, ResultsModal), what="the request")
-        shown = screen_text(app)
+        shown = screen_lines(app)  # (the request's JSON, as its lines show it)
         assert json.loads(shown[shown.index("{") : shown.index("\n}") + 2]) == body
+        shown = screen_text(app)
         assert "curl -s localhost:8000/v1/chat/completions" in shown and "port-forward svc/finance-analyst" in shown
         await pilot.press("escape")
         await pilot.press("escape")

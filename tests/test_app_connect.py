@@ -25,7 +25,8 @@ from ncui.store import Store
 
 from .apphelp import loaded, screen_text, to_apply_question, until
 from .conftest import endpoints_of
-from .kube_support import KUBECTL, _pythonpath
+from .kube_support import _pythonpath
+from .peers import need_peer
 
 
 def _app(sim, *, kube_home: KubeHome | None = None, handoff: Handoff | None = None) -> NCApp:
@@ -84,7 +85,7 @@ async def test_the_kubeconfig_lands_in_kube_and_the_humans_own_kubectl_works_bes
     env.pop("KUBECONFIG", None)
     p = await asyncio.to_thread(
         subprocess.run,
-        [KUBECTL, "--context", "halcyon", "get", "pods"],
+        [need_peer("kubectl"), "--context", "halcyon", "get", "pods"],
         env=env,
         capture_output=True,
         text=True,
@@ -140,7 +141,7 @@ async def test_no_leaves_the_config_alone_and_is_remembered(sim, tmp_path):
         assert line == f"KUBECONFIG={app.store.value('kube_files').file} kubectl --context halcyon get pods"
         # and so do the commands a question shows: the apply question's way to stop it works as typed
         await to_apply_question(pilot, app, sim)
-        said = " ".join(screen_text(app).split())
+        said = screen_text(app)
         stop = f"KUBECONFIG={app.store.value('kube_files').file} kubectl --context halcyon delete job nanogpt"
         assert f"Stop it later with: {stop}" in said, said
         await pilot.press("n")
@@ -194,7 +195,7 @@ async def test_inside_a_marshall_workspace_no_token_is_asked_for(sim, tmp_path, 
     app = _app(sim)  # the daemon's credential: Account says where it is
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami"))
-        await until(pilot, lambda: WORKSPACE_NOTE in " ".join(screen_text(app).split()))
+        await until(pilot, lambda: WORKSPACE_NOTE in screen_text(app))
 
 
 async def test_the_demo_approves_its_sign_in_in_the_box_and_nothing_else_does(sim):
@@ -218,7 +219,7 @@ async def test_the_demo_approves_its_sign_in_in_the_box_and_nothing_else_does(si
         assert not str(demo_home).startswith(str(Path.home()))  # the box's cluster never goes into ~/.kube
         await pilot.press("s")
         await until(pilot, lambda: isinstance(app.screen, SignInModal), what="the sign-in")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert "Only you can do this step" in text and "Press a to approve it in the box" in text
         await pilot.press("a")
         await until(pilot, lambda: app.store.value("kube_signin") == "signed in", timeout=30, what="signed in")

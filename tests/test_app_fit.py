@@ -4,8 +4,6 @@ Account; History dated on the box's clock, as the Report is."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from rich.text import Text
 from textual.widgets._toast import Toast, ToastRack
@@ -13,6 +11,8 @@ from textual.widgets._toast import Toast, ToastRack
 from ncui.screens.modals import ResultsModal
 
 from .apphelp import app_for, loaded, until
+from .peers import need_peer
+from .screentext import joined
 from .sshd_support import free_port
 
 LONG = "finance-analyst-launcher-5f6d7c9b8-q2w4r"
@@ -61,7 +61,7 @@ async def test_a_long_result_scrolls_with_its_keys_in_sight(sim):
         app.push_screen(ResultsModal("The last request sent to Kimi K3", body))
         await until(pilot, lambda: isinstance(app.screen, ResultsModal))
         keys, scroll = app.screen.query_one("#results-keys"), app.screen.query_one("#results-body")
-        await until(pilot, lambda: "scroll" in " ".join(drawn(keys)), what="the keys line says it scrolls")
+        await until(pilot, lambda: "scroll" in joined("\n".join(drawn(keys))), what="the keys line says it scrolls")
         assert drawn(keys)[0].strip() == "↑/↓ PgUp/PgDn scroll · Esc or Enter closes"
         assert 0 < keys.region.y < 24 and scroll.has_focus
         await pilot.press("end")
@@ -71,8 +71,7 @@ async def test_a_long_result_scrolls_with_its_keys_in_sight(sim):
 
 
 async def test_slurms_setup_command_is_whole_on_account(sim_factory, tmp_path, monkeypatch):
-    if not shutil.which("ssh-keygen"):
-        pytest.skip("no ssh-keygen here")
+    need_peer("ssh-keygen")
     sim = sim_factory("slurm")
     cfg = tmp_path / "ssh_config"
     cfg.write_text(f"Host plover\n  HostName 127.0.0.1\n  Port {free_port()}\n  IdentityFile {tmp_path}/id\n")

@@ -285,8 +285,8 @@ async def test_defective_tune_tune_again_and_restart_on_the_new_model(sim_factor
             assert r.status_code == 200, r.text
         await pilot.press("y")
         changed = "Something changed while you were asked: restart deploy/finance-analyst"
-        await until(pilot, lambda: changed in " ".join(screen_text(app).split()), 30, what=changed)
-        assert "the balance is now" in " ".join(screen_text(app).split())
+        await until(pilot, lambda: changed in screen_text(app), 30, what=changed)
+        assert "the balance is now" in screen_text(app)
         assert "rollout restart" not in " ".join(commands(app))
         await pilot.press("y")
         await run_until(

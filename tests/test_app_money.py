@@ -15,7 +15,17 @@ from textual import events
 
 from ncui.screens.modals import CeilingModal, ConfirmModal
 
-from .apphelp import app_for, open_recipes, open_something_else, put_bid, screen_text, through_sign_in, type_text, until
+from .apphelp import (
+    app_for,
+    open_recipes,
+    open_something_else,
+    put_bid,
+    screen_lines,
+    screen_text,
+    through_sign_in,
+    type_text,
+    until,
+)
 
 
 def record_bids(app) -> list[Decimal]:
@@ -186,7 +196,7 @@ async def test_something_else_confirmation_shows_the_image_and_the_whole_command
         await until(pilot, lambda: "Apply Something else?" in screen_text(app))
         text = screen_text(app)
         assert "Image: ghcr.io/me/trainer:1.2" in text
-        assert f"Command (sh -c, exactly): {command}\n" in text
+        assert f"Command (sh -c, exactly): {command}\n" in screen_lines(app)  # whole, on its own line
         yes = app.screen.query_one("#yes")
         assert yes.region.bottom <= 24  # the question stays on screen under a long command
         # at 80x24 the command does not fit: said, and the keys scroll it whatever has focus (never looks whole)

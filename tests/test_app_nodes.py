@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import re
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -32,8 +31,9 @@ from ncui.sim.world import JOIN_MAX
 
 from .apphelp import app_for, footer_keys, loaded, screen_text, type_text, until
 from .conftest import wait_for
+from .peers import need_peer
 
-pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
+pytestmark = pytest.mark.peers("ssh-keygen")
 LOSS = re.compile(r"iter \d+: loss \d+\.\d{4}, time \d+\.\d{2}ms")
 
 
@@ -146,7 +146,7 @@ async def test_connect_run_the_starter_follow_across_a_drop_stop_copy_off_and_re
     app = app_for(sim)
     async with app.run_test(size=(100, 32)) as pilot:
         nodes = await open_nodes(pilot, app, node)
-        row = " ".join(screen_text(app).split())
+        row = screen_text(app)
         assert f"{node.id} active 8" in row  # NODE STATE GPUS LOGIN RUNS
         await pilot.press("enter")
         await answer_host_key(pilot, app, node)
@@ -300,7 +300,7 @@ async def test_keys_registered_after_the_grant_are_refused_with_what_to_do(sim_f
             await pilot.press("enter")
             await answer_host_key(pilot, app, n)
             await until(pilot, lambda: isinstance(app.screen, ResultsModal), what="the refusal")
-            text = " ".join(screen_text(app).split())
+            text = screen_text(app)
             fp = asyncssh.read_private_key(str(n.key)).get_fingerprint("sha256")
             assert f"{n.id} refused your keys" in text and fp in text
             assert "k on Lease (5)" in text and "never on a running node" in text
@@ -335,7 +335,7 @@ async def test_at_80_columns_a_new_user_reads_recipes_the_footer_and_a_run_that_
         want = node.file("first-job/nanogpt.out").read_text().splitlines()
         assert list(nodes.pane.lines_log.lines)[-len(want) :] == want and nodes.follower is None
         assert any("log ended: the run ended (nanogpt exited)" in x for x in seen)
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert "Runs nanogpt" not in text and f"{node.id} active 8" in text and "connected" in text
         await until(
             pilot,
@@ -418,7 +418,7 @@ async def test_a_container_started_by_hand_is_found_on_connect_and_its_log_made_
     terminal escapes; ncui connecting finds it running, follows it, and shows its text without the escapes."""
     evil = "printf '\x1b[2J\x1b]0;pwned\x07red\x1b[31m alert\n'"
     r = subprocess.run(
-        ["ssh", "-F", str(node.sim.ssh.config_path), "-i", str(node.key), "-o", "BatchMode=yes", node.id]
+        [need_peer("ssh"), "-F", str(node.sim.ssh.config_path), "-i", str(node.key), "-o", "BatchMode=yes", node.id]
         + [f"docker run -d --name mine alpine:3 sh -c {shlex.quote(evil)}"],
         capture_output=True,
         text=True,
@@ -443,7 +443,7 @@ async def test_a_container_started_by_hand_is_found_on_connect_and_its_log_made_
         assert not any(c in x for x in lines for c in "\x1b\x07")
 
 
-@pytest.mark.skipif(shutil.which("ssh-agent") is None, reason="needs OpenSSH's ssh-agent")
+@pytest.mark.peers("ssh-agent")
 async def test_a_key_held_only_by_the_ssh_agent_is_listed_registered_and_logs_in(
     sim_factory, human, tmp_path, monkeypatch
 ):

@@ -4,7 +4,6 @@ question opens reaching it (in a real terminal), a flat chart's axis; and the pa
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import pytest
@@ -15,7 +14,8 @@ from ncui.logfollow import LossCurve, parse_loss
 from ncui.screens.modals import ConfirmModal
 from ncui.sim.scenarios import SCENARIOS
 
-from .apphelp import app_for, loaded, open_recipes, screen_text, until
+from .apphelp import app_for, loaded, open_recipes, screen_lines, screen_text, until
+from .screentext import joined
 from .tmuxterm import env_for
 
 
@@ -118,7 +118,7 @@ async def test_the_header_keeps_balance_burn_and_runway_at_80_columns(sim_factor
         await until(pilot, lambda: loaded(app, "whoami", "balance"), what="the account")
         header = app.query_one("StatusHeader")
         await until(pilot, lambda: "● live" in screen_text(app), what="the light")
-        rows = screen_text(app).splitlines()[:2]
+        rows = screen_lines(app).splitlines()[:2]
         assert "● live" in rows[0], rows
         assert "balance $" in rows[1] and "burn" in rows[1] and "runway" in rows[1], rows
         assert header.size.height == 2
@@ -127,7 +127,7 @@ async def test_the_header_keeps_balance_burn_and_runway_at_80_columns(sim_factor
             await until(pilot, lambda: loaded(app, "cluster"), what="the cluster")
             info = app.store.value("cluster")
             whole = f"({ref.kind}, {info.gpu_model}, {'market' if info.market else 'fixed'})"
-            await until(pilot, lambda: whole in screen_text(app).splitlines()[0], what=whole)
+            await until(pilot, lambda: whole in screen_lines(app).splitlines()[0], what=whole)
 
 
 async def test_a_flat_balance_chart_gets_an_axis_around_its_value(sim):
@@ -142,7 +142,7 @@ async def test_a_flat_balance_chart_gets_an_axis_around_its_value(sim):
         assert "Credits purchased" in screen_text(app)  # whole at 80 columns
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@pytest.mark.peers("tmux")
 async def test_keys_typed_as_the_ceiling_box_opens_reach_it(kube_factory, tmux_factory, tmp_path):
     """In a real terminal, ``a`` then ``4.10⏎yy`` sent at once (tmux send-keys, as a fast typist): the ceiling
     gets 4.10, the limit price is set with the first y and the job applied with the second; nothing typed goes
@@ -159,7 +159,7 @@ async def test_keys_typed_as_the_ceiling_box_opens_reach_it(kube_factory, tmux_f
     assert k.world.main_org.k8s["halcyon"].bid == 4_100_000, term.screen()
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@pytest.mark.peers("tmux")
 async def test_keys_typed_ahead_reach_every_form_in_order(sim, tmux_factory, tmp_path):
     """In a real terminal at 80×24, keys sent at once as a form opens: Enter on Something else, then the image,
     Tab, the command, Tab, a node count; Lease's b, then an amount, Tab, a date. Each lands in its field in
@@ -179,10 +179,11 @@ async def test_keys_typed_ahead_reach_every_form_in_order(sim, tmux_factory, tmp
     def row(screen: str, label: str) -> str:  # the line of a field, its label beside it
         return next((line for line in screen.splitlines() if f"  {label}  " in line), "")
 
-    shown = await term.until(lambda s: "▊  2 " in row(s, "Nodes"), what="the node count typed")
+    shown = await term.until(lambda s: "▊  2 " in row(s, "Nodes"), what="the node count typed", lines=True)
     assert "▊  ghcr.io/you/trainer:1.2 " in row(shown, "Image") and "▊  echo hi " in row(shown, "Command"), shown
-    assert "Something else: your container as one Job on whole nodes" in shown
-    assert "Survive reclaims (ignore DisruptionTarget and exit 143)" in shown and "History" not in shown
+    text = joined(shown)
+    assert "Something else: your container as one Job on whole nodes" in text
+    assert "Survive reclaims (ignore DisruptionTarget and exit 143)" in text and "History" not in text
     term.keys("Escape")
     await term.until(lambda s: "Press Enter for the form" in s, what="the form closed")
     term.keys("5")

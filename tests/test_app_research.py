@@ -11,7 +11,6 @@ exports it); the typed-in node is reached with the human's own key, registered b
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -27,9 +26,9 @@ from ncui.screens.modals import ConfirmModal, ResultsModal
 from ncui.screens.nodes import CopyOffModal, CopyProgressModal, NodesPane
 from ncui.screens.research import AddNodeModal
 
-from .apphelp import app_for, loaded, screen_text, type_text, until
+from .apphelp import app_for, loaded, screen_lines, screen_text, type_text, until
 
-pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
+pytestmark = pytest.mark.peers("ssh-keygen")
 LOSS = re.compile(r"iter \d+: loss \d+\.\d{4}, time \d+\.\d{2}ms")
 
 
@@ -90,7 +89,7 @@ async def assigned_row(pilot, app, box: Box) -> tuple[NodesPane, dict]:
     app.pollers.refresh("research")
     login = f"ssh -p {s['ssh_port']} ubuntu@127.12.0.1"
     await until(pilot, lambda: login in screen_text(app), what="the assigned node's login")
-    assert f"{s['hostname']} active 8" in " ".join(screen_text(app).split())
+    assert f"{s['hostname']} active 8" in screen_text(app)
     return nodes_of(app), s
 
 
@@ -136,14 +135,14 @@ async def test_account_and_lease_say_who_releases_and_whether_the_balance_covers
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "research", "balance", "summary"), what="the status")
         await until(pilot, lambda: "covers it" in screen_text(app), what="Account's lease line")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert "Only Marshall's workspace requests and releases a public-research node" in text
         assert "ncui never requests or releases one" in text
         assert "One full lease (what a node request needs): 8 × H100-SXM-80GB at $2.50/GPU-h for 2 h = $40.00" in text
         assert "The balance $60.00 covers it." in text and "Loading" not in text
         await pilot.press("5")
         await until(pilot, lambda: "The node:" in screen_text(app), what="Lease")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         s = box.status()
         assert f"queued for Marshall's pool: position {s['queue_position']}" in text
         assert "an estimate that assumes every lease ahead runs its full length" in text
@@ -158,7 +157,7 @@ async def test_where_the_status_cannot_be_read_ncui_says_what_it_does_not_know(b
         no_status(app)
         await pilot.press("5")
         await until(pilot, lambda: "The node:" in screen_text(app), what="Lease")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert "ncui cannot tell whether the balance ($60.00) covers it" in text
         assert "Nothing defines a place where the workspace leaves the node's status" in text
         assert "type the node in with a on Workloads" in text
@@ -179,7 +178,7 @@ async def test_the_node_connect_the_starter_its_loss_lines_stop_and_copy_off_nev
         await pilot.press("x")
         await until(pilot, lambda: "Sent: docker rm -f" in screen_text(app), what="the stop question")
         await until(pilot, lambda: app.screen.focused is not None, what="focus")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert "Sent: docker rm -f nanogpt" in text and app.screen.focused.id == "no"
         assert "through Marshall's workspace (public_research_release); ncui never releases it" in text
         await pilot.press("y")
@@ -211,10 +210,10 @@ async def test_the_node_connect_the_starter_its_loss_lines_stop_and_copy_off_nev
         await pilot.press("enter")
         await until(pilot, lambda: not isinstance(app.screen, CopyProgressModal))
         # the node's meter runs: quitting names it, its cost and who releases it (nothing ncui can), and asks
-        assert "meters node $20.00/h" in screen_text(app).splitlines()[0]  # the header, beside the light
+        assert "meters node $20.00/h" in screen_lines(app).splitlines()[0]  # the header, beside the light
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the quit question")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert f"The public-research node {s['hostname']} is leased: its meter runs until it is released" in text
         assert "Per hour: $20.00/h (8 GPUs at $2.50/GPU-h)" in text
         assert "ncui cannot release it: only Marshall's workspace can (public_research_release" in text
@@ -241,7 +240,7 @@ async def test_a_run_that_ends_by_itself_is_noticed_and_the_copy_off_offered(box
         sim.world.advance(3700)  # past the run's end (it is time-boxed to about an hour)
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), 30, what="the run's end")
         await until(pilot, lambda: "dies with the lease" in screen_text(app), what="the question's body")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert f"The run on {s['hostname']} ended" in text and "dies with the lease" in text
         await until(pilot, lambda: app.screen.focused is not None, what="focus")
         assert app.screen.focused.id == "yes"  # copying is the safe answer here
@@ -267,7 +266,7 @@ async def test_docker_missing_is_said_plainly(box):
         await pilot.press("y")
         await until(pilot, lambda: "did not start" in screen_text(app), what="the starter's answer")
         assert isinstance(app.screen, ResultsModal)
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert f"The starter did not start on {s['hostname']}" in text
         assert "docker is not installed on this node, so nothing was started." in text
         assert "Nothing was started and nothing is running there." in text
@@ -311,7 +310,7 @@ async def test_a_node_typed_in_is_checked_then_asked_about_and_a_wrong_pin_is_re
         await until(pilot, lambda: isinstance(app.screen, (ResultsModal, ConfirmModal)), what="the refusal")
         assert isinstance(app.screen, ResultsModal)  # never asked: refused
         await until(pilot, lambda: "Refused" in screen_text(app), what="the refusal's body")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert f"Refused: the host key of {typed} changed" in text and other.get_fingerprint("sha256") in text
         assert str(pins) in text and "Nothing was sent to the node." in text
         assert not app.flows.nodes.sessions.connected(typed) and not known_hosts_path().exists()

@@ -26,16 +26,13 @@ from ncui.logfollow import parse_loss
 from ncui.screens.modals import ConfirmModal
 from ncui.screens.nodes import CopyOffModal, CopyProgressModal, NodesPane
 from ncui.screens.research import AddNodeModal
+from tests.peers import PATHS
 from tests.sshd_support import Sshd
 
 from .apphelp import app_for, loaded, screen_text, type_text, until
 
-SFTP_SERVER = Path("/usr/lib/openssh/sftp-server")  # (openssh-server brings it; the sshd fixture skips without sshd)
-pytestmark = [
-    pytest.mark.skipif(not SFTP_SERVER.exists(), reason="no OpenSSH sftp-server here (apt-get install openssh-server)"),
-    pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenSSH's ssh (ssh -G)"),
-    pytest.mark.skipif(shutil.which("setsid") is None or shutil.which("curl") is None, reason="needs setsid, curl"),
-]
+SFTP_SERVER = Path(PATHS["sftp-server"])  # (openssh-server brings it)
+pytestmark = pytest.mark.peers("sshd", "sftp-server", "ssh", "setsid", "curl")  # (ssh -G reads the config)
 
 # docker as the node's would answer the starter (info, ps -q --filter, rm -f, image inspect, run -d) and ncui
 # (docker ps's table, docker rm -f): every call is logged in STATE/calls; the run's loop is its own process group,

@@ -65,8 +65,7 @@ async def test_a_hostile_sign_in_command_is_shown_asked_and_remembered_per_clust
         await until(pilot, lambda: loaded(app, "whoami", "cluster"))
         await pilot.press("s")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the sign-in command question")
-        text = screen_text(app)
-        flat = " ".join(text.split())
+        text = flat = screen_text(app)
         assert "Run halcyon's sign-in command?" in text
         assert f"/bin/sh -c 'touch {marker} #red'" in flat  # the command and its arguments, as a shell line
         assert "\x1b" not in text and "\x07" not in text and "title" not in text
@@ -103,7 +102,7 @@ async def test_a_hostile_sign_in_command_is_shown_asked_and_remembered_per_clust
         assert plugins.answer(sim.api_url, "halcyon", spec) is True
         # It ran and gave no link: said so (not an empty "Sign-in failed:"), and no longer "refused".
         await until(pilot, lambda: "Sign-in failed: the sign-in plugin gave no link" in _said(app))
-        assert "refused" not in " ".join(screen_text(app).split())
+        assert "refused" not in screen_text(app)
 
         # Remembered: it runs again with no question (it could only run after a yes otherwise).
         marker.unlink()
@@ -116,7 +115,7 @@ async def test_a_hostile_sign_in_command_is_shown_asked_and_remembered_per_clust
         _hostile(sim, "-c", f"touch {other}")
         await pilot.press("s")
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="asked for the changed command")
-        assert f"/bin/sh -c 'touch {other}'" in " ".join(screen_text(app).split())
+        assert f"/bin/sh -c 'touch {other}'" in screen_text(app)
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
         await pilot.pause(0.2)

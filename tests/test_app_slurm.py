@@ -10,7 +10,6 @@ job in squeue, its loss lines in the log pane and the chart, and cancels it with
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import asyncssh
@@ -19,8 +18,9 @@ import pytest
 from ncui.logfollow import parse_loss
 from ncui.screens.modals import ConfirmModal
 from ncui.screens.slurm import SlurmPanel
+from tests.peers import need_peer
 from tests.slurm_support import start_slurm
-from tests.sshd_support import SSHD, Sshd, free_port
+from tests.sshd_support import Sshd, free_port
 
 from .apphelp import app_for, loaded, notes, screen_text, until
 
@@ -67,8 +67,8 @@ def file_lines(path: Path) -> list[str]:
 
 
 async def test_the_sign_in_is_checked_by_itself_missing_expired_then_valid(sim_factory, tmp_path, monkeypatch):
-    if missing := [p for p in ("ssh", "ssh-keygen") if not shutil.which(p)]:
-        pytest.skip(f"no {missing[0]} here")
+    need_peer("ssh")
+    need_peer("ssh-keygen")
     sim = sim_factory("slurm")
     cfg = tmp_path / "ssh_config"
     cfg.write_text(f"Host plover\n  HostName 127.0.0.1\n  Port {free_port()}\n  IdentityFile {tmp_path}/id\n")
@@ -178,11 +178,8 @@ async def test_the_first_job_on_the_login_node_itself(real_slurm, sim_factory, t
 # ---- the first job through a real sshd, signed in with a certificate ------------------------------------
 
 
+@pytest.mark.peers("sshd", "ssh")
 async def test_the_first_job_over_ssh_with_the_slurm_login_certificate(real_slurm, sim_factory, tmp_path, monkeypatch):
-    if not SSHD.exists():
-        pytest.skip("no OpenSSH server here (apt-get install -y openssh-server)")
-    if not shutil.which("ssh"):
-        pytest.skip("no ssh here")
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     sim = sim_factory("slurm")
     root, home, me = tmp_path / "sshd", tmp_path / "home", tmp_path / "me"

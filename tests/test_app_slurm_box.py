@@ -5,8 +5,6 @@ charted, and `scancel` after a yes."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from ncui.screens.modals import ConfirmModal
@@ -15,7 +13,7 @@ from ncui.sim.ssh.slurm import COMPLETING_SECONDS
 
 from .apphelp import app_for, footer_keys, loaded, notes, screen_text, until
 
-pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs OpenSSH's ssh (ssh -G reads the config)")
+pytestmark = pytest.mark.peers("ssh")  # (ssh -G reads the config)
 
 
 def seconds(elapsed: str) -> int:
@@ -160,7 +158,7 @@ def _left(text: str) -> int:
     """The minutes of the sign-in's "(H h MM min left)" on screen."""
     import re
 
-    found = re.search(r"\((?:(\d+) h )?(\d+) min left\)", " ".join(text.split()))
+    found = re.search(r"\((?:(\d+) h )?(\d+) min left\)", text)
     assert found, text
     return int(found.group(1) or 0) * 60 + int(found.group(2))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ncui.screens.modals import CeilingModal, ConfirmModal, ResultsModal
 
-from .apphelp import app_for, open_recipes, screen_text, through_sign_in, type_text, until
+from .apphelp import app_for, open_recipes, screen_lines, screen_text, through_sign_in, type_text, until
 from .kc_support import busybox_job
 
 
@@ -135,9 +135,10 @@ async def _chat_with_inkling(pilot, app, sim) -> None:
     assert turn.reasoning and turn.reasoning not in turn.answer  # the thinking apart from the answer
     await pilot.press("ctrl+r")  # the exact request: what the box received
     await until(pilot, lambda: isinstance(app.screen, ResultsModal), what="the request")
-    shown = screen_text(app)
+    shown = screen_lines(app)  # (the request's JSON, as its lines show it)
     body = json.loads(shown[shown.index("{") : shown.index("\n}") + 2])
     assert kube.chat_requests[-1] == ("inkling", body) and body["max_tokens"] == 1024 and body["stream"] is True
+    shown = screen_text(app)
     assert "kubectl --context halcyon port-forward svc/inkling 8000:8000 &" in shown
     await pilot.press("escape")
     await until(pilot, lambda: app.screen is chat)

@@ -45,7 +45,7 @@ async def test_a_balance_that_cannot_be_read_is_never_covered_and_a_change_is_sa
         await _lease_limit(pilot, app)
         # the question is not built on the balance read before: it says so, with its age and why, and r retries
         await until(pilot, lambda: isinstance(app.screen, RetryModal), 30, what="the figures could not be read")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert re.search(rf"You have \${had / 1e6:,.2f} as read \d+s ago — could not read it since \(", text), text
         assert "the cover cannot be confirmed; r to retry." in text and "covered" not in text.replace("cover can", "")
         # the service answers again: r reads again, and the question opens on what was read for it
@@ -59,7 +59,7 @@ async def test_a_balance_that_cannot_be_read_is_never_covered_and_a_change_is_sa
         await _sim(sim, "POST", "/_sim/billing/topup", {"usd": 10})
         await pilot.press("y")
         now = f"the balance is now ${(had + 10_000_000) / 1e6:,.2f} (was ${had / 1e6:,.2f})"
-        await until(pilot, lambda: now in " ".join(screen_text(app).split()), 30, what=now)
+        await until(pilot, lambda: now in screen_text(app), 30, what=now)
         assert "Something changed while you were asked" in screen_text(app) and sent == []
         await pilot.press("y")
         await until(pilot, lambda: sent == [Decimal("6.00")], what="the PUT")
@@ -78,7 +78,7 @@ async def test_a_limit_changed_meanwhile_is_said_and_nothing_is_sent_over_it_una
         await put_bid(sim, 9.99)  # the console, kubectl or curl, while the human reads the question
         await pilot.press("y")
         said = "the standing limit on halcyon is now $9.99/GPU-h (it was $4.10/GPU-h when you were asked)"
-        await until(pilot, lambda: said in " ".join(screen_text(app).split()), 30, what=said)
+        await until(pilot, lambda: said in screen_text(app), 30, what=said)
         assert sent == []
         await pilot.press("n")
         await until(pilot, lambda: not isinstance(app.screen, ConfirmModal))
@@ -102,7 +102,7 @@ async def test_the_verdict_of_the_figure_sent_is_in_the_confirmation_even_after_
         await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the confirmation")
         verdict = R.judge_ceiling(low, ladder, 1)
         assert verdict.level == "warn"
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert f"Set a limit price of ${typed}/GPU-h on halcyon?" in text
         assert f"! {verdict.message}" in text, text
 
@@ -145,7 +145,7 @@ async def test_a_refusal_for_the_balance_from_the_cluster_shows_the_exact_top_up
         limit["price"] = int(Decimal(ceiling) * 1_000_000)  # (read by the apply, after the yes below)
         await pilot.press("y")
         await until(pilot, lambda: isinstance(app.screen, ResultsModal), timeout=30, what="the apply's results")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         need = 8 * limit["price"] * 2
         assert "does not cover two hours" in text, text
         assert (

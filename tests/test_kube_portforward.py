@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -77,7 +76,7 @@ def _stop(w: Watcher) -> int:
     return w.wait(15)
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+@pytest.mark.peers("curl")
 def test_port_forward_svc_pod_deploy_to_the_engine(kube_factory, monkeypatch):
     k = kube_factory("k8s-market")
     kube = k.sim.app.state.kube

@@ -57,7 +57,7 @@ def test_no_terminal_one_link_background_poll_then_silent(kube_factory):
 def test_expired_code_gives_a_fresh_link(kube_factory):
     k = kube_factory("k8s-market", signed_in=False)
     first = LINK.findall(k.kubectl("get", "nodes", check=False).stderr)
-    k.world.advance(16 * 60)  # device codes live 15 virtual minutes
+    k.world.advance(16 * 60)  # a device code lives 15 minutes of a person's time (an advance counts)
     wait_for(lambda: (k.pending() or {}).get("state") == "expired_token", 15, what="the poller sees the expiry")
     second = LINK.findall(k.kubectl("get", "nodes", check=False).stderr)
     assert len(first) == len(second) == 1 and first != second

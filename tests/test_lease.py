@@ -20,6 +20,7 @@ from ncui.store import Store
 
 from .apphelp import app_for, footer_keys, loaded, notes, put_bid, screen_text, type_text, until
 from .conftest import START
+from .screentext import joined
 from .test_app_money import confirm_and_check_sent, record_bids
 
 # ---- the rules, without a terminal ---------------------------------------------------------------------
@@ -82,9 +83,9 @@ def test_the_file_keeps_each_key_and_survives_a_broken_file(tmp_path):
 # ---- the Lease screen --------------------------------------------------------------------------------
 
 SENTENCES = {
-    "k8s-market": "Limit price     none: nothing is bid",
+    "k8s-market": "Limit price none: nothing is bid",
     "k8s-fixed-amd": "marlin is a fixed cluster: there is no limit price to set or withdraw",
-    "k8s-packing": "Limit price     none: nothing is bid",
+    "k8s-packing": "Limit price none: nothing is bid",
     "vm": "Nothing declared: no node is granted or billed. d declares capacity.",
     "slurm": "plover is a Slurm cluster: no limit price and no capacity stand here",
     "public-research": "Only Marshall's workspace requests and releases a public-research node",
@@ -107,17 +108,17 @@ async def test_lease_says_what_stands_on_every_scenario(sim_factory, scenario):
         assert sorted(footer_keys(app)) == sorted(
             [*keys.get(scenario, []), "b Spend cap", "? Help", *refresh, "q Quit"]
         )
-        await until(pilot, lambda: "Since start     $0.00 charged since 09:00" in screen_text(app))
+        await until(pilot, lambda: "Since start $0.00 charged since 09:00" in screen_text(app))
         text = screen_text(app)
         assert "Loading" not in text
-        assert "Metered rate    $0.00/h org-wide, assessed 09:00 (about 10 min behind)" in text
+        assert "Metered rate $0.00/h org-wide, assessed 09:00 (about 10 min behind)" in text
         at100 = {
             "k8s-market": "withdraws your limit price, and stops your runs if you choose",
             "vm": "releases your VM",
         }
         at100["k8s-packing"] = at100["k8s-market"]
         said = at100.get(scenario, "warns again: nothing here is withdrawn")
-        assert f"Spending limit  none. b sets one (it warns at 80%; at 100% {said}" in re.sub(r"\n +", " ", text)
+        assert f"Spending limit none. b sets one (it warns at 80%; at 100% {said}" in text
 
 
 async def test_a_count_that_cannot_be_read_is_unknown_not_zero(sim):
@@ -131,7 +132,7 @@ async def test_a_count_that_cannot_be_read_is_unknown_not_zero(sim):
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "balance") and app.store.get("transactions").failing)
         await pilot.press("5")
-        await until(pilot, lambda: "Since start     ⚠ Unknown (could not read:" in screen_text(app))
+        await until(pilot, lambda: "Since start ⚠ Unknown (could not read:" in screen_text(app))
         assert "$0.00 charged" not in screen_text(app)
 
 
@@ -150,7 +151,7 @@ async def test_lease_sets_and_changes_the_limit_price_the_figure_confirmed_is_th
         await pilot.press("enter")
         assert await confirm_and_check_sent(pilot, app, sent, "limit price of") == Decimal("5.25")
         await until(pilot, lambda: sim.world.main_org.k8s["halcyon"].bid == 5_250_000, what="the bid")
-        await until(pilot, lambda: "$5.25/GPU-h   wins" in screen_text(app), what="Lease showing the limit")
+        await until(pilot, lambda: "$5.25/GPU-h wins" in screen_text(app), what="Lease showing the limit")
         # change it: the same question, prefilled with what stands
         await pilot.press("l")
         await until(pilot, lambda: isinstance(app.screen, CeilingModal))
@@ -232,7 +233,7 @@ async def test_the_spending_limit_warns_at_80_and_withdraws_the_limit_price_at_1
         header = app.query_one("StatusHeader")  # read whole at 80 columns, beside the standing limit price
         await until(pilot, lambda: len(_header(app).splitlines()[1]) <= header.content_size.width, what="it fits")
         assert "limit $5.00/GPU-h" in _header(app) and _header(app).rstrip().endswith("%")
-        assert "— over 80%" in " ".join(screen_text(app).split())  # (wrapped under its value at 80 columns)
+        assert "— over 80%" in screen_text(app)  # (wrapped under its value at 80 columns)
         assert k.world.main_org.k8s["halcyon"].bid == 5_000_000
         _assess(app, k.world)
         await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
@@ -252,7 +253,7 @@ async def test_the_countdown_can_be_cancelled_and_the_limit_is_kept_by_you(kube_
         _assess(app, k.world)
         await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
         # the countdown a person gets: 15 s, read as it ticks (a loaded machine reads it a second in)
-        assert re.search(r"in 1[45] s\. Esc keeps it", " ".join(screen_text(app).split())), screen_text(app)
+        assert re.search(r"in 1[45] s\. Esc keeps it", screen_text(app)), screen_text(app)
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, CountdownModal))
         await until(pilot, lambda: "reached, kept by you" in screen_text(app), what="Lease saying so")
@@ -268,7 +269,7 @@ async def test_the_countdown_can_be_cancelled_and_the_limit_is_kept_by_you(kube_
         rows = drawn()
         at = next(i for i, r in enumerate(rows) if r.startswith("Spending limit"))
         below = [r for r in rows[at + 1 :] if r.strip()]
-        assert "kept by you" in " ".join(rows[at:]) and len(below) >= 2, rows[at:]
+        assert "kept by you" in joined("\n".join(rows[at:])) and len(below) >= 2, rows[at:]
         assert all(r.startswith(" " * 16) for r in below), rows[at:]
         spent = limit_state(app.store).spent
         _assess(app, k.world)  # more charges: it stays kept, no second countdown
@@ -327,9 +328,7 @@ async def test_the_spending_limit_releases_vm_capacity_at_100_and_says_so_first(
         await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "vm_capacity"))
         await pilot.press("5", "b")
         await until(pilot, lambda: isinstance(app.screen, SpendingLimitModal))
-        assert "countdown you can cancel, it releases your VM capacity: billing stops" in " ".join(
-            screen_text(app).split()
-        )
+        assert "countdown you can cancel, it releases your VM capacity: billing stops" in screen_text(app)
         assert not app.screen.query("#stop_runs")  # (no runs to choose to stop: the capacity goes)
         await pilot.press("escape")
         await _set_spending_limit(pilot, app, f"{limit // 1_000_000}.{limit % 1_000_000 // 10_000:02d}")
@@ -343,7 +342,7 @@ async def test_the_spending_limit_releases_vm_capacity_at_100_and_says_so_first(
         )
         _assess(app, sim.world)
         await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert "release the VM capacity on tern-vm in " in text and "destroyed with its disk" in text
         assert str(app.screen.query_one("#yes").label) == "Release now (y, Enter)" and "no new nodes" not in text
         await until(pilot, lambda: vm.max_gpus == 0, timeout=20, what="the release")
@@ -377,7 +376,7 @@ async def test_the_limit_says_what_it_stops_and_when_chosen_stops_the_runs_on_gp
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster", "catalog"))
         await _set_spending_limit(pilot, app, _dollars(charge // 2), stop_runs=True)
-        lease = re.sub(r"\n +", " ", screen_text(app))
+        lease = screen_text(app)
         assert (
             "At 100% ncui withdraws your limit price (no new nodes) and stops your runs on GPU nodes (their Jobs "
             "and Deployments; the shared volume keeps what they wrote)" in lease
@@ -386,7 +385,7 @@ async def test_the_limit_says_what_it_stops_and_when_chosen_stops_the_runs_on_gp
         assert saved["version"] == 2 and [v["stop_runs"] for v in saved["limits"].values()] == [True]
         _assess(app, k.world)
         await until(pilot, lambda: isinstance(app.screen, CountdownModal), what="the last warning")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert "ncui will withdraw the limit price of $5.00/GPU-h on halcyon and stop Serve Inkling in " in text
         assert (
             "These runs are stopped (deleted) then, each with what stays: • Serve Inkling: deployment/inkling "
@@ -416,13 +415,13 @@ async def test_without_the_choice_the_limit_says_the_held_node_goes_on_billing(s
     async with app.run_test(size=(80, 24)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions", "bid", "cluster", "spend"))
         await _set_spending_limit(pilot, app, "5")
-        lease = re.sub(r"\n +", " ", screen_text(app))
+        lease = screen_text(app)
         assert (
             "At 100% ncui withdraws your limit price: no new nodes. A run on a node you hold goes on, billed" in lease
         )
         assert "stops spending" not in lease
         await _reach(pilot, app, sim.world)
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert (
             "Once it is withdrawn, no new nodes are pulled. 1 node (8 GPUs) still held stays, billed, until its job "
             "ends: " in text
@@ -514,6 +513,6 @@ async def test_since_start_counts_from_the_services_clock_when_the_first_answer_
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "balance", "transactions"))
         await pilot.press("5")
-        await until(pilot, lambda: "Since start     $0.00 charged since 09:40" in screen_text(app), what="Lease")
+        await until(pilot, lambda: "Since start $0.00 charged since 09:40" in screen_text(app), what="Lease")
         start = app.store.meta["session_start"]
         assert abs((start - sim.world.now()).total_seconds()) < 120

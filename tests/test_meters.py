@@ -10,7 +10,7 @@ from ncui.meters import running_meters
 from ncui.screens.exitguard import ExitGuardModal
 from ncui.store import Store
 
-from .apphelp import app_for, screen_text, until
+from .apphelp import app_for, screen_lines, screen_text, until
 from .test_app_lifecycle import apply_files, bid, deps, jobs, run_until, signed_in
 
 
@@ -23,7 +23,7 @@ def _held(app, n: int) -> bool:
 async def _quit_question(pilot, app) -> str:
     await pilot.press("q")
     await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the quit question")
-    return " ".join(screen_text(app).split())
+    return screen_text(app)
 
 
 async def test_a_serve_holding_its_node_then_the_idle_node_are_named_on_quit_header_and_lease(sim):
@@ -45,10 +45,10 @@ async def test_a_serve_holding_its_node_then_the_idle_node_are_named_on_quit_hea
         assert "w: goes on serving and billing (withdrawing does not stop it). To stop it: Stay, then x on" in text
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, ExitGuardModal))
-        assert f"meters serve {rate}" in screen_text(app).splitlines()[0]  # the header
+        assert f"meters serve {rate}" in screen_lines(app).splitlines()[0]  # the header
         await pilot.press("5")
         await until(pilot, lambda: "Meters running" in screen_text(app), what="Lease's meters")
-        lease = " ".join(screen_text(app).split())
+        lease = screen_text(app)
         assert f"serve finance-analyst: {rate}" in lease and "a serve never ends by itself" in lease
         assert "Stop it with x on Workloads (4)" in lease and "X on Workloads" not in lease  # the key is x
 
@@ -64,7 +64,7 @@ async def test_a_serve_holding_its_node_then_the_idle_node_are_named_on_quit_hea
         assert "w: not released sooner by withdrawing: billed until the cluster lets it go." in text
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, ExitGuardModal))
-        assert "meters 1 idle $" in screen_text(app).splitlines()[0]
+        assert "meters 1 idle $" in screen_lines(app).splitlines()[0]
         assert "1 idle node: $" in screen_text(app)  # Lease
 
 

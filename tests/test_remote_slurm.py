@@ -27,6 +27,7 @@ from ncui.remote.node import BadInput
 from ncui.remote.runner import CommandFailed, CopyFailed, RemoteError, SshRunner, known_hosts_line
 from ncui.sim.server import SimServer
 from tests.conftest import make_world
+from tests.peers import need_peer
 from tests.slurm_support import Slurm, start_slurm
 from tests.sshd_support import SSHD, Sshd, until
 
@@ -178,8 +179,7 @@ async def test_a_pending_job_says_why_in_plain_words_and_the_o_line_reads_the_sa
 @pytest.fixture
 def slurm_sshd(real_slurm, box, tmp_path):
     """A real sshd whose sessions see the test Slurm and a home folder of the test's own (``SetEnv``)."""
-    if not SSHD.exists():
-        pytest.skip("no OpenSSH server here (apt-get install -y openssh-server)")
+    need_peer("sshd", SSHD)
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     root = tmp_path / "sshd"
     root.mkdir()
@@ -409,8 +409,8 @@ def make_cert(dir_: Path, name: str, after: str, before: str) -> Path:
 
 
 async def test_signin_certificate_found_as_openssh_finds_it_and_the_seed_steps_when_not(tmp_path):
-    if missing_ssh := [p for p in ("ssh", "ssh-keygen") if not shutil.which(p)]:
-        pytest.skip(f"no {missing_ssh[0]} here")
+    need_peer("ssh")
+    need_peer("ssh-keygen")
     good = make_cert(tmp_path, "good", "-1h", "+24h")
     old = make_cert(tmp_path, "old", "-2d", "-1d")
     cfg = tmp_path / "ssh_config"

@@ -28,6 +28,7 @@ from ncui.remote.runner import (
     Unreachable,
     known_hosts_line,
 )
+from tests.peers import need_peer
 from tests.sshd_support import Sshd, free_port, until, write_key
 
 NASTY = 'it\'s "quoted" $HOME `id` $(id); echo done; \\ back\nsecond line\ttab & | > < * ? ~ ünïcödé'
@@ -101,7 +102,7 @@ async def test_first_use_host_key_is_asked_once_and_remembered_in_openssh_format
         assert (await r2.run("true")).ok
     # OpenSSH's own client, with ncui's file as its only known_hosts and strict checking, gets in
     out = subprocess.run(
-        ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"]
+        [need_peer("ssh"), "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"]
         + ["-o", f"UserKnownHostsFile={known}", "-o", "GlobalKnownHostsFile=/dev/null", "-o", "IdentitiesOnly=yes"]
         + ["-i", str(sshd.client_key), "-p", str(sshd.port), "root@127.0.0.1", "echo via-openssh"],
         capture_output=True,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from .test_app_nodes import LOSS, Node, connect, open_nodes
 from .test_report import run_report
 
 human = test_app_nodes.human  # (the fixture: a temporary HOME with ~/.ssh)
-pytestmark = pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs OpenSSH's ssh-keygen")
+pytestmark = pytest.mark.peers("ssh-keygen")
 
 
 def cli(sim, *args: str) -> dict:
@@ -72,7 +71,7 @@ async def test_vm_the_starter_on_a_granted_node_reported_in_the_app_the_cli_and_
         want = node_loss_lines(ssh(sim, node.id, "cat first-job/nanogpt.out"))
         assert kept(app) == want and len(want) == 3
         r = await report_of(pilot, app, lambda r: len(r["first_loss_lines"]) == 3)
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         login = f"ssh -p {node.alloc['ssh_port']} ubuntu@{node.alloc['public_ip']}"
         for fact in ["H100-SXM-80GB", node.id, want[0], f"{login} docker rm -f nanogpt", "declared capacity"]:
             assert fact in text, fact
@@ -201,7 +200,7 @@ async def slurm_report_in_app(sim) -> dict:
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: loaded(app, "whoami", "slurm_signin"), 30, "the Slurm sign-in")
         r = await report_of(pilot, app, lambda r: r["job"] is not None and r["first_loss_lines"])
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert r["first_loss_lines"][0] in text and f"slurm job nanogpt (id {r['job']['id']})" in text
     return r
 
@@ -225,7 +224,7 @@ async def test_research_node_the_starter_reported_in_the_app_the_cli_and_after_a
         sim.world.advance(300)
         await until(pilot, lambda: len(kept(app)) == 3, what="the first loss lines, followed and remembered")
         r = await report_of(pilot, app, lambda r: len(r["first_loss_lines"]) == 3)
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         for fact in [kept(app)[0], "research node lease", "public_research_release", "docker rm -f nanogpt"]:
             assert fact in text, fact
     want = node_loss_lines(box.file("first-job/nanogpt.out").read_text())

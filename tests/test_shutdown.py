@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import os
 import re
-import shutil
 import signal
 import sys
 
@@ -40,7 +39,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@pytest.mark.peers("tmux")
 async def test_a_lost_terminal_changes_nothing_and_the_next_start_says_what_stands(tmux_factory, tmp_path):
     with SimProcess("--scenario", "k8s-market") as sim:
         api, token = sim.env["NC_API"], sim.env["NC_TOKEN"]
@@ -101,7 +100,7 @@ def _child(pid: int) -> int:
     return int(kids[0])
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@pytest.mark.peers("tmux")
 async def test_sigterm_restores_the_terminal_as_q_does_and_changes_nothing(tmux_factory, tmp_path):
     """``kill <ncui>`` with a limit price standing: the terminal is put back as on q (the main screen, no mouse
     reporting, the cursor shown), the shell reads exit status 0, the limit price still stands, and the next start
@@ -119,7 +118,7 @@ async def test_sigterm_restores_the_terminal_as_q_does_and_changes_nothing(tmux_
             pid = _child(term.pane_pid())
             os.kill(pid, signal.SIGTERM)
             await wait_until(lambda: not _alive(pid), 20, what="ncui to end on SIGTERM")
-            screen = await term.until(lambda s: re.search(r"^EXIT=\d+", s, re.M), 10, what="the shell again")
+            screen = await term.until(lambda s: re.search(r"^EXIT=\d+", s, re.M), 10, "the shell again", lines=True)
             assert "EXIT=0" in screen and "Traceback" not in screen, screen
             raw = term.raw.read_bytes()
             after = raw[raw.rindex(b"\x1b[?1049h") :]  # what ncui wrote after it took the screen
@@ -131,7 +130,7 @@ async def test_sigterm_restores_the_terminal_as_q_does_and_changes_nothing(tmux_
             await term.until(lambda s: "stands on halcyon" in term.toasts(), 30, what="the notice at start")
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@pytest.mark.peers("tmux")
 async def test_a_demo_ended_by_its_terminal_leaves_no_folder_behind(tmux_factory, tmp_path):
     temp = tmp_path / "tmp"
     temp.mkdir()

@@ -7,7 +7,6 @@ what the answer returns.
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -15,7 +14,7 @@ from ncui.sim.kube.inference import tokens
 
 from .test_kube_portforward import _curl, _forward, _stop
 
-pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+pytestmark = pytest.mark.peers("curl")
 MODEL = "thinkingmachines/Inkling"
 WEATHER = {
     "type": "function",

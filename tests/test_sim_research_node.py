@@ -5,7 +5,6 @@ results, docker rm -f; and the starter's answer when docker is missing.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,9 +14,7 @@ import pytest
 from .conftest import wait_for
 from .test_sim_ssh import LOSS, Follower
 
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(x) for x in ("ssh", "scp", "ssh-keygen")), reason="needs the OpenSSH client"
-)
+pytestmark = pytest.mark.peers("ssh", "scp", "ssh-keygen")
 NO_AGENT = ["-o", "BatchMode=yes", "-o", "IdentityAgent=none", "-o", "ConnectTimeout=10"]
 STARTER = "curl -fsSL https://access.nationalcompute.com/first-job/nanogpt-node.sh | sh"
 
@@ -117,7 +114,7 @@ def test_the_starter_the_log_the_results_and_the_stop(research, tmp_path):
     assert released["state"] == "released" and "research-node" not in Path(research.config).read_text()
 
 
-@pytest.mark.skipif(shutil.which("rsync") is None, reason="needs rsync")
+@pytest.mark.peers("rsync")
 def test_the_results_kept_with_rsync(research, tmp_path):
     """The guide's "keep the results" with rsync, as people copy them: the node's side is the real rsync --server."""
     research.assign()

@@ -18,7 +18,7 @@ import pytest
 
 from .kube_support import _pythonpath
 
-pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+pytestmark = pytest.mark.peers("curl")
 LINK = re.compile(r"https?://\S+/device\?code=[A-Za-z0-9-]+")
 TOOLS = (
     "sh bash curl cat grep sed awk cut tr head tail mkdir mv cp rm chmod".split()
@@ -63,7 +63,7 @@ def _kubeconfig(name: str) -> str:
     )
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
+@pytest.mark.peers("kubectl")
 def test_kubeconfig_by_token_a_merged_context_one_link_then_kubectl(sim_factory, tmp_path):
     sim = sim_factory("k8s-market")
     me = Human(sim, tmp_path)
@@ -122,7 +122,7 @@ def test_without_kubectl_it_says_so_and_installs_nothing(sim_factory, tmp_path):
     assert r.returncode == 1 and "no token: save it at ~/.config/nationalcompute/token" in r.stderr
 
 
-@pytest.mark.skipif(not all(shutil.which(x) for x in ("ssh", "bash")), reason="needs ssh and bash")
+@pytest.mark.peers("ssh", "bash")
 def test_on_a_slurm_cluster_slurm_login_then_ssh(sim_factory, tmp_path):
     sim = sim_factory("slurm")
     me = Human(sim, tmp_path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -24,9 +23,7 @@ from .conftest import wait_for
 from .simproc import SimProcess
 from .test_sim_ssh import LOSS, Follower
 
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(x) for x in ("ssh", "ssh-keygen")), reason="needs the OpenSSH client"
-)
+pytestmark = pytest.mark.peers("ssh", "ssh-keygen")
 NO_AGENT = ["-o", "BatchMode=yes", "-o", "IdentityAgent=none", "-o", "ConnectTimeout=10"]
 
 

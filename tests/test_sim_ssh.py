@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
 import socket
 import subprocess
 import threading
@@ -25,12 +24,11 @@ from ncui.sim.world import JOIN_MAX
 
 from .conftest import make_world, wait_for
 from .kc_support import until
+from .screentext import joined
 from .simproc import SimProcess
 from .tmuxterm import env_for
 
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(x) for x in ("ssh", "scp", "sftp", "ssh-keygen")), reason="needs the OpenSSH client"
-)
+pytestmark = pytest.mark.peers("ssh", "scp", "sftp", "ssh-keygen")
 LOSS = re.compile(r"iter \d+: loss \d+\.\d{4}, time \d+\.\d{2}ms")
 CAPTURE: dict = {"capture_output": True, "text": True, "timeout": 30, "stdin": subprocess.DEVNULL}
 STAMPED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z) (.*)$")
@@ -285,7 +283,7 @@ def test_scp_and_sftp_copy_files_off_the_node(node, tmp_path):
     assert [x[2:4] for x in long] == [["ubuntu", "ubuntu"], ["1000", "1000"]], r.stdout  # the node's user's files
 
 
-@pytest.mark.skipif(shutil.which("rsync") is None, reason="needs rsync")
+@pytest.mark.peers("rsync")
 def test_rsync_copies_to_and_from_the_node_within_its_disk(node, tmp_path):
     """The real rsync over the real ssh: its server side is the real ``rsync --server``, confined to the node's
     disk as SFTP is (its ``/`` is the node's own; relative paths from the home folder; links munged)."""
@@ -394,7 +392,7 @@ def test_ncui_sim_prints_its_ssh_config():
         assert path.is_file() and "\nHost " not in path.read_text()  # no node granted yet
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+@pytest.mark.peers("tmux")
 async def test_ctrl_c_in_a_terminal_stops_following_and_the_shell_goes_on(node, tmux_factory, tmp_path):
     box, alloc, a, _ = node
     box.ssh(alloc["id"], f"docker run -d --gpus all --name nanogpt {STOCK['nvidia']} python train.py", a)
@@ -405,10 +403,13 @@ async def test_ctrl_c_in_a_terminal_stops_following_and_the_shell_goes_on(node, 
     box.advance(300)
     await term.until(lambda s: LOSS.search(s), 30, "loss lines on the terminal")
     term.keys("C-c")
-    prompt = f"ubuntu@{alloc['id']}:~$"  # the prompt again, last on the screen, before typing (a terminal drops
-    await term.until(lambda s: s.rstrip().endswith(prompt), 30, "the prompt after Ctrl-C")  # what is typed ahead of ^C)
+    # the prompt again, last on the screen, before typing (a terminal drops what is typed ahead of ^C)
+    prompt = f"ubuntu@{alloc['id']}:~$"
+    await term.until(lambda s: s.rstrip().endswith(prompt), 30, "the prompt after Ctrl-C", lines=True)
     term.keys("echo back; frobnicate", "Enter")  # the session goes on; stderr shows in the terminal
-    screen = await term.until(lambda s: "frobnicate: not available on this simulated node" in s, 30, "the shell")
+    screen = await term.until(
+        lambda s: "frobnicate: not available on this simulated node" in joined(s), 30, "the shell", lines=True
+    )
     assert "\nback\n" in screen
 
 

@@ -21,7 +21,7 @@ SCREENS = {
     "market": (
         "2",
         ("whoami", "cluster", "ladder", "ticks", "bid", "spend"),
-        ("Price to win", "Your limit none", "Held  no nodes"),
+        ("Price to win", "Your limit none", "Held no nodes"),
     ),
     # the header says "limit …" until the limit is read
     "recipes": ("3", ("whoami", "cluster", "catalog", "bid"), ("What will be applied", "kind: Job")),
@@ -122,7 +122,7 @@ def test_lease(snap_compare, sim, size):
             pilot, lambda: loaded(app, "whoami", "cluster", "bid", "ladder", "spend", "balance", "transactions")
         )
         await pilot.press("5")
-        await until(pilot, lambda: "wins" in screen_text(app) and "Spending limit  $50.00" in screen_text(app))
+        await until(pilot, lambda: "wins" in screen_text(app) and "Spending limit $50.00" in screen_text(app))
         await until(pilot, lambda: len(app._notifications) > 0, what="the start-up notice")
         app.clear_notifications()
         await pilot.pause()
@@ -162,7 +162,7 @@ def test_lease_vm(snap_compare, sim_factory, size):
         await until(
             pilot,
             lambda: (
-                "Declared  8 GPUs at up to $4.50/GPU-h" in screen_text(app)
+                "Declared 8 GPUs at up to $4.50/GPU-h" in screen_text(app)
                 and "provisioning" in screen_text(app)
                 and "laptop SHA256:" in screen_text(app)
             ),

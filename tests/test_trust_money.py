@@ -285,7 +285,7 @@ async def test_declared_vm_capacity_is_asked_about_on_ctrl_q_and_released_with_t
         await until(pilot, lambda: "is declared on tern-vm" in notes(app), what="the start-up notice")
         await pilot.press("ctrl+q")
         await until(pilot, lambda: isinstance(app.screen, ExitGuardModal), what="the guard on Ctrl-Q")
-        text = " ".join(screen_text(app).split())
+        text = screen_text(app)
         assert "VM capacity of 8 GPUs at up to $4.20/GPU-h is declared on tern-vm (1 allocation)" in text
         assert "billed until it is released" in text
         # the release destroys the node and its disk: said, with the way to copy a folder off first

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from .peers import need_peer
+from .screentext import joined
 from .waits import until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,15 +41,21 @@ class Tmux:
         self.tmux("send-keys", "-t", "t", *keys)
 
     def screen(self) -> str:
+        """The pane's lines as tmux captures them (where a test looks at the layout: a row, the last line)."""
         return self.tmux("capture-pane", "-p", "-t", "t")
 
-    async def until(self, cond, timeout: float = 60.0, what: str = "") -> str:
-        """The screen once ``cond(screen)`` holds, polled with a deadline."""
+    def text(self) -> str:
+        """The pane as text, wherever the terminal or a card wraps it (tests/screentext.py): what phrases match."""
+        return joined(self.screen())
+
+    async def until(self, cond, timeout: float = 60.0, what: str = "", *, lines: bool = False) -> str:
+        """The screen's text (``text()``; its lines, ``screen()``, with ``lines=True``) once ``cond(it)`` holds,
+        polled with a deadline."""
         text = ""
 
         def shows() -> bool:
             nonlocal text
-            text = self.screen()
+            text = self.screen() if lines else self.text()
             return bool(cond(text))
 
         # a tmux capture a look: ten a second
@@ -60,9 +68,8 @@ class Tmux:
 
     def toasts(self) -> str:
         """The words of the notifications on screen (each line of a toast starts with ▌; what is drawn beside
-        it, such as a chart's frame, is cut off)."""
-        parts = [line.split("▌", 1)[1].rstrip(" │┘┐┤") for line in self.screen().splitlines() if "▌" in line]
-        return " ".join(" ".join(parts).split())
+        it, such as a chart's frame, is a card of its own, read after it)."""
+        return joined("\n".join(line.split("▌", 1)[1] for line in self.screen().splitlines() if "▌" in line))
 
     def close(self) -> None:
         subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True, timeout=30)
@@ -85,6 +92,7 @@ def tmux_factory(tmp_path):
     made: list[Tmux] = []
 
     def make(env: dict[str, str], width: int = 120, height: int = 40) -> Tmux:
+        need_peer("tmux")  # (a test asks first, with @pytest.mark.peers("tmux"), before its box starts)
         t = Tmux(tmp_path, env, width, height)
         made.append(t)
         return t

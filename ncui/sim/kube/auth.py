@@ -1,7 +1,8 @@
 """kubectl sign-in: a device-code flow (link → a human approves → a bearer token) and the tokens it issues.
 
-Codes expire after 15 virtual minutes; a token is refused after a virtual day without use (one more
-approval). Tokens are only ever compared by hash and are never logged.
+A code expires after 15 minutes of a person's time (``VirtualClock.human_elapsed``: real seconds plus the
+clock's advances, never × speed; a person approves it); a token is refused after a virtual day without use
+(one more approval). Tokens are only ever compared by hash and are never logged.
 """
 
 from __future__ import annotations
