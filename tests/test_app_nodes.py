@@ -216,8 +216,10 @@ async def test_a_remembered_host_key_is_not_asked_again(node):
     async with app2.run_test(size=(100, 32)) as pilot:
         await open_nodes(pilot, app2, node)
         await pilot.press("enter")
-        await until(pilot, lambda: app2.nodes.sessions.connected(node.id) or isinstance(app2.screen, ConfirmModal))
-        assert not isinstance(app2.screen, ConfirmModal) and app2.nodes.sessions.connected(node.id)
+        await until(
+            pilot, lambda: app2.flows.nodes.sessions.connected(node.id) or isinstance(app2.screen, ConfirmModal)
+        )
+        assert not isinstance(app2.screen, ConfirmModal) and app2.flows.nodes.sessions.connected(node.id)
 
 
 async def test_your_own_image_and_command_run_quoted_followed_and_stopped(node):
