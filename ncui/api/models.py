@@ -8,8 +8,9 @@ service may send more). Balances are integer micro-credits; prices per GPU hour 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,9 +23,19 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
+@dataclass(frozen=True)
+class Feeds:
+    """What ncui shows from a field (``Annotated[int, Feeds("the header's burn")]``): ``ncui doctor`` names it when
+    the service's contract drops or retypes the field. Not part of the wire: pydantic keeps it as metadata."""
+
+    what: str
+
+
 ClusterKind = Literal["kubernetes", "vm", "slurm"]
 OrgKind = Literal["research", "company", "public_research"]
 GpuVendor = Literal["nvidia", "amd"]
+# The error slugs the contract names (ncui matches on some of them: api/errors.py's WIRE_ERRORS); others may come.
+ErrorCode = Literal["unauthorized", "forbidden", "not-found", "invalid", "bid-too-low", "version-conflict"]
 
 
 # ---- errors ---------------------------------------------------------------------------------------
@@ -33,7 +44,9 @@ GpuVendor = Literal["nvidia", "amd"]
 class ErrorBody(Model):
     """Every error: ``{"error": slug, "detail": sentence, ...}`` with the HTTP status."""
 
-    error: str = Field(description="unauthorized | bid-too-low | version-conflict | invalid | not-found | …")
+    error: ErrorCode | str = Field(
+        description="unauthorized | bid-too-low | version-conflict | invalid | not-found | …"
+    )
     detail: str = Field(description="A human sentence")
     min_price_per_gpu_hour: Price | None = Field(default=None, description="bid-too-low: the floor")
     version: int | None = Field(default=None, description="version-conflict: the current version")
@@ -49,28 +62,30 @@ class User(Model):
 
 class ClusterRef(Model):
     name: str
-    kind: ClusterKind
+    kind: Annotated[ClusterKind, Feeds("which screens each cluster gets")]
 
 
 class Whoami(Model):
     user: User
     org_id: str
-    org_name: str
-    org_kind: OrgKind | str
-    clusters: list[ClusterRef] = Field(default_factory=list)
+    org_name: Annotated[str, Feeds("the organization in the header")]
+    org_kind: Annotated[OrgKind | str, Feeds("whether the organization gets the public research node")]
+    clusters: Annotated[list[ClusterRef], Feeds("the clusters ncui offers")] = Field(default_factory=list)
 
 
 # ---- billing --------------------------------------------------------------------------------------
 
 
 class BillingSummary(Model):
-    balance_ucredits: int
-    purchases: bool
+    balance_ucredits: Annotated[int, Feeds("the balance the money questions use")]
+    purchases: Annotated[bool, Feeds("whether ncui offers a top-up")]
 
 
 class Balance(Model):
-    balance_ucredits: int
-    burn_ucredits_hr: int = Field(description="The meter's last assessed hourly rate (about 10 min behind)")
+    balance_ucredits: Annotated[int, Feeds("the header's balance")]
+    burn_ucredits_hr: Annotated[int, Feeds("the header's burn")] = Field(
+        description="The meter's last assessed hourly rate (about 10 min behind)"
+    )
     assessed_at: datetime | None = None
 
 
@@ -78,7 +93,9 @@ class Transaction(Model):
     id: str
     at: datetime
     kind: Literal["charge", "topup", "refund"] | str
-    amount_ucredits: int = Field(description="Negative for charges")
+    amount_ucredits: Annotated[int, Feeds("the spend in the last day and the report's charges")] = Field(
+        description="Negative for charges"
+    )
     description: str
     gpu_hours: float | None = None
     price_per_gpu_hour: Price | None = None
@@ -93,11 +110,13 @@ class Transactions(Model):
 
 class K8sCluster(Model):
     name: str
-    market: bool = Field(description="true: the market grants nodes; false: a fixed cluster, no limit price")
+    market: Annotated[bool, Feeds("whether the cluster asks for a limit price")] = Field(
+        description="true: the market grants nodes; false: a fixed cluster, no limit price"
+    )
     gpus_per_node: int
     cpu_worker: bool
     shared_volume: bool
-    gpu_vendor: GpuVendor | str
+    gpu_vendor: Annotated[GpuVendor | str, Feeds("which recipe files ncui fetches (the vendor rule)")]
     gpu_model: str
     reservation_packing: bool = False
     reserved_nodes: int = 0
@@ -115,7 +134,7 @@ class Bid(Model):
 
 class LadderRung(Model):
     nodes: int
-    price_per_gpu_hour: Price
+    price_per_gpu_hour: Annotated[Price, Feeds("the price-to-win ladder")]
 
 
 class Ladder(Model):
@@ -129,8 +148,10 @@ class Ladder(Model):
 class Spend(Model):
     nodes_held: int
     gpus_held: int
-    price_per_gpu_hour: Price | None = Field(default=None, description="Live assessed rate; null when nothing held")
-    spend_ucredits_hr: int
+    price_per_gpu_hour: Annotated[Price | None, Feeds("the live market rate")] = Field(
+        default=None, description="Live assessed rate; null when nothing held"
+    )
+    spend_ucredits_hr: Annotated[int, Feeds("the market spend per hour")]
     as_of: datetime
 
 
@@ -140,7 +161,7 @@ class Spend(Model):
 class Tick(Model):
     at: datetime
     gpu_model: str
-    price_per_gpu_hour: Price
+    price_per_gpu_hour: Annotated[Price, Feeds("the market chart")]
     gpus: int = Field(description="GPUs the winners hold at this price")
 
 
@@ -155,22 +176,22 @@ AllocationState = Literal["pending", "provisioning", "active", "released", "recl
 
 class Allocation(Model):
     id: str
-    state: AllocationState | str
+    state: Annotated[AllocationState | str, Feeds("whether a VM node is ready")]
     gpus: int
     gpu_model: str
-    public_ip: str | None = None
+    public_ip: Annotated[str | None, Feeds("where ncui connects to a VM node")] = None
     granted_at: datetime | None = None
     ssh_port: int = Field(default=22, description="ours: the simulator's nodes listen on loopback ports")
 
 
 class VmEnvironment(Model):
-    ssh_user: str
+    ssh_user: Annotated[str, Feeds("the user ncui signs in as on a VM node")]
 
 
 class VmCapacity(Model):
-    version: int
-    max_gpus: int
-    max_price_per_gpu_hour: Price
+    version: Annotated[int, Feeds("declaring VM capacity (the expected version)")]
+    max_gpus: Annotated[int, Feeds("the VM capacity declared")]
+    max_price_per_gpu_hour: Annotated[Price, Feeds("the VM limit price")]
     allocations: list[Allocation] = Field(default_factory=list)
     environment: VmEnvironment
     # ours: what the cluster trades, so a declaration can be judged before it is sent (absent: unknown)
@@ -187,7 +208,7 @@ class VmCapacityRequest(Model):
 class SshKey(Model):
     id: str
     name: str
-    fingerprint: str
+    fingerprint: Annotated[str, Feeds("whether your ssh key is registered")]
     public_key: str
     created_at: datetime
 
