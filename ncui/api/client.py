@@ -318,12 +318,12 @@ class NCClient:
         body: BaseModel | None = None,
         shown: str = "",
         accept_404: bool = False,
-        **path: str,
+        path: dict[str, str] | None = None,
     ) -> httpx.Response:
         """Send the request ``ep`` declares (its path's parameters from ``path``)."""
         return await self._send(
             ep.method,
-            self._api(ep.url_path(**path)),
+            self._api(ep.url_path(**(path or {}))),
             what=what or ep.what,
             params=_clean_params(params),
             json_body=body.model_dump(mode="json", exclude_none=True) if body is not None else None,
@@ -331,9 +331,11 @@ class NCClient:
             accept_404=accept_404,
         )
 
-    async def _get(self, ep: Endpoint, model: type[T], *, params: dict[str, Any] | None = None, **path: str) -> T:
+    async def _get(
+        self, ep: Endpoint, model: type[T], *, params: dict[str, Any] | None = None, path: dict[str, str] | None = None
+    ) -> T:
         assert ep.model is model  # (the table's model is the one read: doctor compares that one)
-        return _parse(await self._call(ep, params=params, **path), model, ep.what)
+        return _parse(await self._call(ep, params=params, path=path), model, ep.what)
 
     async def _write(
         self,
@@ -344,10 +346,10 @@ class NCClient:
         what: str,
         shown: str,
         params: dict[str, Any] | None = None,
-        **path: str,
+        path: dict[str, str] | None = None,
     ) -> T:
         assert ep.model is model
-        resp = await self._call(ep, what=what, params=params, body=body, shown=shown, **path)
+        resp = await self._call(ep, what=what, params=params, body=body, shown=shown, path=path)
         return _parse(resp, model, what)
 
     # ---- account and billing --------------------------------------------------------------------
@@ -427,7 +429,7 @@ class NCClient:
         return await self._write(_E["set_vm_capacity"], body, m.VmCapacity, what=what, shown=shown)
 
     async def ssh_keys(self, org_id: str) -> m.SshKeys:
-        return await self._get(_E["ssh_keys"], m.SshKeys, org_id=org_id)
+        return await self._get(_E["ssh_keys"], m.SshKeys, path={"org_id": org_id})
 
     async def add_ssh_key(self, org_id: str, name: str, public_key: str) -> m.SshKey:
         body = m.SshKeyRequest(name=name, public_key=public_key)
@@ -437,7 +439,7 @@ class NCClient:
             m.SshKey,
             what="registering the ssh key",
             shown=f"register the ssh key {name} (for nodes granted later)",
-            org_id=org_id,
+            path={"org_id": org_id},
         )
 
     async def research_status(self) -> m.ResearchStatus:
