@@ -46,6 +46,12 @@ def _sim_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1, help="same seed, same market (default 1)")
 
 
+def _drifts() -> list[str]:
+    from .sim.drift import DRIFTS
+
+    return sorted(DRIFTS)
+
+
 def _speed(text: str) -> float:
     try:
         v = float(text)
@@ -120,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=0, help="port (default 0: a free one, printed)")
+    s.add_argument(
+        "--contract-drift",
+        metavar="NAME",
+        choices=_drifts(),
+        help="serve a contract that drifted, in its OpenAPI documents and its answers alike (for ncui doctor and "
+        "rehearsal): " + ", ".join(_drifts()),
+    )
     _sim_args(s)
     h = sub.add_parser(
         "history",
@@ -186,10 +199,14 @@ def _world(args: argparse.Namespace, default_speed: float) -> World:
 
 
 def run_sim(args: argparse.Namespace) -> int:
+    from .sim.app import SimConfig
+    from .sim.drift import DRIFTS
     from .sim.server import SimServer
 
     try:
-        server = SimServer(_world(args, 1.0), host=args.host, port=args.port)
+        server = SimServer(
+            _world(args, 1.0), host=args.host, port=args.port, config=SimConfig(drift=args.contract_drift)
+        )
     except OSError as e:
         print(f"ncui sim: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
         return 2
@@ -199,6 +216,8 @@ def run_sim(args: argparse.Namespace) -> int:
         f"# National Compute in a box: scenario {args.scenario}, seed {args.seed}, "
         f"speed {server.world.clock.speed:g}x. Ctrl-C stops it."
     )
+    if args.contract_drift:
+        print(f"# Contract drift {args.contract_drift}: {DRIFTS[args.contract_drift].what}")
     print('# Try: curl -H "Authorization: Bearer $NC_TOKEN" $NC_API/api/whoami')
     k8s = [c.name for c in server.world.main_org.spec.clusters if c.kind == "kubernetes"]
     if k8s:

@@ -160,7 +160,7 @@ def _span(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
-def terminal_checks(env: Mapping[str, str], size: tuple[int, int] | None, tty: bool) -> list[Check]:
+def terminal_checks(env: Mapping[str, str], size: tuple[int, int] | None) -> list[Check]:
     """The terminal ncui would draw in: its size, colours, TERM and NO_COLOR, and whether tmux or screen hold it."""
     out = []
     if size is None or size == (0, 0):

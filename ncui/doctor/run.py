@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import sys
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +130,7 @@ async def _catalog(http: httpx.AsyncClient, nc: NCClient) -> list[Check]:
 async def _account(nc: NCClient, kubectl: str | None) -> tuple[list[Check], list[Any]]:
     """whoami (200 or 401, said plainly); the first Kubernetes cluster's version for kubectl; a VM cluster's
     registered keys."""
-    from ..api.errors import NCError, Unauthorized
+    from ..api.errors import MalformedResponse, NCError, Unauthorized
     from ..kube.client import KubeClient
     from ..kube.errors import KubeError
     from ..remote.keys import local_keys
@@ -149,7 +149,8 @@ async def _account(nc: NCClient, kubectl: str | None) -> tuple[list[Check], list
         )
         who = None
     except NCError as e:
-        checks.append(Check("sign-in", FAIL, f"GET /api/whoami: {e}", "check --api and the network"))
+        fix = FIX_DRIFT if isinstance(e, MalformedResponse) else "check --api and the network"
+        checks.append(Check("sign-in", FAIL, f"GET /api/whoami: {e}", fix))
         who = None
     if who is not None:
         checks.append(Check("sign-in", OK, f"GET /api/whoami: 200, {who.user.email} of {who.org_name}"))
@@ -211,10 +212,25 @@ async def collect(endpoints: Endpoints) -> list[Check]:
     checks += catalog
     checks += account[1:] if have else account
     checks.append(clock_check(date, datetime.now(timezone.utc)))
-    size = shutil.get_terminal_size((0, 0))
-    checks += terminal_checks(os.environ, (size.columns, size.lines), sys.stdout.isatty())
+    checks += terminal_checks(os.environ, terminal_size(os.environ))
     checks.append(state_check())
     return checks
+
+
+def terminal_size(env: Mapping[str, str]) -> tuple[int, int] | None:
+    """The terminal's size as a program run there sees it: COLUMNS and LINES when set, else the terminal of
+    stdout, stderr or stdin (``ncui doctor --json > out`` in a terminal still reads it); None: no terminal."""
+    try:
+        return int(env["COLUMNS"]), int(env["LINES"])
+    except (KeyError, ValueError):
+        pass
+    for fd in (1, 2, 0):
+        try:
+            size = os.get_terminal_size(fd)
+        except OSError:
+            continue
+        return size.columns, size.lines
+    return None
 
 
 def run(endpoints: Endpoints, *, as_json: bool, strict: bool, verbose: bool) -> int:
