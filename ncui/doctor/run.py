@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from . import FAIL, OK, Check
+from . import FAIL, OK, WARN, Check
 from .contract import AREAS, FIX_DRIFT, compare, doc_path
 from .machine import (
+    TOKEN_FIX,
     keys_check,
     kubectl_check,
     kubectl_client_version,
@@ -96,21 +97,21 @@ async def _catalog(http: httpx.AsyncClient, nc: NCClient) -> list[Check]:
             except NCError as e:
                 return str(e)
 
-    files = 0
+    wants: list[tuple[str, str, Any]] = []  # (recipe, file, its fetch)
     for rec in recipes:
-        wants: list[tuple[str, Any]] = []
         if rec.default_file and not rec.steps:  # (with steps, its stem is a step's: fetched by the vendor rule)
-            wants.append((rec.default_file, nc.catalog_file(rec.default_file)))
+            wants.append((rec.name, rec.default_file, nc.catalog_file(rec.default_file)))
         for s in rec.steps:
             if VENDOR in s.file:
                 vendors: list[str | None] = list(rec.vendor_variants) or [None]
                 for v in vendors:
-                    wants.append((s.file.replace(VENDOR, v or "?"), nc.recipe_file(s.stem, v)))
+                    wants.append((rec.name, s.file.replace(VENDOR, v or "?"), nc.recipe_file(s.stem, v)))
             elif s.file:
-                wants.append((s.file, nc.catalog_file(s.file)))
-        said = await asyncio.gather(*(have(f) for _, f in wants))
-        files += len(wants)
-        gone = [f"{name}: {why}" for (name, _), why in zip(wants, said, strict=True) if why]
+                wants.append((rec.name, s.file, nc.catalog_file(s.file)))
+    said = await asyncio.gather(*(have(f) for _, _, f in wants))
+    files = len(wants)
+    for rec in recipes:
+        gone = [f"{name}: {why}" for (r, name, _), why in zip(wants, said, strict=True) if why and r == rec.name]
         if gone:
             checks.append(
                 Check(f"catalog {rec.name}", FAIL, "; ".join(gone) + f"; ncui cannot offer {rec.name}", FIX_DRIFT)
@@ -127,38 +128,37 @@ async def _catalog(http: httpx.AsyncClient, nc: NCClient) -> list[Check]:
     return checks
 
 
-async def _account(nc: NCClient, kubectl: str | None) -> tuple[list[Check], list[Any]]:
-    """whoami (200 or 401, said plainly); the first Kubernetes cluster's version for kubectl; a VM cluster's
-    registered keys."""
+async def _account(nc: NCClient | None, kubectl: str | None) -> list[Check]:
+    """whoami (200 or 401, said plainly; ``nc`` None: no token, not asked); the first Kubernetes cluster's version
+    for kubectl; a VM cluster's registered keys."""
     from ..api.errors import MalformedResponse, NCError, Unauthorized
     from ..kube.client import KubeClient
     from ..kube.errors import KubeError
     from ..remote.keys import local_keys
 
     checks: list[Check] = []
-    try:
-        who = await nc.whoami()
-    except Unauthorized:
-        checks.append(
-            Check(
-                "sign-in",
-                FAIL,
-                "GET /api/whoami: 401, the service does not accept this token (expired, revoked or mistyped)",
-                "make a new token in the console and save it to ~/.config/nationalcompute/token (chmod 600)",
+    who = None
+    if nc is not None:
+        try:
+            who = await nc.whoami()
+            checks.append(Check("sign-in", OK, f"GET /api/whoami: 200, {who.user.email} of {who.org_name}"))
+        except Unauthorized:
+            checks.append(
+                Check(
+                    "sign-in",
+                    FAIL,
+                    "GET /api/whoami: 401, the service does not accept this token (expired, revoked or mistyped)",
+                    "make a new token in the console and save it to ~/.config/nationalcompute/token (chmod 600)",
+                )
             )
-        )
-        who = None
-    except NCError as e:
-        fix = FIX_DRIFT if isinstance(e, MalformedResponse) else "check --api and the network"
-        checks.append(Check("sign-in", FAIL, f"GET /api/whoami: {e}", fix))
-        who = None
-    if who is not None:
-        checks.append(Check("sign-in", OK, f"GET /api/whoami: 200, {who.user.email} of {who.org_name}"))
+        except NCError as e:
+            fix = FIX_DRIFT if isinstance(e, MalformedResponse) else "check --api and the network"
+            checks.append(Check("sign-in", FAIL, f"GET /api/whoami: {e}", fix))
     clusters = who.clusters if who is not None else []
     k8s = next((c.name for c in clusters if c.kind == "kubernetes"), None)
     vm = next((c.name for c in clusters if c.kind == "vm"), None)
     server: dict | str | None = None
-    if k8s and kubectl:
+    if k8s and kubectl and nc is not None:
         try:
             kc = KubeClient.from_kubeconfig(await nc.kubeconfig(k8s))
             try:
@@ -172,45 +172,42 @@ async def _account(nc: NCClient, kubectl: str | None) -> tuple[list[Check], list
     checks += ssh_checks()
     keys = await local_keys()
     registered: set[str] | None = None
-    if vm and who is not None:
+    if vm and who is not None and nc is not None:
         try:
             registered = {k.fingerprint for k in (await nc.ssh_keys(who.org_id)).keys}
         except NCError:
             registered = None
     checks.append(keys_check(keys, registered, vm))
-    return checks, clusters
+    return checks
 
 
 async def collect(endpoints: Endpoints) -> list[Check]:
     from ..api.client import USER_AGENT, NCClient
+    from ..config import load_token
     from .machine import clock_check
 
     token, have = token_check()
-    checks = [token]
-    async with httpx.AsyncClient(timeout=15, headers={"User-Agent": USER_AGENT}, follow_redirects=False) as http:
-        docs_task = asyncio.ensure_future(_fetch_docs(http, endpoints.api))
-        anon = NCClient(endpoints, None, timeout=15, retries=1)
-        try:
-            catalog = await _catalog(http, anon)
-        finally:
-            await anon.aclose()
-        docs, date = await docs_task
     kubectl = shutil.which("kubectl")
-    if have:
-        from ..config import load_token
 
+    async def service() -> tuple[list[Check], tuple[dict[str, dict | str], str | None]]:
+        async with httpx.AsyncClient(timeout=15, headers={"User-Agent": USER_AGENT}, follow_redirects=False) as http:
+            anon = NCClient(endpoints, None, timeout=15, retries=1)
+            try:
+                return await asyncio.gather(_catalog(http, anon), _fetch_docs(http, endpoints.api))
+            finally:
+                await anon.aclose()
+
+    async def account() -> list[Check]:
+        if not have:  # (no sign-in to check: the machine still is)
+            return [Check("sign-in", WARN, "not checked: no token", TOKEN_FIX), *await _account(None, kubectl)]
         nc = NCClient(endpoints, load_token().token, timeout=15, retries=1)  # type: ignore[arg-type]  # config's
         try:
-            account, _ = await _account(nc, kubectl)
+            return await _account(nc, kubectl)
         finally:
             await nc.aclose()
-    else:
-        account = [kubectl_check(kubectl, kubectl_client_version(kubectl) if kubectl else None, None, None)]
-        account += ssh_checks()
-    checks += account[:1] if have else []
-    checks += compare(docs)
-    checks += catalog
-    checks += account[1:] if have else account
+
+    (catalog, (docs, date)), mine = await asyncio.gather(service(), account())
+    checks = [token, mine[0], *compare(docs), *catalog, *mine[1:]]
     checks.append(clock_check(date, datetime.now(timezone.utc)))
     checks += terminal_checks(os.environ, terminal_size(os.environ))
     checks.append(state_check())
