@@ -297,6 +297,22 @@ def test_a_field_retyped_fails_and_one_added_is_only_a_detail(docs):
     assert any("the service added currency" in x for c in checks for x in c.details)
 
 
+def test_a_body_field_renamed_fails(docs):
+    d = copy.deepcopy(docs)
+    req = d["k8s"]["components"]["schemas"]["BidRequest"]
+    req["properties"]["limit_per_gpu_hour"] = req["properties"].pop("max_price_per_gpu_hour")
+    req["required"] = ["limit_per_gpu_hour"]
+    put = [c for c in compare(d) if c.check == "PUT /api/k8s/bid"]
+    assert [(c.status, c.reason) for c in put] == [
+        (FAIL, "the body's field max_price_per_gpu_hour is no longer taken; setting the limit price will be refused"),
+        (
+            FAIL,
+            "the body now requires limit_per_gpu_hour, which ncui does not send; setting the limit price will be "
+            "refused",
+        ),
+    ]
+
+
 def test_a_path_no_document_describes_warns_and_a_gone_error_code_fails(docs):
     d = copy.deepcopy(docs)
     for area in ("billing", "vm"):

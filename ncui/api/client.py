@@ -61,6 +61,7 @@ class Endpoint:
     model: type[BaseModel] | None
     what: str
     contract: bool = True
+    body: type[BaseModel] | None = None  # the model of the JSON body it sends (PUT, POST)
 
     def url_path(self, **params: str) -> str:
         return self.path.format(**{k: _seg(v) for k, v in params.items()})
@@ -76,14 +77,28 @@ ENDPOINTS: dict[str, Endpoint] = {
         Endpoint("k8s_cluster", "GET", "/api/k8s/cluster", m.K8sCluster, "reading the cluster"),
         Endpoint("kubeconfig", "GET", "/api/k8s/cluster/kubeconfig", None, "fetching the kubeconfig"),
         Endpoint("bid", "GET", "/api/k8s/bid", m.Bid, "reading the limit price"),
-        Endpoint("set_bid", "PUT", "/api/k8s/bid", m.Bid, "setting the limit price"),
+        Endpoint("set_bid", "PUT", "/api/k8s/bid", m.Bid, "setting the limit price", body=m.BidRequest),
         Endpoint("ladder", "GET", "/api/k8s/market/ladder", m.Ladder, "reading the price-to-win ladder"),
         Endpoint("spend", "GET", "/api/k8s/market/spend", m.Spend, "reading the live market rate"),
         Endpoint("ticks", "GET", "/api/market/ticks", m.Ticks, "reading the market ticks"),
         Endpoint("vm_capacity", "GET", "/api/vm/capacity", m.VmCapacity, "reading VM capacity"),
-        Endpoint("set_vm_capacity", "PUT", "/api/vm/capacity", m.VmCapacity, "declaring VM capacity"),
+        Endpoint(
+            "set_vm_capacity",
+            "PUT",
+            "/api/vm/capacity",
+            m.VmCapacity,
+            "declaring VM capacity",
+            body=m.VmCapacityRequest,
+        ),
         Endpoint("ssh_keys", "GET", "/api/vm/orgs/{org_id}/ssh-keys", m.SshKeys, "listing ssh keys"),
-        Endpoint("add_ssh_key", "POST", "/api/vm/orgs/{org_id}/ssh-keys", m.SshKey, "registering the ssh key"),
+        Endpoint(
+            "add_ssh_key",
+            "POST",
+            "/api/vm/orgs/{org_id}/ssh-keys",
+            m.SshKey,
+            "registering the ssh key",
+            body=m.SshKeyRequest,
+        ),
         Endpoint(
             "research_status",
             "GET",
@@ -348,7 +363,7 @@ class NCClient:
         params: dict[str, Any] | None = None,
         path: dict[str, str] | None = None,
     ) -> T:
-        assert ep.model is model
+        assert ep.model is model and type(body) is ep.body  # (doctor compares the table's models)
         resp = await self._call(ep, what=what, params=params, body=body, shown=shown, path=path)
         return _parse(resp, model, what)
 

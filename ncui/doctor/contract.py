@@ -380,6 +380,34 @@ def compare_value(
             compare_value(doc, a.items[0], arr["items"], where + "[]", name, feeds, r, depth + 1)
 
 
+def _request_schema(op: dict) -> Any:
+    body = op.get("requestBody") or {}
+    for media, content in (body.get("content") or {}).items() if isinstance(body, dict) else ():
+        if "json" in media and isinstance(content, dict):
+            return content.get("schema")
+    return None
+
+
+def compare_body(doc: dict, op: dict, r: Reading) -> None:
+    """What ncui sends (``ep.body``'s fields) against what the service takes: a field it no longer takes, or one it
+    now requires that ncui does not send, makes the request refused."""
+    model = r.ep.body
+    if model is None:
+        return
+    obj = next((b for b in branches(doc, _request_schema(op)) if "properties" in b), None)
+    if obj is None:
+        r.findings.append(Finding(WARN, "the document gives no JSON body for it; what ncui sends is not checked"))
+        return
+    props = obj.get("properties") or {}
+    sent = {wire_name(n, i) for n, i in model.model_fields.items()}
+    for wire in sorted(sent - set(props)):
+        r.findings.append(Finding(FAIL, f"the body's field {wire} is no longer taken; {r.ep.what} will be refused"))
+    for wire in sorted(set(obj.get("required") or ()) - sent):
+        r.findings.append(
+            Finding(FAIL, f"the body now requires {wire}, which ncui does not send; {r.ep.what} will be refused")
+        )
+
+
 def _moved(docs: Docs, ep: Endpoint) -> str:
     """A path of the documents that ends as ep's does and has its method: where it may have moved."""
     last = _norm(ep.path).rstrip("/").rsplit("/", 1)[-1]
@@ -439,6 +467,7 @@ def compare(raw: dict[str, dict | str], endpoints: Iterable[Endpoint] | None = N
                 )
             continue
         _, doc, op = docs.ops[key]
+        compare_body(doc, op, r)
         if ep.model is not None:
             schema = _answer_schema(op)
             if schema is None:
