@@ -347,3 +347,21 @@ def test_every_request_the_client_makes_is_in_its_table():
     for name in ENDPOINTS:
         assert inspect.iscoroutinefunction(getattr(NCClient, name)), name
         assert f'_E["{name}"]' in inspect.getsource(getattr(NCClient, name))
+
+
+# ---- the app, when a field drifted ----------------------------------------------------------------------------
+
+
+async def test_the_app_reads_only_the_drifted_figure_as_unknown_with_the_reason(tmp_path, tmux_factory):  # noqa: F811
+    """The balance's burn renamed: the header's burn and runway read unknown, Account says why, and the balance
+    itself (the same answer) is still shown."""
+    with SimProcess("--contract-drift", "field-renamed") as sim:
+        env = person(tmp_path, sim.env["NC_TOKEN"])
+        term = tmux_factory({k: env[k] for k in ("HOME", "XDG_STATE_HOME", "PYTHONPATH", "PATH")}, width=160)
+        term.run(sys.executable, "-m", "ncui.cli", "--api", sim.env["NC_API"], "--access", sim.env["NC_ACCESS"])
+        screen = await term.until(
+            lambda s: "burn unknown" in s and "has no burn_ucredits_hr" in s, what="the burn unknown, with why"
+        )
+    header = next(line for line in screen.splitlines() if "burn unknown" in line)
+    assert "runway unknown" in header and "balance $" in header, screen
+    assert "National Compute's answer has no burn_ucredits_hr" in " ".join(screen.split()), screen

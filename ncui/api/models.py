@@ -10,25 +10,72 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from .money import Price
 
 
 class Model(BaseModel):
-    """Base for every wire model: extra fields allowed, frozen (snapshots in the store are immutable)."""
+    """Base for every wire model: extra fields allowed, frozen (snapshots in the store are immutable).
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    A field marked ``Feeds(..., degrades=True)`` (typed ``X | None``) is one the contract requires but ncui can do
+    without: when an answer leaves it out, only the figures it feeds read unknown, with ``unknown(name)``'s reason,
+    and the rest of the answer is read (a renamed field never fails the whole balance)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, json_schema_extra=lambda s, c: _as_contract(s, c))
+    _unknown: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _degrade(cls, data: object, handler: Any) -> Any:
+        obj = handler(data)
+        if isinstance(data, dict) and isinstance(obj, Model):
+            for name in _degrading(cls):
+                if name not in data:
+                    obj._unknown[name] = f"National Compute's answer has no {name} (its contract changed: ncui doctor)"
+        return obj
+
+    def unknown(self, name: str) -> str:
+        """Why field ``name`` is unknown ("" when it was read)."""
+        return self._unknown.get(name, "")
 
 
 @dataclass(frozen=True)
 class Feeds:
     """What ncui shows from a field (``Annotated[int, Feeds("the header's burn")]``): ``ncui doctor`` names it when
-    the service's contract drops or retypes the field. Not part of the wire: pydantic keeps it as metadata."""
+    the service's contract drops or retypes the field. Not part of the wire: pydantic keeps it as metadata.
+    ``degrades``: the contract requires it, but an answer without it is still read (``Model.unknown``)."""
 
     what: str
+    degrades: bool = False
+
+
+_DEGRADING: dict[type, tuple[str, ...]] = {}
+
+
+def _as_contract(schema: dict[str, Any], cls: type) -> None:
+    """A degrading field is published as the contract has it (the box serves these schemas): required, not null."""
+    for name in _degrading(cls):
+        prop = schema.get("properties", {}).get(name)
+        if prop is None:
+            continue
+        alts = [a for a in prop.pop("anyOf", []) if a.get("type") != "null"]
+        if len(alts) == 1:
+            prop.update(alts[0])
+        prop.pop("default", None)
+        schema["required"] = [*schema.get("required", []), name]
+
+
+def _degrading(cls: type[BaseModel]) -> tuple[str, ...]:
+    if cls not in _DEGRADING:
+        _DEGRADING[cls] = tuple(
+            n
+            for n, f in cls.model_fields.items()
+            if any(isinstance(x, Feeds) and x.degrades for x in f.metadata) and f.alias is None
+        )
+    return _DEGRADING[cls]
 
 
 ClusterKind = Literal["kubernetes", "vm", "slurm"]
@@ -83,8 +130,8 @@ class BillingSummary(Model):
 
 class Balance(Model):
     balance_ucredits: Annotated[int, Feeds("the header's balance")]
-    burn_ucredits_hr: Annotated[int, Feeds("the header's burn")] = Field(
-        description="The meter's last assessed hourly rate (about 10 min behind)"
+    burn_ucredits_hr: Annotated[int | None, Feeds("the header's burn", degrades=True)] = Field(
+        default=None, description="The meter's last assessed hourly rate (about 10 min behind); required"
     )
     assessed_at: datetime | None = None
 

@@ -109,6 +109,11 @@ def feeds_of(info: Any) -> str:
     return next((x.what for x in getattr(info, "metadata", ()) if isinstance(x, m.Feeds)), "")
 
 
+def degrades(info: Any) -> bool:
+    """Required by the contract, but ncui reads an answer without it (``models.Feeds(degrades=True)``)."""
+    return any(isinstance(x, m.Feeds) and x.degrades for x in getattr(info, "metadata", ()))
+
+
 def wire_name(name: str, info: Any) -> str:
     alias = info.validation_alias if isinstance(info.validation_alias, str) else None
     return alias or info.alias or name
@@ -311,7 +316,9 @@ def compare_model(
         r.fields += 1
         what = feeds_of(info) or feeds
         if wire not in props:
-            if info.is_required():
+            if degrades(info):
+                r.findings.append(Finding(FAIL, f"no field {where}{wire}; {what} will read unknown"))
+            elif info.is_required():
                 r.findings.append(
                     Finding(
                         FAIL,
@@ -322,7 +329,9 @@ def compare_model(
             else:
                 r.findings.append(Finding(WARN, f"no field {where}{wire}; {what} will read unknown"))
             continue
-        if info.is_required() and wire not in required:
+        if degrades(info) and wire not in required:
+            r.findings.append(Finding(WARN, f"{where}{wire} may be left out; {what} then reads unknown"))
+        elif info.is_required() and wire not in required:
             r.findings.append(
                 Finding(WARN, f"{where}{wire} may be left out; ncui needs it: {r.ep.what} fails without it")
             )

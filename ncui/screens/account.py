@@ -223,11 +223,14 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             t.append("  (can top up)" if summary.purchases else "  (no purchases)", style="dim")
         if bal is not None:
             t.append("\nBurn     ", style="dim")
-            t.append(fmt_rate(bal.burn_ucredits_hr))
+            if bal.burn_ucredits_hr is None:  # (a field the service no longer sends: only these figures are lost)
+                t.append(f"unknown: {bal.unknown('burn_ucredits_hr')}", style="bold red")
+            else:
+                t.append(fmt_rate(bal.burn_ucredits_hr))
             if bal.assessed_at:
                 t.append(f"  assessed {bal.assessed_at:%H:%M}, ~10 min behind", style="dim")
             t.append("\nRunway   ", style="dim")
-            t.append(fmt_runway(balance, bal.burn_ucredits_hr))
+            t.append(fmt_runway(balance, bal.burn_ucredits_hr) if bal.burn_ucredits_hr is not None else "unknown")
             if bal.burn_ucredits_hr:
                 t.append(" at that burn", style="dim")
         problem = self.problem("balance", "summary", "transactions")

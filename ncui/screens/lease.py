@@ -254,7 +254,10 @@ class LeaseView(View):
         if bal is None:
             t.append_text(self.problem("balance") or Text("…", style="dim"))
         else:
-            t.append(fmt_rate(bal.burn_ucredits_hr), style="bold")
+            burn = bal.burn_ucredits_hr
+            t.append(
+                fmt_rate(burn) if burn is not None else f"unknown: {bal.unknown('burn_ucredits_hr')}", style="bold"
+            )
             at = f", assessed {bal.assessed_at:%H:%M}" if bal.assessed_at else ""
             t.append(f" org-wide{at} (about 10 min behind)")
             self._stale(t, "balance")
