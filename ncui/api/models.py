@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -79,6 +79,7 @@ def _degrading(cls: type[BaseModel]) -> tuple[str, ...]:
 
 
 ClusterKind = Literal["kubernetes", "vm", "slurm"]
+KNOWN_KINDS: frozenset[str] = frozenset(get_args(ClusterKind))
 OrgKind = Literal["research", "company", "public_research"]
 GpuVendor = Literal["nvidia", "amd"]
 # The error slugs the contract names (ncui matches on some of them: api/errors.py's WIRE_ERRORS); others may come.
@@ -109,7 +110,17 @@ class User(Model):
 
 class ClusterRef(Model):
     name: str
-    kind: Annotated[ClusterKind, Feeds("which screens each cluster gets")]
+    # a kind the service adds is read (whoami never fails on it): that cluster says it is a kind ncui does not know
+    kind: Annotated[ClusterKind | str, Feeds("which screens each cluster gets")]
+
+    @property
+    def known(self) -> bool:
+        return self.kind in KNOWN_KINDS
+
+    @property
+    def kind_said(self) -> str:
+        """The kind as shown: ``vm``, or ``tpu: a kind ncui does not know``."""
+        return self.kind if self.known else f"{self.kind}: a kind ncui does not know"
 
 
 class Whoami(Model):

@@ -364,7 +364,7 @@ def compare_value(
         for v in sorted(enum - a.literals):
             if a.open:
                 r.findings.append(
-                    Finding(WARN, f"{where} may be {v!r}, a value ncui does not know; it shows it as unknown: {v}")
+                    Finding(WARN, f"{where} may be {v!r}, a value ncui does not know; ncui says so where it shows it")
                 )
             else:
                 r.findings.append(

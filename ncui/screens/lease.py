@@ -152,6 +152,11 @@ class LeaseView(View):
                 t.append_text(research_text(st))
             else:
                 t.append(f"{who.org_name} has no cluster: nothing stands that costs money here.")
+        elif not ref.known:
+            t.append(
+                f"{ref.name} is of a kind ncui does not know ({ref.kind}): ncui shows nothing of it and sets nothing "
+                "on it (a newer ncui may; ncui doctor says what else changed)."
+            )
         elif ref.kind == "slurm":
             t.append(
                 f"{ref.name} is a Slurm cluster: no limit price and no capacity stand here. sbatch queues a job "

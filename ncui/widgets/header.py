@@ -110,7 +110,7 @@ class StatusHeader(Static):
         if who is not None:
             where = Text()
             if cluster_ref is not None:
-                where.append(f" · {cluster_ref.name} ({cluster_ref.kind}")
+                where.append(f" · {cluster_ref.name} ({cluster_ref.kind_said}")
                 if info is not None and info.name == cluster_ref.name:
                     where.append(f", {info.gpu_model}")
                     where.append(", market" if info.market else ", fixed")
