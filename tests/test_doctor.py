@@ -386,3 +386,36 @@ async def test_the_app_says_a_cluster_kind_it_does_not_know(tmp_path, tmux_facto
         term.run(sys.executable, "-m", "ncui.cli", "--api", sim.env["NC_API"], "--access", sim.env["NC_ACCESS"])
         screen = await term.until(lambda s: "a kind ncui does not know" in s, what="the unknown cluster said")
     assert "tpu-east is a tpu cluster, a kind ncui does not know." in " ".join(screen.split()), screen
+
+
+# ---- at start-up, once a day per service ------------------------------------------------------------------------
+
+
+async def test_the_app_says_a_drift_once_in_a_line_and_in_help(tmp_path, tmux_factory):  # noqa: F811
+    with SimProcess("--contract-drift", "path-moved") as sim:
+        env = person(tmp_path, sim.env["NC_TOKEN"])
+        term = tmux_factory({k: env[k] for k in ("HOME", "XDG_STATE_HOME", "PYTHONPATH", "PATH")}, width=160)
+        term.run(sys.executable, "-m", "ncui.cli", "--api", sim.env["NC_API"], "--access", sim.env["NC_ACCESS"])
+        said = "The service's contract changed: GET /api/k8s/market/ladder: no such path in /api/k8s/openapi.json"
+        await term.until(lambda s: said in term.toasts(), what="the drift's notification")
+        term.keys("?")
+        screen = await term.until(lambda s: "The service's contract" in s and "Help" in s, what="the help")
+    assert "GET /api/k8s/market/ladder: no such path" in " ".join(screen.split()), screen
+    kept = json.loads((Path(env["XDG_STATE_HOME"]) / "ncui" / "contract-check.json").read_text())
+    assert list(kept["services"]) == [sim.env["NC_API"]] and said in kept["services"][sim.env["NC_API"]]["line"]
+
+
+async def test_the_start_up_check_runs_once_a_day_per_service(tmp_path, monkeypatch):
+    from ncui.config import Endpoints
+    from ncui.doctor.background import EVERY, daily_drift
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    with SimProcess("--contract-drift", "field-renamed") as sim:
+        ep = Endpoints(api=sim.env["NC_API"], access=sim.env["NC_ACCESS"])
+        first = await daily_drift(ep, now=1000.0)
+    assert first.startswith("The service's contract changed: GET /api/billing/balance: no field burn_ucredits_hr")
+    # the box is gone: within the day the kept line is said, nothing fetched; a day later it is fetched (and fails)
+    assert await daily_drift(ep, now=1000.0 + EVERY - 1) == first
+    assert await daily_drift(ep, now=1000.0 + EVERY + 1) == ""
+    other = Endpoints(api="http://127.0.0.1:9", access="http://127.0.0.1:9")  # another service: its own day
+    assert await daily_drift(other, now=1001.0) == ""
