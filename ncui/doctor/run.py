@@ -160,7 +160,7 @@ async def _account(nc: NCClient | None, kubectl: str | None) -> list[Check]:
     server: dict | str | None = None
     if k8s and kubectl and nc is not None:
         try:
-            kc = KubeClient.from_kubeconfig(await nc.kubeconfig(k8s))
+            kc = KubeClient.from_kubeconfig(await nc.kubeconfig(k8s), history=None)  # (reads only)
             try:
                 server = await kc.server_version()
             finally:
@@ -181,7 +181,7 @@ async def _account(nc: NCClient | None, kubectl: str | None) -> list[Check]:
     return checks
 
 
-async def collect(endpoints: Endpoints) -> list[Check]:
+async def diagnose(endpoints: Endpoints) -> list[Check]:
     from ..api.client import USER_AGENT, NCClient
     from ..config import load_token
     from .machine import clock_check
@@ -191,7 +191,7 @@ async def collect(endpoints: Endpoints) -> list[Check]:
 
     async def service() -> tuple[list[Check], tuple[dict[str, dict | str], str | None]]:
         async with httpx.AsyncClient(timeout=15, headers={"User-Agent": USER_AGENT}, follow_redirects=False) as http:
-            anon = NCClient(endpoints, None, timeout=15, retries=1)
+            anon = NCClient(endpoints, None, timeout=15, retries=1, history=None)  # (doctor only reads)
             try:
                 return await asyncio.gather(_catalog(http, anon), _fetch_docs(http, endpoints.api))
             finally:
@@ -200,7 +200,7 @@ async def collect(endpoints: Endpoints) -> list[Check]:
     async def account() -> list[Check]:
         if not have:  # (no sign-in to check: the machine still is)
             return [Check("sign-in", WARN, "not checked: no token", TOKEN_FIX), *await _account(None, kubectl)]
-        nc = NCClient(endpoints, load_token().token, timeout=15, retries=1)  # type: ignore[arg-type]  # config's
+        nc = NCClient(endpoints, load_token().token, timeout=15, retries=1, history=None)  # type: ignore[arg-type]  # config's
         try:
             return await _account(nc, kubectl)
         finally:
@@ -233,9 +233,9 @@ def terminal_size(env: Mapping[str, str]) -> tuple[int, int] | None:
 def run(endpoints: Endpoints, *, as_json: bool, strict: bool, verbose: bool) -> int:
     from . import exit_code, render_json, render_text
 
-    checks = asyncio.run(collect(endpoints))
+    checks = asyncio.run(diagnose(endpoints))
     print(render_json(checks) if as_json else render_text(checks, verbose=verbose))
     return exit_code(checks, strict)
 
 
-__all__ = ["collect", "run"]
+__all__ = ["diagnose", "run"]
