@@ -314,6 +314,21 @@ class NCApp(App[None]):
 
             self.push_screen(ResultsModal(escape(f"Last error: {failure.what}"), failure.body()))
 
+    def action_doctor(self) -> None:
+        """The palette's Doctor: ``ncui doctor``'s lines (ncui/doctor/), in a modal."""
+
+        async def run() -> None:
+            from .doctor import render_text
+            from .doctor.run import diagnose
+            from .screens.modals import ResultsModal
+
+            assert self.backend is not None and self.backend.endpoints is not None
+            self.notify("ncui doctor: checking the service's contract and this machine…", timeout=4)
+            checks = await diagnose(self.backend.endpoints)
+            self.push_screen(ResultsModal("ncui doctor", render_text(checks)))
+
+        self.ui.start(run, name="doctor", exclusive=True)
+
     # ---- quitting ----------------------------------------------------------------------------------
 
     async def action_quit(self) -> None:

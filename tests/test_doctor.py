@@ -419,3 +419,20 @@ async def test_the_start_up_check_runs_once_a_day_per_service(tmp_path, monkeypa
     assert await daily_drift(ep, now=1000.0 + EVERY + 1) == ""
     other = Endpoints(api="http://127.0.0.1:9", access="http://127.0.0.1:9")  # another service: its own day
     assert await daily_drift(other, now=1001.0) == ""
+
+
+async def test_the_palette_runs_doctor(tmp_path, tmux_factory):  # noqa: F811
+    with SimProcess("--contract-drift", "field-renamed") as sim:
+        env = person(tmp_path, sim.env["NC_TOKEN"])
+        term = tmux_factory({k: env[k] for k in ("HOME", "XDG_STATE_HOME", "PYTHONPATH", "PATH")}, width=160)
+        term.run(sys.executable, "-m", "ncui.cli", "--api", sim.env["NC_API"], "--access", sim.env["NC_ACCESS"])
+        await term.until(lambda s: "Halcyon" in s, what="the app with its account")
+        term.keys("C-p")
+        await term.until(lambda s: "Search for commands" in s or "Go to" in s, what="the palette")
+        term.keys("Doctor: the service")
+        await term.until(lambda s: "Doctor: the service's contract" in s, what="the command offered")
+        term.keys("Enter")
+        screen = await term.until(lambda s: "Esc or Enter closes" in s and "ncui doctor:" in s, what="the report")
+    flat = " ".join(screen.split())
+    assert "✗ GET /api/billing/balance: no field burn_ucredits_hr; the header's burn will read unknown" in flat, screen
+    assert "✓ sign-in: GET /api/whoami: 200" in flat, screen
