@@ -222,6 +222,25 @@ def test_a_70x20_terminal_is_named(box, tmp_path, tmux_factory):  # noqa: F811
     assert "at least 80 columns by 24 rows" in size["fix"]
 
 
+def test_on_a_vm_cluster_a_key_not_registered_is_named_then_registered(tmp_path):
+    with SimProcess("--scenario", "vm") as sim:
+        env = person(tmp_path, sim.env["NC_TOKEN"], key=True)
+        _, checks, _ = doctor(sim, env)
+        keys = by_name(checks, "ssh keys")
+        assert keys["status"] == WARN and "none is registered with the organization" in keys["reason"], keys
+        api, auth = sim.env["NC_API"], {"Authorization": f"Bearer {sim.env['NC_TOKEN']}"}
+        org = httpx.get(api + "/api/whoami", headers=auth, timeout=30).json()["org_id"]
+        public = (Path(env["HOME"]) / ".ssh" / "id_ed25519.pub").read_text().strip()
+        r = httpx.post(
+            f"{api}/api/vm/orgs/{org}/ssh-keys", json={"name": "mine", "public_key": public}, headers=auth, timeout=30
+        )
+        assert r.status_code in (200, 201), r.text
+        rc, checks, _ = doctor(sim, env, "--strict")
+    keys = by_name(checks, "ssh keys")
+    assert keys["status"] == OK and "registered for" in keys["reason"], keys
+    assert rc == 0
+
+
 # ---- the box drifting --------------------------------------------------------------------------------------
 
 DRIFTS = {
@@ -436,3 +455,14 @@ async def test_the_palette_runs_doctor(tmp_path, tmux_factory):  # noqa: F811
     flat = " ".join(screen.split())
     assert "✗ GET /api/billing/balance: no field burn_ucredits_hr; the header's burn will read unknown" in flat, screen
     assert "✓ sign-in: GET /api/whoami: 200" in flat, screen
+
+
+def test_kubectl_outside_one_minor_version_of_the_cluster_is_named():
+    """(The box serves one Kubernetes version: the skew rule on its own, with the versions a real pair would say.)"""
+    from ncui.doctor.machine import kubectl_check
+
+    near = kubectl_check("/usr/bin/kubectl", (1, 31), {"major": "1", "minor": "32"}, "halcyon")
+    far = kubectl_check("/usr/bin/kubectl", (1, 29), {"major": "1", "minor": "32+"}, "halcyon")
+    assert near.status == OK
+    assert far.status == WARN and far.reason.startswith("kubectl 1.29 is outside the supported skew of halcyon's")
+    assert "within one minor version" in far.fix
