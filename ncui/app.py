@@ -155,6 +155,18 @@ class NCApp(App[None]):
         self.flows.recall.state_notices()
         self.pollers = self.ctx.pollers = self.backend.pollers(self.store)
         self.pollers.start()
+        if self.mode != "demo":  # the service's contract, once a day (the demo's box serves ncui's own reading)
+            self.set_timer(3, lambda: self.ui.start(self._contract_check, name="contract-check"))
+
+    async def _contract_check(self) -> None:
+        """A drift of the service's contract (ncui/doctor/background.py): one line, a notification and in ``?``."""
+        from .doctor.background import daily_drift
+
+        assert self.backend is not None and self.backend.endpoints is not None
+        line = await daily_drift(self.backend.endpoints)
+        if line:
+            self.store.meta["contract_drift"] = clean(line)
+            self.notify(line, severity="warning", timeout=30)
 
     async def on_unmount(self) -> None:
         for u in self._unsubs:
@@ -249,6 +261,8 @@ class NCApp(App[None]):
     def action_help(self) -> None:
         view = self.current_view()
         body = (view.HELP if view else "[b]Welcome to ncui[/b]") + "\n" + GLOBAL_HELP
+        if self.store.meta.get("contract_drift"):  # (a server's words: never markup)
+            body += "\n[b]The service's contract[/b]  " + escape(self.store.meta["contract_drift"])
         from .screens.modals import HelpModal
 
         self.push_screen(HelpModal(body))
@@ -299,6 +313,21 @@ class NCApp(App[None]):
             from .screens.modals import ResultsModal
 
             self.push_screen(ResultsModal(escape(f"Last error: {failure.what}"), failure.body()))
+
+    def action_doctor(self) -> None:
+        """The palette's Doctor: ``ncui doctor``'s lines (ncui/doctor/), in a modal."""
+
+        async def run() -> None:
+            from .doctor import render_text
+            from .doctor.run import diagnose
+            from .screens.modals import ResultsModal
+
+            assert self.backend is not None and self.backend.endpoints is not None
+            self.notify("ncui doctor: checking the service's contract and this machine…", timeout=4)
+            checks = await diagnose(self.backend.endpoints)
+            self.push_screen(ResultsModal("ncui doctor", render_text(checks)))
+
+        self.ui.start(run, name="doctor", exclusive=True)
 
     # ---- quitting ----------------------------------------------------------------------------------
 

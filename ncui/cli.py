@@ -8,6 +8,7 @@ ncui --debug              log everything to ~/.local/state/ncui/ncui.log (always
 ncui sim [...]            the simulator alone; prints NC_API=… NC_ACCESS=… NC_TOKEN=… NC_SSH_CONFIG=… then serves
 ncui history [--api URL | --all]   what ncui changed, as the commands a person would type
 ncui report [--json | --markdown] [--cluster NAME]   report back on the job that runs now or ran last
+ncui doctor [--json] [--strict] [--verbose]   is this machine, and the service's contract, what ncui expects?
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ def _sim_args(p: argparse.ArgumentParser) -> None:
         help="virtual seconds per real second (default 60 for the demo, 1 for sim; 0 freezes)",
     )
     p.add_argument("--seed", type=int, default=1, help="same seed, same market (default 1)")
+
+
+def _drifts() -> list[str]:
+    from .sim.drift import DRIFTS
+
+    return sorted(DRIFTS)
 
 
 def _speed(text: str) -> float:
@@ -119,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=_port, default=0, help="port (default 0: a free one, printed)")
+    s.add_argument(
+        "--contract-drift",
+        metavar="NAME",
+        choices=_drifts(),
+        help="serve a contract that drifted, in its OpenAPI documents and its answers alike (for ncui doctor and "
+        "rehearsal): " + ", ".join(_drifts()),
+    )
     _sim_args(s)
     h = sub.add_parser(
         "history",
@@ -144,6 +158,19 @@ def build_parser() -> argparse.ArgumentParser:
     # (SUPPRESS: given only after `report`, they must not reset the same options given before it)
     r.add_argument("--api", metavar="URL", default=argparse.SUPPRESS, help="API origin (as for the app)")
     r.add_argument("--access", metavar="URL", default=argparse.SUPPRESS, help="recipe catalog origin")
+    d = sub.add_parser(
+        "doctor",
+        help="check this machine and the service's contract before a first real run",
+        description="Check, before the first real run, that the service's contract (its four OpenAPI documents and "
+        "the recipe catalog) is what ncui reads, and that this machine has what ncui needs (token, kubectl, ssh, "
+        "the clock, the terminal). One line per check: ✓ fine, ! a warning, ✗ a problem, with what to do. Exit "
+        "0 when nothing is ✗, 1 when anything is (--strict: a ! too).",
+    )
+    d.add_argument("--json", action="store_true", help="a list of {check, status, reason, fix, details}")
+    d.add_argument("--strict", action="store_true", help="a warning (!) fails too: exit 1")
+    d.add_argument("--verbose", action="store_true", help="also what the service added, and each check's details")
+    d.add_argument("--api", metavar="URL", default=argparse.SUPPRESS, help="API origin (as for the app)")
+    d.add_argument("--access", metavar="URL", default=argparse.SUPPRESS, help="recipe catalog origin")
     return p
 
 
@@ -157,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_history(args)
     if args.command == "report":
         return run_report(args)
+    if args.command == "doctor":
+        return run_doctor(args)
     if args.demo:
         return run_demo(args)
     return run_app(args)
@@ -170,10 +199,14 @@ def _world(args: argparse.Namespace, default_speed: float) -> World:
 
 
 def run_sim(args: argparse.Namespace) -> int:
+    from .sim.app import SimConfig
+    from .sim.drift import DRIFTS
     from .sim.server import SimServer
 
     try:
-        server = SimServer(_world(args, 1.0), host=args.host, port=args.port)
+        server = SimServer(
+            _world(args, 1.0), host=args.host, port=args.port, config=SimConfig(drift=args.contract_drift)
+        )
     except OSError as e:
         print(f"ncui sim: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
         return 2
@@ -183,6 +216,8 @@ def run_sim(args: argparse.Namespace) -> int:
         f"# National Compute in a box: scenario {args.scenario}, seed {args.seed}, "
         f"speed {server.world.clock.speed:g}x. Ctrl-C stops it."
     )
+    if args.contract_drift:
+        print(f"# Contract drift {args.contract_drift}: {DRIFTS[args.contract_drift].what}")
     print('# Try: curl -H "Authorization: Bearer $NC_TOKEN" $NC_API/api/whoami')
     k8s = [c.name for c in server.world.main_org.spec.clusters if c.kind == "kubernetes"]
     if k8s:
@@ -319,6 +354,15 @@ def run_app(args: argparse.Namespace) -> int:
     _log_to_file(args, backend)
     NCApp(backend, store=store, handoff=_handoff(args)).run()
     return 0
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    """``ncui doctor``: one line per check (or ``--json``); exit 0 when nothing failed, 1 when anything did."""
+    from .config import ACCESS_ORIGIN, API_ORIGIN, Endpoints
+    from .doctor.run import run
+
+    endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
+    return run(endpoints, as_json=args.json, strict=args.strict, verbose=args.verbose)
 
 
 def run_report(args: argparse.Namespace) -> int:

@@ -893,7 +893,9 @@ async def collect(
     if said is not None:
         now = said
         r["generated_at"] = memory.iso(now)
-    if balance is not None:
+    if balance is not None and balance.burn_ucredits_hr is None:
+        un.setdefault("rate.metered", balance.unknown("burn_ucredits_hr") or "the burn rate was not sent")
+    elif balance is not None:
         lag = (now - balance.assessed_at).total_seconds() if balance.assessed_at else None
         gpus = (r["job"] or {}).get("gpus") or (r["rate"]["market"] or {}).get("gpus")
         r["rate"]["metered"] = {

@@ -17,6 +17,7 @@ import statistics
 import time
 from collections import deque
 from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -44,6 +45,72 @@ T = TypeVar("T", bound=BaseModel)
 
 USER_AGENT = "ncui/0.1"
 _RECIPES = TypeAdapter(list[m.Recipe])
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One request ncui makes to the service: its method and path (parameters in braces, as an OpenAPI document
+    names them), the model its answer is read with (None: not JSON), and what it is, in words. The client sends
+    only what ``ENDPOINTS`` declares (``NCClient._get``, ``_write``, ``_call`` take an Endpoint), so ``ncui doctor``
+    checks the service's documents against the very requests ncui makes. ``contract`` False: the box's own route,
+    which the service does not have."""
+
+    name: str  # the NCClient method that makes it
+    method: str
+    path: str
+    model: type[BaseModel] | None
+    what: str
+    contract: bool = True
+    body: type[BaseModel] | None = None  # the model of the JSON body it sends (PUT, POST)
+
+    def url_path(self, **params: str) -> str:
+        return self.path.format(**{k: _seg(v) for k, v in params.items()})
+
+
+ENDPOINTS: dict[str, Endpoint] = {
+    e.name: e
+    for e in (
+        Endpoint("whoami", "GET", "/api/whoami", m.Whoami, "checking who you are"),
+        Endpoint("billing_summary", "GET", "/api/billing/summary", m.BillingSummary, "reading the balance"),
+        Endpoint("balance", "GET", "/api/billing/balance", m.Balance, "reading the balance and burn rate"),
+        Endpoint("transactions", "GET", "/api/billing/transactions", m.Transactions, "reading transactions"),
+        Endpoint("k8s_cluster", "GET", "/api/k8s/cluster", m.K8sCluster, "reading the cluster"),
+        Endpoint("kubeconfig", "GET", "/api/k8s/cluster/kubeconfig", None, "fetching the kubeconfig"),
+        Endpoint("bid", "GET", "/api/k8s/bid", m.Bid, "reading the limit price"),
+        Endpoint("set_bid", "PUT", "/api/k8s/bid", m.Bid, "setting the limit price", body=m.BidRequest),
+        Endpoint("ladder", "GET", "/api/k8s/market/ladder", m.Ladder, "reading the price-to-win ladder"),
+        Endpoint("spend", "GET", "/api/k8s/market/spend", m.Spend, "reading the live market rate"),
+        Endpoint("ticks", "GET", "/api/market/ticks", m.Ticks, "reading the market ticks"),
+        Endpoint("vm_capacity", "GET", "/api/vm/capacity", m.VmCapacity, "reading VM capacity"),
+        Endpoint(
+            "set_vm_capacity",
+            "PUT",
+            "/api/vm/capacity",
+            m.VmCapacity,
+            "declaring VM capacity",
+            body=m.VmCapacityRequest,
+        ),
+        Endpoint("ssh_keys", "GET", "/api/vm/orgs/{org_id}/ssh-keys", m.SshKeys, "listing ssh keys"),
+        Endpoint(
+            "add_ssh_key",
+            "POST",
+            "/api/vm/orgs/{org_id}/ssh-keys",
+            m.SshKey,
+            "registering the ssh key",
+            body=m.SshKeyRequest,
+        ),
+        Endpoint(
+            "research_status",
+            "GET",
+            "/_sim/research/status",
+            m.ResearchStatus,
+            "reading the research node's status",
+            False,
+        ),
+        Endpoint("approve_device_in_box", "POST", "/device", None, "approving the sign-in in the box", False),
+    )
+}
+_E = ENDPOINTS
 
 
 class BearerAuth(httpx.Auth):
@@ -257,60 +324,71 @@ class NCClient:
             if method != "GET" and request is not None and self.history is not None:
                 self.history.note("curl", _curl(request), shown or what, ok)
 
-    async def _get(self, path: str, model: type[T], *, what: str, params: dict[str, Any] | None = None) -> T:
-        resp = await self._send("GET", self._api(path), what=what, params=_clean_params(params))
-        return _parse(resp, model, what)
+    async def _call(
+        self,
+        ep: Endpoint,
+        *,
+        what: str = "",
+        params: dict[str, Any] | None = None,
+        body: BaseModel | None = None,
+        shown: str = "",
+        accept_404: bool = False,
+        path: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        """Send the request ``ep`` declares (its path's parameters from ``path``)."""
+        return await self._send(
+            ep.method,
+            self._api(ep.url_path(**(path or {}))),
+            what=what or ep.what,
+            params=_clean_params(params),
+            json_body=body.model_dump(mode="json", exclude_none=True) if body is not None else None,
+            shown=shown,
+            accept_404=accept_404,
+        )
+
+    async def _get(
+        self, ep: Endpoint, model: type[T], *, params: dict[str, Any] | None = None, path: dict[str, str] | None = None
+    ) -> T:
+        assert ep.model is model  # (the table's model is the one read: doctor compares that one)
+        return _parse(await self._call(ep, params=params, path=path), model, ep.what)
 
     async def _write(
         self,
-        method: str,
-        path: str,
+        ep: Endpoint,
         body: BaseModel,
         model: type[T],
         *,
         what: str,
         shown: str,
         params: dict[str, Any] | None = None,
+        path: dict[str, str] | None = None,
     ) -> T:
-        resp = await self._send(
-            method,
-            self._api(path),
-            what=what,
-            params=_clean_params(params),
-            json_body=body.model_dump(mode="json", exclude_none=True),
-            shown=shown,
-        )
+        assert ep.model is model and type(body) is ep.body  # (doctor compares the table's models)
+        resp = await self._call(ep, what=what, params=params, body=body, shown=shown, path=path)
         return _parse(resp, model, what)
 
     # ---- account and billing --------------------------------------------------------------------
 
     async def whoami(self) -> m.Whoami:
-        return await self._get("/api/whoami", m.Whoami, what="checking who you are")
+        return await self._get(_E["whoami"], m.Whoami)
 
     async def billing_summary(self) -> m.BillingSummary:
-        return await self._get("/api/billing/summary", m.BillingSummary, what="reading the balance")
+        return await self._get(_E["billing_summary"], m.BillingSummary)
 
     async def balance(self) -> m.Balance:
-        return await self._get("/api/billing/balance", m.Balance, what="reading the balance and burn rate")
+        return await self._get(_E["balance"], m.Balance)
 
     async def transactions(self, since: datetime | None = None) -> m.Transactions:
-        return await self._get(
-            "/api/billing/transactions", m.Transactions, what="reading transactions", params={"since": since}
-        )
+        return await self._get(_E["transactions"], m.Transactions, params={"since": since})
 
     # ---- kubernetes cluster and market ----------------------------------------------------------
 
     async def k8s_cluster(self, cluster: str | None = None) -> m.K8sCluster:
-        return await self._get(
-            "/api/k8s/cluster", m.K8sCluster, what="reading the cluster", params={"cluster": cluster}
-        )
+        return await self._get(_E["k8s_cluster"], m.K8sCluster, params={"cluster": cluster})
 
     async def kubeconfig(self, cluster: str) -> str:
-        resp = await self._send(
-            "GET",
-            self._api("/api/k8s/cluster/kubeconfig"),
-            what=f"fetching the kubeconfig of {cluster}",
-            params={"cluster": cluster},
+        resp = await self._call(
+            _E["kubeconfig"], what=f"fetching the kubeconfig of {cluster}", params={"cluster": cluster}
         )
         text = resp.text
         if "apiVersion" not in text or "clusters" not in text:
@@ -318,7 +396,7 @@ class NCClient:
         return text
 
     async def bid(self, cluster: str | None = None) -> m.Bid:
-        return await self._get("/api/k8s/bid", m.Bid, what="reading the limit price", params={"cluster": cluster})
+        return await self._get(_E["bid"], m.Bid, params={"cluster": cluster})
 
     async def set_bid(self, max_price_per_gpu_hour: int, cluster: str | None = None) -> m.Bid:
         """Set the standing limit price (micro-credits per GPU hour); 0 withdraws it. Never retried."""
@@ -332,34 +410,23 @@ class NCClient:
             if max_price_per_gpu_hour == 0
             else f"set the limit price to {fmt_price(max_price_per_gpu_hour)}{on}"
         )
-        return await self._write(
-            "PUT", "/api/k8s/bid", body, m.Bid, what=what, shown=shown, params={"cluster": cluster}
-        )
+        return await self._write(_E["set_bid"], body, m.Bid, what=what, shown=shown, params={"cluster": cluster})
 
     async def ladder(self, cluster: str | None = None) -> m.Ladder:
-        return await self._get(
-            "/api/k8s/market/ladder", m.Ladder, what="reading the price-to-win ladder", params={"cluster": cluster}
-        )
+        return await self._get(_E["ladder"], m.Ladder, params={"cluster": cluster})
 
     async def spend(self, cluster: str | None = None) -> m.Spend:
-        return await self._get(
-            "/api/k8s/market/spend", m.Spend, what="reading the live market rate", params={"cluster": cluster}
-        )
+        return await self._get(_E["spend"], m.Spend, params={"cluster": cluster})
 
     async def ticks(
         self, since: datetime | None = None, gpu_model: str | None = None, limit: int | None = None
     ) -> m.Ticks:
-        return await self._get(
-            "/api/market/ticks",
-            m.Ticks,
-            what="reading the market ticks",
-            params={"since": since, "gpu_model": gpu_model, "limit": limit},
-        )
+        return await self._get(_E["ticks"], m.Ticks, params={"since": since, "gpu_model": gpu_model, "limit": limit})
 
     # ---- VM capacity and ssh keys ---------------------------------------------------------------
 
     async def vm_capacity(self) -> m.VmCapacity:
-        return await self._get("/api/vm/capacity", m.VmCapacity, what="reading VM capacity")
+        return await self._get(_E["vm_capacity"], m.VmCapacity)
 
     async def set_vm_capacity(self, max_gpus: int, max_price_per_gpu_hour: int, expected_version: int) -> m.VmCapacity:
         """Declare (or release, with ``max_gpus=0``) VM capacity. Never retried."""
@@ -374,27 +441,27 @@ class NCClient:
             if max_gpus == 0
             else f"declare VM capacity: {max_gpus} GPUs at up to {fmt_price(max_price_per_gpu_hour)}"
         )
-        return await self._write("PUT", "/api/vm/capacity", body, m.VmCapacity, what=what, shown=shown)
+        return await self._write(_E["set_vm_capacity"], body, m.VmCapacity, what=what, shown=shown)
 
     async def ssh_keys(self, org_id: str) -> m.SshKeys:
-        return await self._get(f"/api/vm/orgs/{_seg(org_id)}/ssh-keys", m.SshKeys, what="listing ssh keys")
+        return await self._get(_E["ssh_keys"], m.SshKeys, path={"org_id": org_id})
 
     async def add_ssh_key(self, org_id: str, name: str, public_key: str) -> m.SshKey:
         body = m.SshKeyRequest(name=name, public_key=public_key)
         return await self._write(
-            "POST",
-            f"/api/vm/orgs/{_seg(org_id)}/ssh-keys",
+            _E["add_ssh_key"],
             body,
             m.SshKey,
             what="registering the ssh key",
             shown=f"register the ssh key {name} (for nodes granted later)",
+            path={"org_id": org_id},
         )
 
     async def research_status(self) -> m.ResearchStatus:
         """The box's stand-in for Marshall's node status (``/_sim/research/status``). The service has no such
         route (the status lives inside a Marshall workspace): a 404 reads ``state="unavailable"``."""
         what = "reading the research node's status"
-        resp = await self._send("GET", self._api("/_sim/research/status"), what=what, accept_404=True)
+        resp = await self._call(_E["research_status"], accept_404=True)
         if resp.status_code == 404:
             return m.ResearchStatus(state="unavailable")
         return _parse(resp, m.ResearchStatus, what)
@@ -402,9 +469,7 @@ class NCClient:
     async def approve_device_in_box(self, user_code: str) -> None:
         """The box only (``POST /device``, its sign-in page's Approve button): the demo does the human's
         browser step. The service has no such route; only the human approves there, in a browser."""
-        await self._send(
-            "POST", self._api("/device"), what="approving the sign-in in the box", params={"code": user_code}
-        )
+        await self._call(_E["approve_device_in_box"], params={"code": user_code})
 
     # ---- recipe catalog -------------------------------------------------------------------------
 
@@ -520,4 +585,4 @@ def _origin(url: str) -> str:
     return f"{u.scheme}://{u.host}" + (f":{u.port}" if u.port else "")
 
 
-__all__ = ["NCClient", "RecipeFile", "NotFound", "BearerAuth", "ResendOnHangup"]
+__all__ = ["ENDPOINTS", "Endpoint", "NCClient", "RecipeFile", "NotFound", "BearerAuth", "ResendOnHangup"]

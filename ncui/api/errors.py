@@ -78,6 +78,11 @@ class MalformedResponse(NCError):
     slug = "malformed"
 
 
+# The error slugs ncui matches on (``error_from_response`` compares each class's ``slug``, nothing else): ``ncui
+# doctor`` checks each is among the service's error codes. (Forbidden is told by its status alone.)
+WIRE_ERRORS: tuple[type[NCError], ...] = (Unauthorized, BidTooLow, VersionConflict, NotFound, Invalid)
+
+
 def error_from_response(status: int, body: object, *, what: str) -> NCError:
     """Map an HTTP error response to a typed error with a sentence a researcher can act on.
 
@@ -95,7 +100,7 @@ def error_from_response(status: int, body: object, *, what: str) -> NCError:
     detail = _clean(detail)
     tail = f": {detail}" if detail else ""
 
-    if status == 401 or slug == "unauthorized":
+    if status == 401 or slug == Unauthorized.slug:
         return Unauthorized(
             "National Compute did not accept the token (401) while "
             f"{what}. Check NC_TOKEN or ~/.config/nationalcompute/token{tail}",
@@ -104,7 +109,7 @@ def error_from_response(status: int, body: object, *, what: str) -> NCError:
         )
     if status == 403:
         return Forbidden(f"Not allowed while {what} (403){tail}", status=status, detail=detail)
-    if slug == "bid-too-low":
+    if slug == BidTooLow.slug:
         floor = None
         try:
             if extra.get("min_price_per_gpu_hour") is not None:
@@ -118,7 +123,7 @@ def error_from_response(status: int, body: object, *, what: str) -> NCError:
             status=status,
             detail=detail,
         )
-    if status == 409 or slug == "version-conflict":
+    if status == 409 or slug == VersionConflict.slug:
         v = extra.get("version") if isinstance(extra.get("version"), int) else None
         now = f" (it is now version {v})" if v is not None else ""
         return VersionConflict(
@@ -127,9 +132,9 @@ def error_from_response(status: int, body: object, *, what: str) -> NCError:
             status=status,
             detail=detail,
         )
-    if status == 404 or slug == "not-found":
+    if status == 404 or slug == NotFound.slug:
         return NotFound(f"Not found while {what}{tail}", status=status, detail=detail)
-    if status in (400, 422) or slug == "invalid":
+    if status in (400, 422) or slug == Invalid.slug:
         return Invalid(
             f"National Compute refused the request while {what}{tail or ' (invalid)'}", status=status, detail=detail
         )

@@ -8,23 +8,82 @@ service may send more). Balances are integer micro-credits; prices per GPU hour 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from .money import Price
 
 
 class Model(BaseModel):
-    """Base for every wire model: extra fields allowed, frozen (snapshots in the store are immutable)."""
+    """Base for every wire model: extra fields allowed, frozen (snapshots in the store are immutable).
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    A field marked ``Feeds(..., degrades=True)`` (typed ``X | None``) is one the contract requires but ncui can do
+    without: when an answer leaves it out, only the figures it feeds read unknown, with ``unknown(name)``'s reason,
+    and the rest of the answer is read (a renamed field never fails the whole balance)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, json_schema_extra=lambda s, c: _as_contract(s, c))
+    _unknown: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _degrade(cls, data: object, handler: Any) -> Any:
+        obj = handler(data)
+        if isinstance(data, dict) and isinstance(obj, Model):
+            for name in _degrading(cls):
+                if name not in data:
+                    obj._unknown[name] = f"National Compute's answer has no {name} (its contract changed: ncui doctor)"
+        return obj
+
+    def unknown(self, name: str) -> str:
+        """Why field ``name`` is unknown ("" when it was read)."""
+        return self._unknown.get(name, "")
+
+
+@dataclass(frozen=True)
+class Feeds:
+    """What ncui shows from a field (``Annotated[int, Feeds("the header's burn")]``): ``ncui doctor`` names it when
+    the service's contract drops or retypes the field. Not part of the wire: pydantic keeps it as metadata.
+    ``degrades``: the contract requires it, but an answer without it is still read (``Model.unknown``)."""
+
+    what: str
+    degrades: bool = False
+
+
+_DEGRADING: dict[type, tuple[str, ...]] = {}
+
+
+def _as_contract(schema: dict[str, Any], cls: type) -> None:
+    """A degrading field is published as the contract has it (the box serves these schemas): required, not null."""
+    for name in _degrading(cls):
+        prop = schema.get("properties", {}).get(name)
+        if prop is None:
+            continue
+        alts = [a for a in prop.pop("anyOf", []) if a.get("type") != "null"]
+        if len(alts) == 1:
+            prop.update(alts[0])
+        prop.pop("default", None)
+        schema["required"] = [*schema.get("required", []), name]
+
+
+def _degrading(cls: type[BaseModel]) -> tuple[str, ...]:
+    if cls not in _DEGRADING:
+        _DEGRADING[cls] = tuple(
+            n
+            for n, f in cls.model_fields.items()
+            if any(isinstance(x, Feeds) and x.degrades for x in f.metadata) and f.alias is None
+        )
+    return _DEGRADING[cls]
 
 
 ClusterKind = Literal["kubernetes", "vm", "slurm"]
+KNOWN_KINDS: frozenset[str] = frozenset(get_args(ClusterKind))
 OrgKind = Literal["research", "company", "public_research"]
 GpuVendor = Literal["nvidia", "amd"]
+# The error slugs the contract names (ncui matches on some of them: api/errors.py's WIRE_ERRORS); others may come.
+ErrorCode = Literal["unauthorized", "forbidden", "not-found", "invalid", "bid-too-low", "version-conflict"]
 
 
 # ---- errors ---------------------------------------------------------------------------------------
@@ -33,7 +92,9 @@ GpuVendor = Literal["nvidia", "amd"]
 class ErrorBody(Model):
     """Every error: ``{"error": slug, "detail": sentence, ...}`` with the HTTP status."""
 
-    error: str = Field(description="unauthorized | bid-too-low | version-conflict | invalid | not-found | …")
+    error: ErrorCode | str = Field(
+        description="unauthorized | bid-too-low | version-conflict | invalid | not-found | …"
+    )
     detail: str = Field(description="A human sentence")
     min_price_per_gpu_hour: Price | None = Field(default=None, description="bid-too-low: the floor")
     version: int | None = Field(default=None, description="version-conflict: the current version")
@@ -49,28 +110,40 @@ class User(Model):
 
 class ClusterRef(Model):
     name: str
-    kind: ClusterKind
+    # a kind the service adds is read (whoami never fails on it): that cluster says it is a kind ncui does not know
+    kind: Annotated[ClusterKind | str, Feeds("which screens each cluster gets")]
+
+    @property
+    def known(self) -> bool:
+        return self.kind in KNOWN_KINDS
+
+    @property
+    def kind_said(self) -> str:
+        """The kind as shown: ``vm``, or ``tpu: a kind ncui does not know``."""
+        return self.kind if self.known else f"{self.kind}: a kind ncui does not know"
 
 
 class Whoami(Model):
     user: User
     org_id: str
-    org_name: str
-    org_kind: OrgKind | str
-    clusters: list[ClusterRef] = Field(default_factory=list)
+    org_name: Annotated[str, Feeds("the organization in the header")]
+    org_kind: Annotated[OrgKind | str, Feeds("whether the organization gets the public research node")]
+    clusters: Annotated[list[ClusterRef], Feeds("the clusters ncui offers")] = Field(default_factory=list)
 
 
 # ---- billing --------------------------------------------------------------------------------------
 
 
 class BillingSummary(Model):
-    balance_ucredits: int
-    purchases: bool
+    balance_ucredits: Annotated[int, Feeds("the balance the money questions use")]
+    purchases: Annotated[bool, Feeds("whether ncui offers a top-up")]
 
 
 class Balance(Model):
-    balance_ucredits: int
-    burn_ucredits_hr: int = Field(description="The meter's last assessed hourly rate (about 10 min behind)")
+    balance_ucredits: Annotated[int, Feeds("the header's balance")]
+    burn_ucredits_hr: Annotated[int | None, Feeds("the header's burn", degrades=True)] = Field(
+        default=None, description="The meter's last assessed hourly rate (about 10 min behind); required"
+    )
     assessed_at: datetime | None = None
 
 
@@ -78,7 +151,9 @@ class Transaction(Model):
     id: str
     at: datetime
     kind: Literal["charge", "topup", "refund"] | str
-    amount_ucredits: int = Field(description="Negative for charges")
+    amount_ucredits: Annotated[int, Feeds("the spend in the last day and the report's charges")] = Field(
+        description="Negative for charges"
+    )
     description: str
     gpu_hours: float | None = None
     price_per_gpu_hour: Price | None = None
@@ -93,11 +168,13 @@ class Transactions(Model):
 
 class K8sCluster(Model):
     name: str
-    market: bool = Field(description="true: the market grants nodes; false: a fixed cluster, no limit price")
+    market: Annotated[bool, Feeds("whether the cluster asks for a limit price")] = Field(
+        description="true: the market grants nodes; false: a fixed cluster, no limit price"
+    )
     gpus_per_node: int
     cpu_worker: bool
     shared_volume: bool
-    gpu_vendor: GpuVendor | str
+    gpu_vendor: Annotated[GpuVendor | str, Feeds("which recipe files ncui fetches (the vendor rule)")]
     gpu_model: str
     reservation_packing: bool = False
     reserved_nodes: int = 0
@@ -115,7 +192,7 @@ class Bid(Model):
 
 class LadderRung(Model):
     nodes: int
-    price_per_gpu_hour: Price
+    price_per_gpu_hour: Annotated[Price, Feeds("the price-to-win ladder")]
 
 
 class Ladder(Model):
@@ -129,8 +206,10 @@ class Ladder(Model):
 class Spend(Model):
     nodes_held: int
     gpus_held: int
-    price_per_gpu_hour: Price | None = Field(default=None, description="Live assessed rate; null when nothing held")
-    spend_ucredits_hr: int
+    price_per_gpu_hour: Annotated[Price | None, Feeds("the live market rate")] = Field(
+        default=None, description="Live assessed rate; null when nothing held"
+    )
+    spend_ucredits_hr: Annotated[int, Feeds("the market spend per hour")]
     as_of: datetime
 
 
@@ -140,7 +219,7 @@ class Spend(Model):
 class Tick(Model):
     at: datetime
     gpu_model: str
-    price_per_gpu_hour: Price
+    price_per_gpu_hour: Annotated[Price, Feeds("the market chart")]
     gpus: int = Field(description="GPUs the winners hold at this price")
 
 
@@ -155,22 +234,22 @@ AllocationState = Literal["pending", "provisioning", "active", "released", "recl
 
 class Allocation(Model):
     id: str
-    state: AllocationState | str
+    state: Annotated[AllocationState | str, Feeds("whether a VM node is ready")]
     gpus: int
     gpu_model: str
-    public_ip: str | None = None
+    public_ip: Annotated[str | None, Feeds("where ncui connects to a VM node")] = None
     granted_at: datetime | None = None
     ssh_port: int = Field(default=22, description="ours: the simulator's nodes listen on loopback ports")
 
 
 class VmEnvironment(Model):
-    ssh_user: str
+    ssh_user: Annotated[str, Feeds("the user ncui signs in as on a VM node")]
 
 
 class VmCapacity(Model):
-    version: int
-    max_gpus: int
-    max_price_per_gpu_hour: Price
+    version: Annotated[int, Feeds("declaring VM capacity (the expected version)")]
+    max_gpus: Annotated[int, Feeds("the VM capacity declared")]
+    max_price_per_gpu_hour: Annotated[Price, Feeds("the VM limit price")]
     allocations: list[Allocation] = Field(default_factory=list)
     environment: VmEnvironment
     # ours: what the cluster trades, so a declaration can be judged before it is sent (absent: unknown)
@@ -187,7 +266,7 @@ class VmCapacityRequest(Model):
 class SshKey(Model):
     id: str
     name: str
-    fingerprint: str
+    fingerprint: Annotated[str, Feeds("whether your ssh key is registered")]
     public_key: str
     created_at: datetime
 

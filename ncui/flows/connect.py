@@ -217,7 +217,7 @@ class ConnectFlow(Flow):
             self.ctx.pollers.refresh(*CLUSTER_SLICES)
         self._slurm_cluster(ref)  # a Slurm cluster's sign-in check and queue (the Slurm flow)
         if ref is not None and old is not None:
-            self.notify(f"Active cluster: {ref.name} ({ref.kind})")
+            self.notify(f"Active cluster: {ref.name} ({ref.kind_said})")
 
     # ---- the cluster's client --------------------------------------------------------------------------
 

@@ -69,7 +69,9 @@ def money_statement(store: Store, cluster: str) -> str:
         lines.append(f"The organization's balance: unknown ({why}).")
     else:
         said = f"The organization's balance is {fmt_usd(balance)}"
-        if bal is not None:
+        if bal is not None and bal.burn_ucredits_hr is None:
+            said += f"; its metered burn is unknown: {bal.unknown('burn_ucredits_hr')}"
+        elif bal is not None:
             said += (
                 f"; its metered burn is {fmt_rate(bal.burn_ucredits_hr)} (the meter's last assessment, ~10 min behind)"
             )

@@ -288,6 +288,24 @@ class KubeClient:
             return session.SigninResult(False, e.link, e.message)
         return session.SigninResult(True)
 
+    async def server_version(self) -> dict[str, Any]:
+        """``GET /version``, without signing in (a cluster tells anyone its version, as ``kubectl version`` reads
+        it): ``{"major": "1", "minor": "32", "gitVersion": …}``. KubeError when it cannot be read."""
+        url = self.server + "/version"
+        try:
+            r = await self._http.get(url)
+        except httpx.HTTPError as e:
+            raise self._unreachable(e, url) from None
+        if r.status_code >= 400:
+            raise self._error(r)
+        try:
+            doc = r.json()
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            raise KubeError(r.status_code, "Malformed", "the cluster's /version is not JSON")
+        return doc
+
     async def probe(self) -> None:
         """One small request: does the cluster still accept the sign-in? (A 401 closes the gate.)"""
         r = await self._request("GET", "/api")

@@ -169,7 +169,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
     def _clusters(self, who: m.Whoami | None) -> None:
         table = self.query_one("#clusters", DataTable)
         note = self.query_one("#clusters-note", Static)
-        rows = [] if who is None else [(c.name, c.kind) for c in who.clusters]
+        rows = [] if who is None else [(c.name, c.kind if c.known else f"{c.kind} ?") for c in who.clusters]
         active = self.store.meta.get("cluster")
         shown = [
             tuple(str(c.plain if isinstance(c, Text) else c) for c in table.get_row_at(i))
@@ -196,8 +196,13 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
                 )
             else:
                 show_text(note, Text("This organization has no clusters yet.", style="italic"))
-        elif len(rows) > 1:
-            show_text(note, Text("↑/↓ and Enter: choose the active cluster", style="dim"))
+        elif len(rows) > 1 or (who is not None and not all(c.known for c in who.clusters)):
+            said = Text()
+            for c in who.clusters if who is not None else ():
+                if not c.known:  # (whoami is still read: only this cluster is one ncui cannot show)
+                    said.append(f"{c.name} is a {c.kind} cluster, a kind ncui does not know.\n", style="bold")
+            said.append("↑/↓ and Enter: choose the active cluster" if len(rows) > 1 else "", style="dim")
+            show_text(note, said)
         else:
             show_text(note, "")
 
@@ -223,11 +228,14 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             t.append("  (can top up)" if summary.purchases else "  (no purchases)", style="dim")
         if bal is not None:
             t.append("\nBurn     ", style="dim")
-            t.append(fmt_rate(bal.burn_ucredits_hr))
+            if bal.burn_ucredits_hr is None:  # (a field the service no longer sends: only these figures are lost)
+                t.append(f"unknown: {bal.unknown('burn_ucredits_hr')}", style="bold red")
+            else:
+                t.append(fmt_rate(bal.burn_ucredits_hr))
             if bal.assessed_at:
                 t.append(f"  assessed {bal.assessed_at:%H:%M}, ~10 min behind", style="dim")
             t.append("\nRunway   ", style="dim")
-            t.append(fmt_runway(balance, bal.burn_ucredits_hr))
+            t.append(fmt_runway(balance, bal.burn_ucredits_hr) if bal.burn_ucredits_hr is not None else "unknown")
             if bal.burn_ucredits_hr:
                 t.append(" at that burn", style="dim")
         problem = self.problem("balance", "summary", "transactions")

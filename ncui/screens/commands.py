@@ -30,6 +30,12 @@ def commands(app: NCApp, views: tuple[tuple[str, str, str, str], ...]) -> Iterat
         yield SystemCommand(title, help_text, run)
     yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)", app.action_help)
     yield SystemCommand("Last error", "The full text of the last failure said on screen", app.action_last_error)
+    if app.backend is not None and app.mode != "demo":  # (the demo's box has no token for doctor to check)
+        yield SystemCommand(
+            "Doctor: the service's contract and this machine",
+            "What ncui doctor checks (the contract, the token, kubectl, ssh, the clock, the terminal)",
+            app.action_doctor,
+        )
     ref = app.store.meta.get("cluster")
     if ref is not None and ref.kind == "vm":
         yield SystemCommand(

@@ -152,6 +152,11 @@ class LeaseView(View):
                 t.append_text(research_text(st))
             else:
                 t.append(f"{who.org_name} has no cluster: nothing stands that costs money here.")
+        elif not ref.known:
+            t.append(
+                f"{ref.name} is of a kind ncui does not know ({ref.kind}): ncui shows nothing of it and sets nothing "
+                "on it (a newer ncui may; ncui doctor says what else changed)."
+            )
         elif ref.kind == "slurm":
             t.append(
                 f"{ref.name} is a Slurm cluster: no limit price and no capacity stand here. sbatch queues a job "
@@ -254,7 +259,10 @@ class LeaseView(View):
         if bal is None:
             t.append_text(self.problem("balance") or Text("…", style="dim"))
         else:
-            t.append(fmt_rate(bal.burn_ucredits_hr), style="bold")
+            burn = bal.burn_ucredits_hr
+            t.append(
+                fmt_rate(burn) if burn is not None else f"unknown: {bal.unknown('burn_ucredits_hr')}", style="bold"
+            )
             at = f", assessed {bal.assessed_at:%H:%M}" if bal.assessed_at else ""
             t.append(f" org-wide{at} (about 10 min behind)")
             self._stale(t, "balance")

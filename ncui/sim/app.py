@@ -26,6 +26,7 @@ from starlette.routing import Match
 
 from ..api import models as m
 from . import catalog
+from .drift import DRIFTS, DriftMiddleware, move_routes
 from .middleware import DateMiddleware, FaultMiddleware, FaultRule, Faults, JournalMiddleware
 from .money import dollars, ucredits
 from .world import OrgState, SimError, World
@@ -87,6 +88,7 @@ class ExecBody(BaseModel):
 @dataclass
 class SimConfig:
     access_prefix: str = "/access"
+    drift: str | None = None  # a name of drift.DRIFTS: the contract served drifts so (documents and answers alike)
 
 
 def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
@@ -389,6 +391,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     # ---- openapi ----------------------------------------------------------------------------
 
     docs: dict[str, dict] = {}
+    drifted = DRIFTS[config.drift] if config.drift else None
 
     def openapi_for(area: str | None) -> dict:
         key = area or "all"
@@ -413,6 +416,8 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
                 description="Served by ncui's National Compute in a box.",
             )
             docs[key] = _prune_links(doc)
+            if drifted is not None:
+                drifted.doc(docs[key])
         return docs[key]
 
     for area in AREAS:
@@ -586,6 +591,9 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     from .kube import mount_kube  # the Kubernetes API at /k8s/<cluster>, sign-in, /_sim/k8s controls
 
     mount_kube(app, world)
+    if drifted is not None:
+        move_routes(app, drifted)
+        app.add_middleware(DriftMiddleware, drift=drifted)
     return app
 
 

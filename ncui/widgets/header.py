@@ -110,7 +110,7 @@ class StatusHeader(Static):
         if who is not None:
             where = Text()
             if cluster_ref is not None:
-                where.append(f" · {cluster_ref.name} ({cluster_ref.kind}")
+                where.append(f" · {cluster_ref.name} ({cluster_ref.kind_said}")
                 if info is not None and info.name == cluster_ref.name:
                     where.append(f", {info.gpu_model}")
                     where.append(", market" if info.market else ", fixed")
@@ -157,9 +157,12 @@ class StatusHeader(Static):
         line.append("balance ", style="dim")
         line.append(fmt_usd(balance), style="bold")
         line.append(f"{sep}burn ", style="dim")
-        line.append(fmt_rate(burn))
+        if bal is not None and burn is None:  # not sent (Account says why): never a guess
+            line.append("unknown", style="bold red")
+        else:
+            line.append(fmt_rate(burn))
         line.append(f"{sep}runway ", style="dim")
-        line.append(fmt_runway(balance, burn))
+        line.append("unknown" if bal is not None and burn is None else fmt_runway(balance, burn))
         bid_failing = st.get("bid").failing
         if bid is not None and bid.max_price_per_gpu_hour:
             line.append(sep)
