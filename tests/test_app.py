@@ -292,3 +292,21 @@ async def test_a_limit_never_read_is_unknown_not_none(sim):
         await pilot.press("1")  # Account's first-job plan is at the price to win, and says the limit is unknown
         await until(pilot, lambda: "at today's price to win" in screen_text(app), what="the plan")
         assert "⚠ Unknown (could not read" in screen_text(app)
+
+
+async def test_a_screen_mounted_as_the_app_quits_ends_quietly(sim):
+    """q pressed while a screen is still being mounted (Account just after the first frame, or any screen's key
+    a moment before): Textual mounts nothing a closing widget composed, and the view says nothing of it — no
+    NoMatches from its set-up in the human's face (it was one for Account, found under load in the suite)."""
+    from textual.widgets import ContentSwitcher
+
+    from ncui.screens.base import VIEWS, view_class
+
+    for name, *_ in VIEWS:
+        app = app_for(sim)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            switcher = app.query_one("#views", ContentSwitcher)
+            switcher.mount(view_class(name)(app.store, id=f"{name}-late"))
+            app.exit()  # in the same turn: the view's compose runs as the app closes
+        assert app.return_code == 0, name  # (an exception in a handler ends the app with 1 and raises above)

@@ -96,7 +96,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             yield DataTable(id="transactions", cursor_type="none", classes="col")
             yield Chart(id="balance-chart", classes="col")
 
-    def on_mount(self) -> None:
+    def mounted(self) -> None:
         t = self.query_one("#clusters", DataTable)
         t.add_column("cluster", width=16)
         t.add_column("kind", width=10)

@@ -71,11 +71,16 @@ class View(VerticalScroll):
         return cast("NCApp", self.app)  # Widget.app is an App[object]: a view lives in NCApp only
 
     def on_mount(self) -> None:
-        # Textual calls every class's own on_mount along the MRO, subclass first: a view's on_mount sets up
-        # its tables and must not call this one again (that subscribed twice and redrew twice per change).
+        if not self.children:  # mounted as the app quits: Textual mounts nothing a closing widget composed
+            return
+        self.mounted()
         if self._unsub is None:
             self._unsub = self.store.subscribe(self.NEEDS + ("whoami",), self._changed, interested=False)
         self.refresh_view()
+
+    def mounted(self) -> None:
+        """A view's own set-up once its widgets are mounted (its tables' columns, its timers), before its first
+        refresh. (Not ``on_mount``: Textual calls each class's along the MRO, a subclass's before this guard.)"""
 
     def on_unmount(self) -> None:
         if self._unsub:

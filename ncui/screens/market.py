@@ -62,7 +62,7 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
         yield Static(id="bid-status", classes="card")
         yield Chart(id="ticks-chart")
 
-    def on_mount(self) -> None:
+    def mounted(self) -> None:
         table = self.query_one("#ladder", DataTable)
         table.add_column("nodes", key="nodes", width=5)
         table.add_column("$/GPU-h", key="gpu", width=8)

@@ -50,7 +50,7 @@ class ReportView(View):
     def compose(self) -> ComposeResult:
         yield Static(id="report")
 
-    def on_mount(self) -> None:
+    def mounted(self) -> None:
         self.set_interval(EVERY, self._tick)
 
     def _tick(self) -> None:
