@@ -174,6 +174,9 @@ def _bid(store: Store, cluster: str, gpn: int) -> list[Meter]:
     return []
 
 
+DONE = ("Succeeded", "Failed")  # a pod in these phases holds its node no longer
+
+
 def _k8s_nodes(store: Store, cluster: str, market: bool, reserved: int) -> list[Meter]:
     """The GPU nodes held: a serve's, a job's, and the idle ones, each with its cost at the live market rate."""
     spend_s = store.get("spend")
@@ -217,12 +220,13 @@ def _k8s_nodes(store: Store, cluster: str, market: bool, reserved: int) -> list[
             )
         ]
     nodes, pods, deps = (s.value for s in watch)
-    on: dict[str, list[tuple[str, str]]] = {}
+    gpu_nodes = [(n, node_gpus(o)) for n, o in sorted(nodes.items()) if node_gpus(o) and node_ready(o)]
+    gpu_names = {n for n, _ in gpu_nodes}
+    on: dict[str, list[tuple[str, str]]] = {}  # (only the GPU nodes' pods are owned here: the others hold no meter)
     for p in pods.values():
         node = (p.get("spec") or {}).get("nodeName")
-        if node and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+        if isinstance(node, str) and node in gpu_names and (p.get("status") or {}).get("phase") not in DONE:
             on.setdefault(node, []).append(_owner(p, deps))
-    gpu_nodes = [(n, node_gpus(o)) for n, o in sorted(nodes.items()) if node_gpus(o) and node_ready(o)]
     serve: dict[str, list[str]] = {}
     busy: dict[str, list[str]] = {}
     idle: list[tuple[str, int]] = []

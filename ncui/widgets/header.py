@@ -17,8 +17,9 @@ if TYPE_CHECKING:
 
 WATCH: tuple[str, ...] = ("whoami", "summary", "balance", "bid", "cluster", "spend", "transactions", LIMIT_SLICE)
 # What the meters also read: the cluster's watches, the VM capacity, the research node's status. Drawn at most every
-# METERS_EVERY seconds, not on each write: a pod watch writes up to a hundred times a second; the meters walk every pod.
-METERS_EVERY = 0.25
+# METERS_EVERY seconds, not on each write: a pod watch writes up to a hundred times a second; the meters walk every pod
+# (at 0.25 s that walk was half of ncui's CPU on bench/pods.py's stream; the meters line follows within a second).
+METERS_EVERY = 1.0
 METERS_WATCH = ("k8s_nodes", "k8s_pods", "k8s_deployments", "vm_capacity", "research", "research_typed")
 STALE_AFTER = 45.0  # seconds without a fresh balance before the header says stale
 # What the light names when a slice the header shows could not be read ("● stale 12s: limit").
