@@ -111,7 +111,7 @@ class Quote:
         """The quote as the apply question and ``ncui quote`` say it: a few lines that fit 80 columns."""
         if self.kind == "idle":
             held = f"{self.idle} idle node{'s' if self.idle != 1 else ''} already held"
-            return [f"Quote: nothing new — {held} host{'s' if self.idle == 1 else ''} it (billed anyway)."]
+            return [f"Quote: nothing new — {held} host{'s' if self.idle == 1 else ''} it: no new node bills."]
         price = fmt_price(self.win) if self.win is not None else "a price not read yet"
         if self.kind == "lease":
             return [
@@ -216,7 +216,7 @@ def for_plan(
     kind = {"train": "run", "post-train": "run", "serve": "serve"}.get(category, "hourly")
     said = "today's winning price"
     if not cluster.market:
-        said, ceiling = f"the market's price for {cluster.gpu_model}", None
+        said, ceiling = "the class's market price", None
     per_step = [gpus_of(list(st.docs), cluster.gpu_vendor) for st in plan.steps if not st.optional]
     first = next((i for i, g in enumerate(per_step) if g), None)
     gpus = per_step[first] if first is not None else plan.gpus  # a Post-train's tune (its serve follows it)
