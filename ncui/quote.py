@@ -261,9 +261,9 @@ def spent(
     lag: timedelta = timedelta(minutes=10),
 ) -> dict[str, Any]:
     """What the run cost: the charges naming ``cluster`` and one of the run's ``nodes`` (its first and any that
-    replaced a reclaimed one), assessed after ``start`` and up to ``lag`` (the meter's interval) after ``end``
-    (None: still running). Charges in that window that name no node (or no cluster) cannot be tied to the run:
-    counted apart (``untied``), never added in. Charges for other nodes are not the run's."""
+    replaced a reclaimed one), assessed from ``start`` up to ``lag`` after ``end`` (the meter's interval and the
+    node's release; ``end`` None: it still runs). Charges in that window that name no node cannot be tied to
+    the run: counted apart (``untied``), never added in. Charges for other nodes are not the run's."""
     want = {n for n in nodes if n}
     until = end + lag if end is not None else None
     tied = untied = 0
@@ -273,7 +273,7 @@ def spent(
         if t.kind != "charge":
             continue
         at = t.at
-        if at <= start or (until is not None and at > until):
+        if at < start or (until is not None and at > until):
             continue
         node, where = getattr(t, "node", None), getattr(t, "cluster", None)
         amount = -t.amount_ucredits

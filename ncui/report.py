@@ -390,7 +390,7 @@ async def _kubernetes(
     if not lines and r["completion"] is None:
         un.setdefault("first_loss_lines", "no loss line logged yet" if node_name else "the job has not started")
     # What the run did cost is counted from the meter's charges for these nodes (collect: _cost), beside its quote.
-    ran_on = [(r["node"] or {}).get("name"), node_name]
+    ran_on = [(r["node"] or {}).get("name"), clean(node_name) if node_name else None]
     for rc in r["reclaims"]:
         ran_on += [rc["node"], (rc.get("replaced_by") or {}).get("node")]
     learned["_nodes"] = [n for i, n in enumerate(ran_on) if n and n not in ran_on[:i]]

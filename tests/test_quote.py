@@ -232,3 +232,12 @@ def test_a_runs_cost_counts_its_nodes_charges_and_keeps_a_charge_that_names_no_n
     ]
     got = Q.spent(txs, "halcyon", ["n1", "n2"], t0, t0 + timedelta(minutes=30), timedelta(minutes=25))
     assert got == {"ucredits": 350, "charges": 3, "by_node": {"n1": 100, "n2": 250}, "untied_ucredits": 3}
+
+
+def test_a_vm_declaration_quotes_per_node_hour_at_the_assessed_price_and_at_the_limit():
+    from ncui.flows.vm import declare_question
+
+    body = declare_question("tern-vm", 16, 8, 4_200_000, 3, assessed=3_900_000)
+    assert "Quote: $31.20 per node-hour at today's price ($3.90/GPU-h × 8 GPUs);" in body
+    assert "at most $33.60 per node-hour at your limit, until you release it." in body
+    assert "Sent: max_gpus 16, max_price_per_gpu_hour $4.20/GPU-h, expected_version 3." in body
