@@ -66,7 +66,7 @@ def duration_for(recipe: m.Recipe | None, remembered: Sequence[float] = ()) -> D
 
 def _minutes(x: float) -> str:
     x = round(x)
-    return f"{x} min" if x < 120 else f"{x // 60} h {x % 60:02d} min"
+    return f"{x} min" if x < 120 else f"{x // 60} h" + (f" {x % 60:02d} min" if x % 60 else "")
 
 
 def win_price(ladder: m.Ladder | None, nodes: int) -> int | None:
@@ -89,7 +89,7 @@ class Quote:
     nodes: int
     win: int | None  # µcredits per GPU hour: the price that wins today (the expected figure's)
     ceiling: int | None  # µcredits per GPU hour: the most a node can be assessed (the range's top)
-    price_said: str  # what ``win`` is ("today's winning price", "the class's market price", "the lease's price")
+    price_said: str  # what ``win`` is ("wins today": the ladder's; "the class's price"; "the lease's price")
     duration: Duration
     expected: int | None = None
     low: int | None = None
@@ -111,7 +111,7 @@ class Quote:
         """The quote as the apply question and ``ncui quote`` say it: a few lines that fit 80 columns."""
         if self.kind == "idle":
             held = f"{self.idle} idle node{'s' if self.idle != 1 else ''} already held"
-            return [f"Quote: nothing new — {held} host{'s' if self.idle == 1 else ''} it: no new node bills."]
+            return [f"Quote: nothing new: {held} host{'s' if self.idle == 1 else ''} it."]
         price = fmt_price(self.win) if self.win is not None else "a price not read yet"
         if self.kind == "lease":
             return [
@@ -122,22 +122,22 @@ class Quote:
         most = f"at most {fmt_usd(self.per_hour_max)}" if self._has_ceiling() else ""
         if self.kind == "vm":
             return [
-                f"Quote: {fmt_usd(self.per_hour)} per node-hour at {self.price_said} ({price} × {self.gpus} GPUs);",
+                f"Quote: {fmt_usd(self.per_hour)} per node-hour: {self.gpus} GPUs × {price} ({self.price_said});",
                 (f"{most} per node-hour at your limit, " if most else "") + "until you release it.",
             ]
-        hourly = f"Quote: {fmt_usd(self.per_hour)}/h at {self.price_said} ({price} × {self.gpus} GPUs)"
+        hourly = f"Quote: {fmt_usd(self.per_hour)}/h: {self.gpus} GPUs × {price} ({self.price_said})"
         if self.kind == "serve":
             return [hourly + ";", (f"{most}/h at your ceiling, " if most else "") + "until you stop it (no end)."]
         if self.kind == "hourly":
             return [hourly + ";", (f"{most}/h at your ceiling. " if most else "") + f"Duration {self.duration.said}."]
-        out = [f"Quote ≈ {fmt_usd(self.expected)}: {self._billed()} × {self.gpus} GPUs × {price}, {self.price_said}."]
+        out = [f"Quote ≈ {fmt_usd(self.expected)}: {self._billed()} × {self.gpus} GPUs × {price} ({self.price_said})."]
         top = (
             f"the most: {self._billed_max()} at your ceiling"
             if self._has_ceiling()
             else f"{self._billed_max()} at most"
         )
         out.append(f"Range {fmt_usd(self.low)}–{fmt_usd(self.high)} ({top}).")
-        out.append(f"Duration: {self.duration.said} + {RELEASE_MINUTES} min until the node's release.")
+        out.append(f"Duration: {self.duration.said}, + {RELEASE_MINUTES} min to release the node.")
         if self.then_per_hour is not None:
             then_most = f" (at most {fmt_usd(self.then_per_hour_max)}/h)" if self.then_per_hour_max is not None else ""
             out.append(f"Then serving: {fmt_usd(self.then_per_hour)}/h{then_most} until you stop it.")
@@ -162,7 +162,7 @@ def quote(
     ceiling: int | None,
     duration: Duration,
     *,
-    price_said: str = "today's winning price",
+    price_said: str = "wins today",
     then_serve_gpus: int = 0,
     idle: int = 0,
 ) -> Quote:
@@ -214,9 +214,9 @@ def for_plan(
     else:
         duration = Duration(None, "serve" if category == "serve" else "none", "unknown: per hour only")
     kind = {"train": "run", "post-train": "run", "serve": "serve"}.get(category, "hourly")
-    said = "today's winning price"
+    said = "wins today"
     if not cluster.market:
-        said, ceiling = "the class's market price", None
+        said, ceiling = "the class's price", None
     per_step = [gpus_of(list(st.docs), cluster.gpu_vendor) for st in plan.steps if not st.optional]
     first = next((i for i, g in enumerate(per_step) if g), None)
     gpus = per_step[first] if first is not None else plan.gpus  # a Post-train's tune (its serve follows it)
@@ -235,7 +235,7 @@ def vm_quote(gpus_per_node: int, win: int | None, ceiling: int | None) -> Quote:
     """A VM declaration: per hour per node, at today's winning price and at the limit declared."""
     per = cost_ucredits(win, gpus_per_node, 1) if win is not None else None
     most = cost_ucredits(ceiling, gpus_per_node, 1) if ceiling is not None else None
-    return Quote("vm", "vm", gpus_per_node, 1, win, ceiling, "today's price",
+    return Quote("vm", "vm", gpus_per_node, 1, win, ceiling, "assessed now",
                  Duration(None, "none", "until released"), per_hour=per, per_hour_max=most)  # fmt: skip
 
 

@@ -52,13 +52,15 @@ async def test_the_train_quote_holds_what_the_run_then_costs_in_the_box_and_the_
         text = screen_text(app)
         said = re.search(f"Quote ≈ {MONEY}: .*? Range {MONEY}–{MONEY} ", text)
         assert said, text
-        expected, low, high = (dollars(x) for x in said.groups())
-        assert "Duration: the catalog's 18 min run" in text and low <= expected <= high
+        shown_figures = said.groups()
+        assert "Duration: the catalog's 18 min run" in text
         await pilot.press("y")
         await until(pilot, lambda: app.query_one("#views").current == "workloads", timeout=30, what="Workloads")
         kept = (app.flows.recall.remembered_job() or {}).get("quote") or {}
         # the quote remembered with the run is the one the question showed
-        assert (kept.get("expected"), kept.get("low"), kept.get("high")) == (expected, low, high), kept
+        expected, low, high = kept.get("expected"), kept.get("low"), kept.get("high")
+        assert tuple(fmt_usd(x)[1:] for x in (expected, low, high)) == shown_figures, kept
+        assert low <= expected <= high
         assert kept["duration"]["source"] == "catalog" and kept["gpus"] == 8
 
         st = world.main_org.k8s["halcyon"]
@@ -137,12 +139,12 @@ async def _apply_question(pilot, app, sim, downs: int) -> None:
 @pytest.mark.parametrize(
     ("scenario", "downs", "ends"),
     [
-        ("k8s-market", 0, "until the node's release."),  # Train
+        ("k8s-market", 0, "+ 10 min to release the node."),  # Train
         ("k8s-market", 1, "until you stop it (no end)."),  # Serve Kimi K3
         ("k8s-market", 2, "until you stop it (no end)."),  # Serve Inkling
         ("k8s-market", 3, "Then serving: "),  # Post-train
-        ("k8s-packing", 0, "no new node bills."),  # an idle reserved node hosts it
-        ("k8s-fixed-amd", 0, "until the node's release."),  # a fixed cluster
+        ("k8s-packing", 0, "1 idle node already held hosts it."),  # an idle reserved node hosts it
+        ("k8s-fixed-amd", 0, "(the class's price)."),  # a fixed cluster
     ],
 )
 async def test_the_quote_fits_the_apply_question_at_80x24(sim_factory, scenario, downs, ends):
@@ -238,6 +240,6 @@ def test_a_vm_declaration_quotes_per_node_hour_at_the_assessed_price_and_at_the_
     from ncui.flows.vm import declare_question
 
     body = declare_question("tern-vm", 16, 8, 4_200_000, 3, assessed=3_900_000)
-    assert "Quote: $31.20 per node-hour at today's price ($3.90/GPU-h × 8 GPUs);" in body
+    assert "Quote: $31.20 per node-hour: 8 GPUs × $3.90/GPU-h (assessed now);" in body
     assert "at most $33.60 per node-hour at your limit, until you release it." in body
     assert "Sent: max_gpus 16, max_price_per_gpu_hour $4.20/GPU-h, expected_version 3." in body
