@@ -243,3 +243,44 @@ def test_a_vm_declaration_quotes_per_node_hour_at_the_assessed_price_and_at_the_
     assert "Quote: $31.20 per node-hour: 8 GPUs × $3.90/GPU-h (assessed now);" in body
     assert "at most $33.60 per node-hour at your limit, until you release it." in body
     assert "Sent: max_gpus 16, max_price_per_gpu_hour $4.20/GPU-h, expected_version 3." in body
+
+
+def test_a_reclaimed_runs_cost_counts_its_replacement_node_and_says_no_quote_was_given(kube_factory, tmp_path):
+    """Train applied by hand with the real kubectl (no quote); the market reclaims its node while it trains; the Job
+    runs again on a new node to its end. The report's cost is every charge for both nodes (as the box's own
+    transactions say), and says no quote was given."""
+    from .test_report import pods_of, row, run_report
+
+    k = kube_factory("k8s-market")
+    k.set_bid(6.0)
+    k.kubectl("--context", k.cluster, "apply", "-f", k.file("nanogpt-job-nvidia.yaml"))
+    k.advance_until(lambda: any(s.startswith("Running") for s in k.pod_statuses().values()), what="Running")
+    k.world.advance(12 * 60)  # an assessment charges the first node
+    (first,) = pods_of(k)
+    node = first["spec"]["nodeName"]
+    assert k.sim_post("/_sim/k8s/reclaim", {"node": node}).json()["reclaimed"] == [node]
+    k.advance_until(
+        lambda: k.api("/apis/batch/v1/namespaces/default/jobs/nanogpt")["status"].get("completionTime"),
+        step=120,
+        what="the Job complete on the next node",
+    )
+    k.advance_until(
+        lambda: not [n for n in k.api("/api/v1/nodes")["items"] if "h100" in n["metadata"]["name"]],
+        step=120,
+        what="the node released",
+    )
+    k.world.advance(11 * 60)  # the meter's next assessment
+    charges = box_charges(k.sim, k.cluster)
+    nodes = {t["node"] for t in charges}
+    assert node in nodes and len(nodes) == 2, nodes  # the first node and its replacement
+    env = {**k.env, "NC_TOKEN": k.sim.token, "XDG_STATE_HOME": str(tmp_path / "state")}
+    p = run_report(env, "--json", "--api", k.sim.api_url, "--access", k.sim.access_url)
+    assert p.returncode == 0, p.stderr
+    cost = json.loads(p.stdout)["cost"]
+    assert set(cost["nodes"]) == nodes and cost["quote"] is None and cost["untied_ucredits"] == 0
+    assert cost["ucredits"] == sum(-t["amount_ucredits"] for t in charges) > 0
+    assert cost["by_node"][node] > 0 and len(cost["by_node"]) == 2
+    text = run_report(env, "--api", k.sim.api_url, "--access", k.sim.access_url).stdout
+    lines = row(text, "Cost")
+    assert lines[0].startswith(f"{fmt_usd(cost['ucredits'])} on {node}, "), lines
+    assert "quoted: none (not applied through ncui)" in lines, lines
