@@ -494,15 +494,19 @@ async def _quote(endpoints: object, token: object, name: str, ceiling: int | Non
         ref = next((c for c in who.clusters if c.name == want), None)
         if ref is None and cluster is not None:
             raise ValueError(f"{clean(cluster)} is not one of {clean(who.org_name)}'s clusters")
-        ref = ref or next((c for c in who.clusters if c.kind == "kubernetes"), None)
+        ref = ref or next(
+            (c for c in who.clusters if c.kind == "kubernetes"), who.clusters[0] if who.clusters else None
+        )
         if ref is None:
-            raise ValueError(f"{clean(who.org_name)} has no Kubernetes cluster to quote a recipe on")
+            raise ValueError(f"{clean(who.org_name)} has no cluster to quote a recipe on")
         remembered = (mem.get("ceiling") or {}) if isinstance(mem.get("ceiling"), dict) else {}
         if ref.kind == "vm":
             cap = await nc.vm_capacity()
-            ticks = await nc.ticks(limit=1)
+            ticks = await nc.ticks(gpu_model=cap.gpu_model or None, limit=1)
             win = ticks.ticks[-1].price_per_gpu_hour if ticks.ticks else None
-            gpn = cap.allocations[0].gpus if cap.allocations else 8
+            gpn = cap.gpus_per_node or (cap.allocations[0].gpus if cap.allocations else 0)
+            if not gpn:
+                raise ValueError(f"{clean(ref.name)} does not say how many GPUs a node has: no per-node quote")
             return Q.vm_quote(gpn, win, ceiling or cap.max_price_per_gpu_hour or None), ref.name
         if ref.kind != "kubernetes":
             raise ValueError(f"{clean(ref.name)} is a {ref.kind} cluster: ncui quotes recipes on Kubernetes clusters")

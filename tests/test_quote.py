@@ -23,7 +23,16 @@ from ncui.api import models as m
 from ncui.money import cost_ucredits, fmt_usd
 from ncui.screens.modals import CeilingModal, ConfirmModal
 
-from .apphelp import app_for, open_recipes, screen_text, through_sign_in, to_apply_question, type_text, until
+from .apphelp import (
+    app_for,
+    open_recipes,
+    open_something_else,
+    screen_text,
+    through_sign_in,
+    to_apply_question,
+    type_text,
+    until,
+)
 from .screentext import joined
 
 MONEY = r"\$([0-9,]+\.[0-9]{2})"
@@ -106,13 +115,21 @@ async def test_the_train_quote_holds_what_the_run_then_costs_in_the_box_and_the_
 
 
 async def _apply_question(pilot, app, sim, downs: int) -> None:
-    """Recipes, the recipe ``downs`` below Train, a; a ceiling 50 cents over the price to win when asked, yes to
-    it; up to the apply question."""
-    await open_recipes(pilot, app)
-    for _ in range(downs):
-        await pilot.press("down")
-    await pilot.pause()
-    await pilot.press("a")
+    """Recipes, the recipe ``downs`` below Train, a (Something else: its form filled in and sent); a ceiling 50
+    cents over the price to win when asked, yes to it; up to the apply question."""
+    if downs == 4:
+        await open_something_else(pilot, app)
+        form = app.screen
+        form.query_one("#image").value = "ghcr.io/me/trainer:1.2"
+        form.query_one("#command").value = "python train.py"
+        form.query_one("#nodes").value = "1"
+        form._submit()
+    else:
+        await open_recipes(pilot, app)
+        for _ in range(downs):
+            await pilot.press("down")
+        await pilot.pause()
+        await pilot.press("a")
 
     def asked() -> bool:
         return isinstance(app.screen, CeilingModal) or (
@@ -143,6 +160,7 @@ async def _apply_question(pilot, app, sim, downs: int) -> None:
         ("k8s-market", 1, "until you stop it (no end)."),  # Serve Kimi K3
         ("k8s-market", 2, "until you stop it (no end)."),  # Serve Inkling
         ("k8s-market", 3, "Then serving: "),  # Post-train
+        ("k8s-market", 4, "Duration unknown: per hour only."),  # Something else
         ("k8s-packing", 0, "1 idle node already held hosts it."),  # an idle reserved node hosts it
         ("k8s-fixed-amd", 0, "(the class's price)."),  # a fixed cluster
     ],
@@ -284,3 +302,18 @@ def test_a_reclaimed_runs_cost_counts_its_replacement_node_and_says_no_quote_was
     lines = row(text, "Cost")
     assert lines[0].startswith(f"{fmt_usd(cost['ucredits'])} on {node}, "), lines
     assert "quoted: none (not applied through ncui)" in lines, lines
+
+
+def test_ncui_quote_on_a_vm_cluster_is_per_node_hour_and_on_public_research_one_full_lease(sim_factory):
+    vm = sim_factory("vm")
+    p = run_quote(vm, "nanogpt", "--json", "--ceiling", "6")
+    assert p.returncode == 0, p.stderr
+    q = json.loads(p.stdout)
+    assert q["kind"] == "vm" and q["cluster"] == "tern-vm" and q["per_hour_max"] == cost_ucredits(6_000_000, 8, 1)
+    research = sim_factory("public-research")
+    status = httpx.get(
+        f"{research.api_url}/_sim/research/status", headers={"Authorization": f"Bearer {research.token}"}
+    ).json()
+    p = run_quote(research, "nanogpt")
+    assert p.returncode == 0, p.stderr
+    assert f"Quote: {fmt_usd(status['lease_ucredits'])} for one full lease" in p.stdout, p.stdout
