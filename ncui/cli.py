@@ -158,6 +158,26 @@ def build_parser() -> argparse.ArgumentParser:
     # (SUPPRESS: given only after `report`, they must not reset the same options given before it)
     r.add_argument("--api", metavar="URL", default=argparse.SUPPRESS, help="API origin (as for the app)")
     r.add_argument("--access", metavar="URL", default=argparse.SUPPRESS, help="recipe catalog origin")
+    q = sub.add_parser(
+        "quote",
+        help="what a recipe will cost on the active cluster, before you apply it",
+        description="What RECIPE will cost on the active cluster (the one ncui last used, or --cluster): the run's "
+        "billed time (a node bills from Ready to release) × its GPUs × the price that wins its nodes today (about) "
+        "and × your ceiling (the most it can cost). The duration is the catalog's expected_minutes, else your "
+        "earlier runs of the recipe, else unknown (per hour only); serves are per hour until stopped.",
+    )
+    q.add_argument(
+        "recipe", metavar="RECIPE", type=_name, help="a catalog name, a file stem, or train/serve/post-train"
+    )
+    q.add_argument(
+        "--ceiling",
+        metavar="P",
+        help="your ceiling per GPU hour, in dollars (default: the limit price that stands, else the one you gave)",
+    )
+    q.add_argument("--json", action="store_true", help="the quote as JSON (schema ncui.quote/1)")
+    q.add_argument("--cluster", metavar="NAME", help="quote on this cluster (default: the one ncui last used)")
+    q.add_argument("--api", metavar="URL", default=argparse.SUPPRESS, help="API origin (as for the app)")
+    q.add_argument("--access", metavar="URL", default=argparse.SUPPRESS, help="recipe catalog origin")
     d = sub.add_parser(
         "doctor",
         help="check this machine and the service's contract before a first real run",
@@ -186,6 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_report(args)
     if args.command == "doctor":
         return run_doctor(args)
+    if args.command == "quote":
+        return run_quote(args)
     if args.demo:
         return run_demo(args)
     return run_app(args)
@@ -401,6 +423,112 @@ def run_report(args: argparse.Namespace) -> int:
             for i, line in enumerate(lines):
                 print(f"{label if i == 0 else '':<17} {line}")
     return 1 if report["organization"] is None else 0
+
+
+def run_quote(args: argparse.Namespace) -> int:
+    """``ncui quote RECIPE``: the quote on stdout (its lines, or ``--json``). Exit 2 without a token or for a bad
+    ceiling, 1 when the recipe or the cluster cannot be quoted (said on stderr)."""
+    import asyncio
+    import json
+
+    from .api.errors import NCError
+    from .config import ACCESS_ORIGIN, API_ORIGIN, Endpoints, load_token
+    from .money import parse_dollars
+
+    src = load_token()
+    if src.token is None:
+        print(
+            f"ncui quote needs your National Compute token: {src.warning or 'none found'}. Save it to "
+            "~/.config/nationalcompute/token (chmod 600) or set NC_TOKEN.",
+            file=sys.stderr,
+        )
+        return 2
+    ceiling = None
+    if args.ceiling is not None:
+        try:
+            ceiling = parse_dollars(args.ceiling)
+        except ValueError as e:
+            print(f"ncui quote: --ceiling {e}", file=sys.stderr)
+            return 2
+        if ceiling <= 0:
+            print("ncui quote: --ceiling must be more than $0", file=sys.stderr)
+            return 2
+    endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
+    try:
+        q, where = asyncio.run(_quote(endpoints, src.token, args.recipe, ceiling, args.cluster))
+    except (NCError, OSError, ValueError) as e:
+        from .textsafe import clean
+
+        print(f"ncui quote: {clean(str(e) or type(e).__name__)[:400]}", file=sys.stderr)
+        return 1
+    if args.json:
+        sys.stdout.write(json.dumps(q.to_dict() | {"cluster": where}, indent=2) + "\n")
+    else:
+        print(f"{q.recipe} on {where}:")
+        for line in q.lines():
+            print(f"  {line}")
+    return 0
+
+
+async def _quote(endpoints: object, token: object, name: str, ceiling: int | None, cluster: str | None) -> tuple:
+    """The quote for ``ncui quote``, read for it: the cluster, the catalog and the recipe's files (its GPUs), the
+    ladder and the standing limit price (or the ceiling ncui remembers); a VM cluster per node per hour; a
+    public-research organization one full lease. Returns (the quote, the cluster's name)."""
+    from . import memory
+    from . import quote as Q
+    from . import recipes as R
+    from .api.client import NCClient
+    from .textsafe import clean
+
+    nc = NCClient(endpoints, token, timeout=15)  # type: ignore[arg-type]  # config's SecretStr: the same face
+    try:
+        who = await nc.whoami()
+        key = memory.key_for(nc.endpoints.api, who.org_id)
+        mem = memory.recall(key)
+        if who.org_kind == "public_research" and not who.clusters:
+            st = await nc.research_status()
+            return Q.lease_quote(
+                st.gpus or 0, st.price_per_gpu_hour, st.lease_seconds, st.lease_ucredits
+            ), "a research node"
+        want = cluster or mem.get("active_cluster")
+        ref = next((c for c in who.clusters if c.name == want), None)
+        if ref is None and cluster is not None:
+            raise ValueError(f"{clean(cluster)} is not one of {clean(who.org_name)}'s clusters")
+        ref = ref or next(
+            (c for c in who.clusters if c.kind == "kubernetes"), who.clusters[0] if who.clusters else None
+        )
+        if ref is None:
+            raise ValueError(f"{clean(who.org_name)} has no cluster to quote a recipe on")
+        remembered = (mem.get("ceiling") or {}) if isinstance(mem.get("ceiling"), dict) else {}
+        if ref.kind == "vm":
+            cap = await nc.vm_capacity()
+            ticks = await nc.ticks(gpu_model=cap.gpu_model or None, limit=1)
+            win = ticks.ticks[-1].price_per_gpu_hour if ticks.ticks else None
+            gpn = cap.gpus_per_node or (cap.allocations[0].gpus if cap.allocations else 0)
+            if not gpn:
+                raise ValueError(f"{clean(ref.name)} does not say how many GPUs a node has: no per-node quote")
+            return Q.vm_quote(gpn, win, ceiling or cap.max_price_per_gpu_hour or None), ref.name
+        if ref.kind != "kubernetes":
+            raise ValueError(f"{clean(ref.name)} is a {ref.kind} cluster: ncui quotes recipes on Kubernetes clusters")
+        info = await nc.k8s_cluster(ref.name)
+        catalog = await nc.catalog()
+        recipe = R.find(catalog, name, "kubernetes")
+        if recipe is None:
+            raise ValueError(f"no recipe called {clean(name)} in the catalog")
+        plan = await R.resolve(nc, recipe, info)
+        nodes = max(1, -(-plan.gpus // info.gpus_per_node)) if plan.gpus else 0
+        if info.market:
+            ladder = await nc.ladder(ref.name)
+            standing = (await nc.bid(ref.name)).max_price_per_gpu_hour
+            given = remembered.get("price_per_gpu_hour_ucredits") if remembered.get("cluster") == ref.name else None
+            top = ceiling or standing or (given if isinstance(given, int) and not isinstance(given, bool) else None)
+            win = Q.win_price(ladder, nodes)
+        else:
+            ticks = await nc.ticks(gpu_model=info.gpu_model, limit=1)
+            win, top = (ticks.ticks[-1].price_per_gpu_hour if ticks.ticks else None), None
+        return Q.for_plan(plan, recipe, info, nodes, win, top, memory.durations(key, recipe.name)), ref.name
+    finally:
+        await nc.aclose()
 
 
 def plugin_refused(kubeconfig: str, api: str, cluster: str) -> str:

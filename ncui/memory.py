@@ -1,6 +1,7 @@
 """What ncui remembers between sessions, per service and organization (``limits.key_for``): the active cluster,
 the ceiling the human gave, and per cluster the last job (recipe, objects, stop commands, when it was applied,
-the node's arrival, the first loss lines, how it ended). No Textual here.
+the node's arrival, the first loss lines, how it ended, the quote it was given), and per recipe how long its
+earlier runs took (the quote's duration when the catalog says none). No Textual here.
 
 Kept in ``$XDG_STATE_HOME/ncui/session.json`` through ``statefile`` (versioned, atomic, locked, mode 600; a
 bad file is set aside and said). The spending limit lives beside it in ``limits.json`` (``limits.py``), the
@@ -26,6 +27,7 @@ log = logging.getLogger("ncui.memory")
 FILE_VERSION = 1
 FIRST_LINES = 3  # the first loss lines kept (and reported)
 KEEP_ORGS = 20  # services × organizations remembered
+RUNS_KEPT = 5  # earlier runs' durations kept per recipe (the quote's duration when the catalog has none)
 
 
 def memory_path() -> Path:
@@ -96,4 +98,38 @@ def remember_job(
     _change(key, fn, path)
 
 
-__all__ = ["FIRST_LINES", "key_for", "memory_path", "recall", "job", "remember", "remember_job", "iso"]
+def remember_duration(key: str, recipe: str, run: str, minutes: float, path: Path | None = None) -> None:
+    """A run of ``recipe`` that ended well took ``minutes`` on its node (its start there to its end): kept per run
+    (``run``: its uid, so a report read twice counts it once), the newest ``RUNS_KEPT`` per recipe. The quote's
+    duration when the catalog has none (``quote.duration_for``)."""
+
+    def fn(org: dict[str, Any]) -> None:
+        runs = statefile.obj(org.get("runs"))
+        mine = statefile.obj(runs.get(recipe))
+        mine.pop(run, None)
+        mine[run] = round(float(minutes), 1)
+        runs[recipe] = dict(list(mine.items())[-RUNS_KEPT:])
+        org["runs"] = runs
+
+    _change(key, fn, path)
+
+
+def durations(key: str, recipe: str, path: Path | None = None) -> list[float]:
+    """This organization's earlier runs of ``recipe``, in minutes (oldest first; [] when none)."""
+    runs = statefile.obj(statefile.obj(recall(key, path).get("runs")).get(recipe))
+    return [float(v) for v in runs.values() if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+
+
+__all__ = [
+    "FIRST_LINES",
+    "RUNS_KEPT",
+    "remember_duration",
+    "durations",
+    "key_for",
+    "memory_path",
+    "recall",
+    "job",
+    "remember",
+    "remember_job",
+    "iso",
+]

@@ -389,6 +389,16 @@ async def _kubernetes(
             r["completion"] = {"state": "serving (READY)", "at": memory.iso(_t(avail.get("lastTransitionTime")))}
     if not lines and r["completion"] is None:
         un.setdefault("first_loss_lines", "no loss line logged yet" if node_name else "the job has not started")
+    # What the run did cost is counted from the meter's charges for these nodes (collect: _cost), beside its quote.
+    ran_on = [(r["node"] or {}).get("name"), clean(node_name) if node_name else None]
+    for rc in r["reclaims"]:
+        ran_on += [rc["node"], (rc.get("replaced_by") or {}).get("node")]
+    learned["_nodes"] = [n for i, n in enumerate(ran_on) if n and n not in ran_on[:i]]
+    learned["_quote"] = (mine or {}).get("quote")
+    started = _t(((pod or {}).get("status") or {}).get("startTime"))
+    ended = _t((r["completion"] or {}).get("at"))
+    if kind == "Job" and state == "Complete" and started and ended and ended > started and recipe is not None:
+        learned["_ran"] = (recipe.name, str(uid or oname), (ended - started).total_seconds() / 60)
     return learned
 
 
@@ -812,6 +822,7 @@ def empty(now: datetime) -> dict[str, Any]:
         "reclaims": None,
         "rate": {"market": None, "metered": None, "charged": None, "class_price": None, "leading": None},
         "spend_so_far": None,
+        "cost": None,
         "stop": [],
         "standing": [],
         "unknown": {},
@@ -920,8 +931,13 @@ async def collect(
             }
     elif txs is not None:
         un.setdefault("spend_so_far", "no job to count from")
+    nodes, quoted, ran = learned.pop("_nodes", None), learned.pop("_quote", None), learned.pop("_ran", None)
+    if nodes is not None:
+        _cost(r, txs.transactions if txs is not None else None, nodes, quoted, un)
     r["rate"]["leading"] = _leading(r)
     r["unknown"] = dict(un)
+    if remember and ran is not None:  # how long it took: the next quote's duration when the catalog has none
+        memory.remember_duration(key, *ran)
     if remember and learned:
         fresh = learned.pop("_new", False) or (
             mem is not None and "uid" in learned and mem.get("uid") not in (None, learned["uid"])
@@ -929,6 +945,81 @@ async def collect(
         where = ref.name if ref is not None else ""  # (a research node's: "", as the app keeps it)
         memory.remember_job(key, where, {k: v for k, v in learned.items() if v is not None}, new=fresh or not mem)
     return r
+
+
+def _cost(
+    r: dict[str, Any],
+    txs: list[m.Transaction] | None,
+    nodes: list[str],
+    quoted: dict[str, Any] | None,
+    un: _Unknown,
+) -> None:
+    """What the run did cost (``r["cost"]``): the meter's charges naming the cluster and a node the run ran on
+    (its first, and any that replaced a reclaimed one), from its start (the later of its apply and its first node's
+    arrival) to its end and its node's release (``quote.spent``); charges that name no node, counted apart; the
+    quote it was given beside it (None when ncui gave none: applied by hand)."""
+    from datetime import timedelta
+
+    from . import quote as Q
+
+    if txs is None:
+        un.setdefault("cost", un.get("spend_so_far", "the transactions were not read"))
+        return
+    starts = [t for t in (_t((r["job"] or {}).get("applied_at")), _t((r["node"] or {}).get("arrived_at"))) if t]
+    if not starts or not nodes:
+        un.setdefault("cost", "the run has not started on a node")
+        r["cost"] = {"ucredits": 0, "quote": quoted, "nodes": [], "charges": 0, "untied_ucredits": 0,
+                     "from": None, "to": None, "at_least": False, "by_node": {}, "source": None}  # fmt: skip
+        return
+    start = max(starts)
+    end = _t((r["completion"] or {}).get("at")) if r["job"] and r["job"].get("kind") == "Job" else None
+    lag = timedelta(minutes=METER_MINUTES + Q.RELEASE_MAX_MINUTES)
+    got = Q.spent(txs, (r["cluster"] or {}).get("name"), nodes, start, end, lag)
+    _, partial = charged_since(txs, start)
+    r["cost"] = {
+        **got,
+        "nodes": nodes,
+        "from": memory.iso(start),
+        "to": memory.iso(end + lag) if end is not None else None,
+        "at_least": partial,
+        "quote": quoted,
+        "source": "the meter's charges naming the run's nodes (GET /api/billing/transactions)",
+    }
+
+
+METER_MINUTES = 10  # the meter assesses about every ten minutes (shared/CONTRACT.md, Billing)
+
+
+def cost_lines(r: dict[str, Any]) -> list[str]:
+    """What the run cost beside the quote it was given, as Report and ``ncui report`` say it."""
+    from .quote import RELEASE_MAX_MINUTES
+
+    c = r.get("cost")
+    if not c:
+        return [unknown_text(r.get("unknown") or {}, "cost", "spend_so_far")]
+    out: list[str] = []
+    if c.get("from"):
+        ran = ", ".join(c["nodes"])
+        to = "until now (it runs)" if c.get("to") is None else f"its end + {METER_MINUTES + RELEASE_MAX_MINUTES} min"
+        spent = f"{'at least ' if c.get('at_least') else ''}{fmt_usd(c['ucredits'])}"
+        out.append(f"{spent} on {ran} ({c['charges']} charges, {_when(c['from'])} to {to})")
+    else:
+        out.append(unknown_text(r.get("unknown") or {}, "cost"))
+    if c.get("untied_ucredits"):
+        out.append(f"apart: {fmt_usd(c['untied_ucredits'])} charged then that names no node (not counted in)")
+    q = c.get("quote")
+    if q and q.get("kind") == "run":
+        out.append(
+            f"quoted: about {fmt_usd(q.get('expected'))}, range {fmt_usd(q.get('low'))}–{fmt_usd(q.get('high'))}"
+        )
+    elif q and q.get("kind") == "idle":
+        out.append("quoted: nothing new (idle nodes already held hosted it)")
+    elif q and q.get("per_hour") is not None:
+        most = f", at most {fmt_usd(q['per_hour_max'])}/h" if q.get("per_hour_max") is not None else ""
+        out.append(f"quoted: {fmt_usd(q['per_hour'])}/h{most} (no length known)")
+    elif c.get("from"):
+        out.append("quoted: none (not applied through ncui)")
+    return out
 
 
 def _leading(r: dict[str, Any]) -> str | None:
@@ -1106,6 +1197,8 @@ def rows(r: dict[str, Any], history: History | None = None) -> list[tuple[str, l
         out.append(("Spend so far", [f"{spent} charged since {_when(s['since'])} (the meter's charges)"]))
     else:
         out.append(("Spend so far", [unknown("spend_so_far")]))
+    if r.get("cost") is not None or "cost" in un:
+        out.append(("Cost", cost_lines(r)))
     stop = [history.with_kubeconfigs(x) for x in r["stop"]] if history is not None else list(r["stop"])
     out.append(("Stop it", stop or [unknown("job")]))
     stands: list[str] = []

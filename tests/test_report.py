@@ -31,6 +31,7 @@ TOP = {
     "reclaims",
     "rate",
     "spend_so_far",
+    "cost",
     "stop",
     "standing",
     "unknown",

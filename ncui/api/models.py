@@ -157,6 +157,8 @@ class Transaction(Model):
     description: str
     gpu_hours: float | None = None
     price_per_gpu_hour: Price | None = None
+    cluster: str | None = Field(default=None, description="ours: the cluster a charge is for")
+    node: str | None = Field(default=None, description="ours: the node a charge is for, where it can say")
 
 
 class Transactions(Model):
@@ -333,3 +335,6 @@ class Recipe(Model):
     needs: list[str] = Field(default_factory=list)
     stop: list[str] = Field(default_factory=list)
     objects: list[RecipeObject] = Field(default_factory=list)
+    expected_minutes: float | None = Field(
+        default=None, description="ours: the run's length on one node once it starts; absent for serves"
+    )

@@ -21,6 +21,7 @@ from .ui import Question, Results
 from .wait import settle, until
 
 if TYPE_CHECKING:  # recipes (and yaml) are imported when a flow first runs, not before the first frame
+    from .. import quote as Q
     from .. import recipes as R
     from ..api import models as m
     from ..kube.client import KubeClient
@@ -113,12 +114,14 @@ class ApplyFlow(Flow):
         kube_client: Callable[[], Awaitable[KubeClient | None]],
         before_apply: Callable[[R.Plan], Awaitable[R.Plan | None]],
         remember_job: Callable[..., None],
+        durations: Callable[[str], list[float]] = lambda recipe: [],
     ) -> None:
         super().__init__(ctx)
         self.lease = lease
         self._kube_client = kube_client
         self._before_apply = before_apply
         self._remember_job = remember_job
+        self._durations = durations  # this human's earlier runs of a recipe, minutes (memory.durations)
 
     # ---- Something else -------------------------------------------------------------------------
 
@@ -231,13 +234,19 @@ class ApplyFlow(Flow):
         docs = plan.all_docs()
         objects = ", ".join(f"{d['kind']}/{d['metadata']['name']}" for d in docs)
 
+        quoted: list[Q.Quote] = []  # the quote the question showed last (remembered with the run)
+
         def body(now: Snapshot) -> str:
             check = ""
             if cover is not None and cover[0] is not None:
                 m = R.money_check(plan.gpus, cover[0], now.value("balance").balance_ucredits, purchases)
                 check = f"At {cover[1]}: {m.sentence}" if cover[1] else m.sentence
+            q = self.quote(plan, cluster, now, cover[0] if cover else None, idle, nodes_needed)
+            quoted[:] = [q] if q is not None else []
             return (
-                (preface.replace("{check}", check) + "\n\n" if preface else "")
+                (preface.replace("{check}", check) + "\n" if preface else "")
+                + ("\n".join(q.lines()) + "\n" if q is not None else "")
+                + ("\n" if preface or q is not None else "")
                 + "".join(f"First delete {kind[:-1]}/{name} ({why}).\n" for kind, name, why in plan.replace)
                 + f"Create on {ref.name}, in order: {objects}.\n"
                 + (plan.summary + "\n" if plan.summary else "")
@@ -284,7 +293,7 @@ class ApplyFlow(Flow):
         if await self._refused(plan, docs, results, purchases, ref.name, set_here):
             return
         st.meta["last_plan"] = plan
-        self._remember_apply(plan, cluster)
+        self._remember_apply(plan, cluster, quoted[0] if quoted else None)
         self.applied_select(plan.all_docs())
         self.notify(f"{plan.title} applied: " + ", ".join(f"{r.kind.lower()}/{r.name}" for r in results))
         self.ui.show("workloads")
@@ -331,9 +340,33 @@ class ApplyFlow(Flow):
             await self.lease.offer_back(cluster, set_here)
         return True
 
-    def _remember_apply(self, plan: R.Plan, cluster: m.K8sCluster) -> None:
+    def quote(
+        self,
+        plan: R.Plan,
+        cluster: m.K8sCluster,
+        now: Snapshot,
+        ceiling: int | None,
+        idle: int | None,
+        nodes: int,
+    ) -> Q.Quote | None:
+        """What ``plan`` will cost (ncui/quote.py), from the figures read for this question (``now``: its ladder),
+        the price the question checks the balance at (``ceiling``: the limit price, or on a fixed cluster the
+        class's market price) and the idle held nodes that host it; None for a plan that asks for no GPU."""
+        from .. import quote as Q
+
+        if not plan.gpus:
+            return None
+        recipe = next((r for r in self.store.value("catalog") or () if r.name == plan.recipe), None)
+        win = ceiling  # a fixed cluster: the class's market price (no ladder, no ceiling)
+        if cluster.market:
+            ladder = now.value("ladder") if any(f.name == "ladder" for f in now.figures) else None
+            win = Q.win_price(ladder, nodes)
+        held = nodes if idle is not None else 0
+        return Q.for_plan(plan, recipe, cluster, nodes, win, ceiling, self._durations(plan.recipe), idle=held)
+
+    def _remember_apply(self, plan: R.Plan, cluster: m.K8sCluster, quote: Q.Quote | None = None) -> None:
         """What was applied, for the report and the next session (ncui/memory.py): the object that holds the GPUs
-        (a serve recipe's engine, not its weights Job), the recipe, its stop commands."""
+        (a serve recipe's engine, not its weights Job), the recipe, its stop commands, the quote it was given."""
         from .. import recipes as R
 
         docs = [d for d in plan.all_docs() if d.get("kind") in ("Job", "Deployment")]
@@ -341,9 +374,8 @@ class ApplyFlow(Flow):
         if main is None:
             return
         obj = [main["kind"], main["metadata"]["name"]]
-        self._remember_job(
-            {"object": obj, "recipe": plan.recipe, "title": plan.title, "stop": list(plan.stop)}, new=True
-        )
+        fields = {"object": obj, "recipe": plan.recipe, "title": plan.title, "stop": list(plan.stop)}
+        self._remember_job(fields | ({"quote": quote.to_dict()} if quote is not None else {}), new=True)
 
     async def _replace(self, kube: KubeClient, plan: R.Plan) -> bool:
         """Delete what ``plan`` replaces and wait (bounded) until it is gone; False (said) when it is not."""

@@ -72,6 +72,14 @@ class RecallFlow(Flow):
         job = jobs.get(ref.name if ref is not None else "")
         return job if isinstance(job, dict) else None
 
+    def durations(self, recipe: str) -> list[float]:
+        """How long this organization's earlier runs of ``recipe`` took, minutes (the quote's duration when the
+        catalog says none)."""
+        from .. import memory
+
+        key = self.memory_key()
+        return memory.durations(key, recipe) if key is not None else []
+
     def remember_job(self, fields: dict[str, Any], *, new: bool = False) -> None:
         """What ncui applied, submitted or started on the active cluster (``new``), or learned of it since."""
         from .. import memory

@@ -63,13 +63,26 @@ class AskCeiling(Question["int | None"]):
 # ---- the words ----------------------------------------------------------------------------------------------
 
 
-def declare_question(cluster: str, gpus: int, gpn: int | None, price: int, version: int, no_key: bool = False) -> str:
+def declare_question(
+    cluster: str,
+    gpus: int,
+    gpn: int | None,
+    price: int,
+    version: int,
+    no_key: bool = False,
+    assessed: int | None = None,
+) -> str:
     """The declaration's question: exactly what is sent, and what it will do (``no_key``: none of the
-    organization's keys is registered, so a node granted now lets nobody in)."""
+    organization's keys is registered, so a node granted now lets nobody in); its quote per node-hour at what
+    winners are assessed now (``assessed``) and at the limit declared (ncui/quote.py)."""
+    from ..quote import vm_quote
+
     nodes = gpus // (gpn or 1)
+    quote = "\n".join(vm_quote(gpn or gpus, assessed, price).lines()) + "\n" if gpus else ""
     return (
         f"Declare {gpus} GPUs ({nodes} node{'s' if nodes != 1 else ''}) at up to {fmt_price(price)} on {cluster}?\n\n"
-        f"Sent: max_gpus {gpus}, max_price_per_gpu_hour {fmt_price(price)}, expected_version {version}.\n"
+        + quote
+        + f"Sent: max_gpus {gpus}, max_price_per_gpu_hour {fmt_price(price)}, expected_version {version}.\n"
         f"At most {fmt_usd(cost_ucredits(price, gpus, 1))} per hour while the nodes are held; you pay what winners "
         "are assessed, never more than your limit. Nodes are granted as the market clears and billed until "
         "you release the capacity (Lease)."
@@ -240,7 +253,8 @@ class VmFlow(Flow):
             nonlocal snap
 
             def body(_now: Snapshot) -> str:
-                return declare_question(ref.name, gpus, gpn, price, cap.version, self.store.value("ssh_keys") == ())
+                keyless = self.store.value("ssh_keys") == ()
+                return declare_question(ref.name, gpus, gpn, price, cap.version, keyless, assessed)
 
             asked = await fresh.confirm(
                 self.ctx,

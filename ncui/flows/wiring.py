@@ -104,6 +104,7 @@ class Flows:
             kube_client=self.connect.kube_client,
             before_apply=lambda plan: self.lifecycle.before_apply(plan),
             remember_job=self.recall.remember_job,
+            durations=lambda recipe: self.recall.durations(recipe),
         )
 
     @cached_property

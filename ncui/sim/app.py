@@ -172,6 +172,8 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
                         description=t.description,
                         gpu_hours=t.gpu_hours,
                         price_per_gpu_hour=dollars(t.price) if t.price is not None else None,
+                        cluster=t.cluster,
+                        node=t.node,
                     )
                     for t in txs
                 ]

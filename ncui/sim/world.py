@@ -181,6 +181,18 @@ class TxState:
     description: str
     gpu_hours: float | None = None
     price: int | None = None
+    cluster: str | None = None  # a charge's cluster and node (ours: each charge names them where it can)
+    node: str | None = None
+
+
+@dataclass
+class Meter:
+    """What one node (a cluster's node, a VM allocation, the research node) accrued: exact, and what was charged."""
+
+    owed: Fraction = Fraction(0)
+    debited: int = 0
+    interval_owed: Fraction = Fraction(0)
+    interval_gpu_hours: Fraction = Fraction(0)
 
 
 @dataclass
@@ -199,6 +211,7 @@ class OrgState:
     vm: dict[str, VmState] = field(default_factory=dict)
     ssh_keys: list[SshKeyState] = field(default_factory=list)
     research: ResearchState | None = None  # a public_research organization's node (the box's stand-in)
+    meters: dict[tuple[str | None, str], Meter] = field(default_factory=dict)  # (cluster, node) → its meter
 
 
 def token_for(seed: int, scenario: str, org: str) -> str:
@@ -440,34 +453,53 @@ class World:
                 price = self.markets[st.spec.gpu_model].last.price
                 for node in st.market_nodes():
                     if node.ready(t):
-                        self._accrue(org, price, node.gpus)
+                        self._accrue(org, price, node.gpus, st.spec.name, node.name)
             for vm in org.vm.values():
                 price = self.markets[vm.spec.gpu_model].last.price
                 for a in vm.allocations:
                     if a.state_at(t) == "active":
-                        self._accrue(org, price, a.gpus)
+                        self._accrue(org, price, a.gpus, vm.spec.name, a.id)
             if org.research is not None and org.research.state_at(t) == "assigned":
-                self._accrue(org, org.research.price, org.research.gpus)
+                self._accrue(org, org.research.price, org.research.gpus, None, org.research.host)
 
-    def _accrue(self, org: OrgState, price: int, gpus: int) -> None:
+    def _accrue(self, org: OrgState, price: int, gpus: int, cluster: str | None, node: str) -> None:
         amount = Fraction(price * gpus, 60)
         org.owed += amount
         org.interval_owed += amount
         org.interval_gpu_hours += Fraction(gpus, 60)
+        meter = org.meters.setdefault((cluster, node), Meter())
+        meter.owed += amount
+        meter.interval_owed += amount
+        meter.interval_gpu_hours += Fraction(gpus, 60)
 
     def _assess(self, t: datetime) -> None:
+        """Every ASSESS_EVERY steps: one charge per node that accrued whole µcredits since the last, naming its
+        cluster and node (a research node names its host: it has no cluster)."""
         for org in self.orgs.values():
-            charge = org.owed.__floor__() - org.debited
-            if charge > 0:
-                gh = org.interval_gpu_hours
-                avg = round(org.interval_owed / gh) if gh else None
-                org.debited += charge
-                org.balance -= charge
-                org.transactions.append(
-                    TxState(
-                        self._id("tx"), t, "charge", -charge, f"GPU market: {float(gh):.2f} GPU-hours", float(gh), avg
+            for (cluster, node), meter in org.meters.items():
+                charge = meter.owed.__floor__() - meter.debited
+                if charge > 0:
+                    gh = meter.interval_gpu_hours
+                    avg = round(meter.interval_owed / gh) if gh else None
+                    where = f"{cluster}/{node}" if cluster else node
+                    meter.debited += charge
+                    org.debited += charge
+                    org.balance -= charge
+                    org.transactions.append(
+                        TxState(
+                            self._id("tx"),
+                            t,
+                            "charge",
+                            -charge,
+                            f"GPU market: {float(gh):.2f} GPU-hours on {where}",
+                            float(gh),
+                            avg,
+                            cluster,
+                            node,
+                        )
                     )
-                )
+                meter.interval_owed = Fraction(0)
+                meter.interval_gpu_hours = Fraction(0)
             org.burn_hr = round(org.interval_owed * (60 // ASSESS_EVERY))
             org.assessed_at = t
             org.interval_owed = Fraction(0)
