@@ -92,6 +92,7 @@ class NCApp(App[None]):
         self.first_run = first_run  # a message when there is no token
         self.pollers: Pollers | None = None
         self._unsubs: list[Callable[[], None]] = []
+        self._ended = False  # unmounted (NCApp.on_unmount)
         self.history: history.History | None = None  # this service's, once connected
         # what every flow is given (ncui/flows/base.py): its history and pollers are set once connected
         self.keyhold = KeyHold(self)  # keys typed ahead of a question reach it (screens/keyhold.py)
@@ -147,6 +148,9 @@ class NCApp(App[None]):
             log.exception("connect failed")
             self.store.fail("balance", f"Cannot start: {e}" if not isinstance(e, NCError) else str(e))
             return
+        if self._ended:  # quit while connecting: on_unmount has closed what stood then; the client made since too
+            await self.backend.close()
+            return
         assert self.backend.endpoints is not None
         # every change, as its command (h), dated on the clock the Report dates by (the box's in the demo)
         self.history = self.backend.history
@@ -169,6 +173,7 @@ class NCApp(App[None]):
             self.notify(line, severity="warning", timeout=30)
 
     async def on_unmount(self) -> None:
+        self._ended = True  # (a connect still under way starts no pollers after this: _connect)
         for u in self._unsubs:
             u()
         if self.flows.built("connect"):
