@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from rich.text import Text
 from textual.containers import VerticalScroll
+from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -71,12 +72,16 @@ class View(VerticalScroll):
         return cast("NCApp", self.app)  # Widget.app is an App[object]: a view lives in NCApp only
 
     def on_mount(self) -> None:
-        if not self.children:  # mounted as the app quits: Textual mounts nothing a closing widget composed
-            return
-        self.mounted()
-        if self._unsub is None:
-            self._unsub = self.store.subscribe(self.NEEDS + ("whoami",), self._changed, interested=False)
-        self.refresh_view()
+        # Mounted as the app quits, a view may lack some of what it composed (Textual mounts nothing a closing
+        # widget composes, at any depth): then its set-up says nothing. Any other NoMatches is a bug, raised.
+        try:
+            self.mounted()
+            if self._unsub is None:
+                self._unsub = self.store.subscribe(self.NEEDS + ("whoami",), self._changed, interested=False)
+            self.refresh_view()
+        except NoMatches:
+            if self.app.return_code is None and self.app.is_running:  # (exit() sets the one, shutting down the other)
+                raise
 
     def mounted(self) -> None:
         """A view's own set-up once its widgets are mounted (its tables' columns, its timers), before its first
