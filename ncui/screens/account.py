@@ -317,6 +317,8 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         return False
 
     def on_resize(self) -> None:
+        if not self.query("#transactions"):  # (mounted as the app quits, without its cards: View.on_mount)
+            return
         if self._tx_columns():
             self._transactions()
 
