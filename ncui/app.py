@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 from .backend import Backend
 from .flows.base import Context
 from .flows.wiring import Flows
+from .screens.account import AccountView
 from .screens.base import VIEWS, View, view_class
 from .screens.commands import commands
 from .screens.keyhold import KeyHold
@@ -109,27 +110,27 @@ class NCApp(App[None]):
             yield Footer()
             return
         yield NavBar(tuple((name, title) for name, title, _, _ in VIEWS), active="account", id="tabs")
-        # Account is mounted just after the first frame (in its place, one line), the others when first shown
-        with ContentSwitcher(initial=STARTING, id="views"):
-            yield Static("Loading your account…", id=STARTING, classes="note", markup=False)
+        with ContentSwitcher(initial="account", id="views"):  # the others are built when first shown
+            yield AccountView(self.store, id="account")
         yield Footer()
 
     async def on_mount(self) -> None:
         if self.first_run:
             return
+        account = self.query_one("#account", View)
+        account.activate(True)
+        account.focus()
         catch_signals(self)
         if self.store.meta.get("token_warning"):  # also a line on Account until it is fixed
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)
 
     async def _start(self) -> None:
-        """After the first frame (the header, the tabs, one line: bench/startup.py times it): Account, the flows
-        that follow the store from the start, then connecting (the first answers fill Account's cards)."""
+        """After the first frame (bench/startup.py times it): the flows that follow the store from the start, then
+        connecting (the first answers fill Account's cards)."""
         switcher = self.query_one("#views", ContentSwitcher)
         if not switcher.is_attached:  # quit before the first frame was drawn
             return
-        if switcher.current == STARTING:  # (unless a key chose a screen already)
-            await self.action_show("account")
         flows = self.flows
         flows.connect.start()  # the active cluster from whoami; --recipe chosen on Recipes once the catalog is read
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), flows.lease.on_standing, interested=False))
