@@ -42,9 +42,6 @@ from ncui.backend import Backend, DemoOptions
 class Bench(NCApp):
     def on_mount(self):  # Textual calls NCApp.on_mount after this one (handlers run along the MRO)
         self.call_after_refresh(lambda: os.write(1, b"first-frame\n"))  # before the app's own start-up
-    async def _start(self):  # Account mounted (its cards, still loading), the flows that follow the store built
-        await super()._start()
-        os.write(1, b"account\n")
         def live(s):
             if s.loaded:
                 os.write(1, b"live\n"); self.exit()
@@ -105,11 +102,9 @@ def main(argv: list[str] | None = None) -> None:
     b_first = statistics.median(r["first-frame"] for r in bare)
     n_first = statistics.median(r["first-frame"] for r in ncui)
     n_live = statistics.median(r["live"] for r in ncui)
-    n_acct = statistics.median(r["account"] for r in ncui)
     print(f"runs: {args.runs} (median, ms, spawn to event, headless 80x24)")
     print(f"  bare Textual app   first frame {b_first:7.0f}")
     print(f"  ncui --demo        first frame {n_first:7.0f}   ratio {n_first / b_first:.2f}x  (target <= 1.10x)")
-    print(f"  ncui --demo        Account     {n_acct:7.0f}   (its cards mounted, just after the first frame)")
     print(f"  ncui --demo        live data   {n_live:7.0f}   (includes importing and starting the box)")
     r_first = statistics.median(r["first-frame"] for r in remote)
     r_live = statistics.median(r["live"] for r in remote)

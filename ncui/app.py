@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from .pollers import Pollers
 
 log = logging.getLogger("ncui")
-STARTING = "starting"  # the first frame's one line where Account goes (NCApp._start)
 
 
 install_scrollbars()
@@ -125,12 +124,9 @@ class NCApp(App[None]):
             self.notify(self.store.meta["token_warning"], severity="warning", timeout=20)
         self.call_after_refresh(self._start)
 
-    async def _start(self) -> None:
+    def _start(self) -> None:
         """After the first frame (bench/startup.py times it): the flows that follow the store from the start, then
         connecting (the first answers fill Account's cards)."""
-        switcher = self.query_one("#views", ContentSwitcher)
-        if not switcher.is_attached:  # quit before the first frame was drawn
-            return
         flows = self.flows
         flows.connect.start()  # the active cluster from whoami; --recipe chosen on Recipes once the catalog is read
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), flows.lease.on_standing, interested=False))
@@ -244,9 +240,7 @@ class NCApp(App[None]):
             return
         if not switcher.query(f"#{name}"):
             await switcher.mount(view_class(name)(self.store, id=name))
-        if switcher.current == STARTING:
-            await switcher.query_one(f"#{STARTING}").remove()
-        elif switcher.current:
+        if switcher.current:
             self.query_one(f"#{switcher.current}", View).activate(False)
         switcher.current = name
         view = self.query_one(f"#{name}", View)
@@ -262,7 +256,7 @@ class NCApp(App[None]):
         if self.first_run:
             return None
         cur = self.query_one("#views", ContentSwitcher).current
-        return self.query_one(f"#{cur}", View) if cur and cur != STARTING else None
+        return self.query_one(f"#{cur}", View) if cur else None
 
     def action_help(self) -> None:
         view = self.current_view()
