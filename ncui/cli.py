@@ -155,9 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     how.add_argument("--json", action="store_true", help="the report as JSON (a stable shape: see the README)")
     how.add_argument("--markdown", action="store_true", help="the report as markdown, to paste into a chat or issue")
     r.add_argument("--cluster", metavar="NAME", help="report on this cluster (default: the one ncui last used)")
-    # (SUPPRESS: given only after `report`, they must not reset the same options given before it)
-    r.add_argument("--api", metavar="URL", default=argparse.SUPPRESS, help="API origin (as for the app)")
-    r.add_argument("--access", metavar="URL", default=argparse.SUPPRESS, help="recipe catalog origin")
+    _endpoints(r)
     q = sub.add_parser(
         "quote",
         help="what a recipe will cost on the active cluster, before you apply it",
@@ -176,8 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--json", action="store_true", help="the quote as JSON (schema ncui.quote/1)")
     q.add_argument("--cluster", metavar="NAME", help="quote on this cluster (default: the one ncui last used)")
-    q.add_argument("--api", metavar="URL", default=argparse.SUPPRESS, help="API origin (as for the app)")
-    q.add_argument("--access", metavar="URL", default=argparse.SUPPRESS, help="recipe catalog origin")
+    _endpoints(q)
     d = sub.add_parser(
         "doctor",
         help="check this machine and the service's contract before a first real run",
@@ -189,9 +186,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="a list of {check, status, reason, fix, details}")
     d.add_argument("--strict", action="store_true", help="a warning (!) fails too: exit 1")
     d.add_argument("--verbose", action="store_true", help="also what the service added, and each check's details")
-    d.add_argument("--api", metavar="URL", default=argparse.SUPPRESS, help="API origin (as for the app)")
-    d.add_argument("--access", metavar="URL", default=argparse.SUPPRESS, help="recipe catalog origin")
+    _endpoints(d)
     return p
+
+
+def _endpoints(p: argparse.ArgumentParser) -> None:
+    """A subcommand's --api/--access (SUPPRESS: given only after it, they must not reset the same options given
+    before it)."""
+    p.add_argument("--api", metavar="URL", default=argparse.SUPPRESS, help="API origin (as for the app)")
+    p.add_argument("--access", metavar="URL", default=argparse.SUPPRESS, help="recipe catalog origin")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
