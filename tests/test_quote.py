@@ -75,16 +75,18 @@ async def test_the_train_quote_holds_what_the_run_then_costs_in_the_box_and_the_
         st = world.main_org.k8s["halcyon"]
         held: set[str] = set()
 
+        def released() -> bool:  # (the box's side: a node was granted, and is gone again)
+            held.update(n.name for n in st.market_nodes())
+            return bool(held) and not st.market_nodes()
+
         def done() -> bool:
             job = (app.store.value("k8s_jobs") or {}).get("nanogpt") or {}
-            held.update(n.name for n in st.market_nodes())
-            return bool((job.get("status") or {}).get("completionTime")) and held and not st.market_nodes()
+            return bool((job.get("status") or {}).get("completionTime")) and released()
 
         for _ in range(120):  # the node is granted and joins, the run trains and ends, the idle node is released
-            if done():
+            if released():
                 break
             world.advance(60)
-            await pilot.pause(0.05)
         await until(pilot, done, what="the Job complete and its node released")
         world.advance(11 * 60)  # the meter's next assessment charges the node's last minutes
         charges = box_charges(sim, "halcyon")
