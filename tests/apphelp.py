@@ -187,6 +187,47 @@ async def to_apply_question(pilot, app, sim) -> str:
     return ceiling
 
 
+async def to_recipe_question(pilot, app, sim, downs: int) -> None:
+    """Recipes, the recipe ``downs`` below Train, a (Something else: its form filled in and sent); a ceiling 50
+    cents over the price to win when asked, yes to it; up to the apply question."""
+    from ncui.screens.modals import CeilingModal, ConfirmModal
+
+    if downs == 4:
+        await open_something_else(pilot, app)
+        form = app.screen
+        form.query_one("#image").value = "ghcr.io/me/trainer:1.2"
+        form.query_one("#command").value = "python train.py"
+        form.query_one("#nodes").value = "1"
+        form._submit()
+    else:
+        await open_recipes(pilot, app)
+        for _ in range(downs):
+            await pilot.press("down")
+        await pilot.pause()
+        await pilot.press("a")
+
+    def asked() -> bool:
+        return isinstance(app.screen, CeilingModal) or (
+            isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app)
+        )
+
+    await through_sign_in(pilot, app, sim, (CeilingModal, ConfirmModal))
+    await until(pilot, asked, timeout=30, what="the ceiling or the apply question")
+    if isinstance(app.screen, CeilingModal):
+        ceiling = f"{app.store.value('ladder').rungs[0].price_per_gpu_hour / 1e6 + 0.5:.2f}"
+        await type_text(pilot, ceiling)
+        await until(pilot, lambda: "clears now" in screen_text(app))
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the bid confirmation")
+        await pilot.press("y")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app),
+            timeout=30,
+            what="the apply question",
+        )
+
+
 async def apply_train(pilot, app, sim) -> str:
     """``to_apply_question``, then yes to the apply; returns the ceiling typed, once Workloads shows."""
     ceiling = await to_apply_question(pilot, app, sim)

@@ -93,7 +93,7 @@ async def test_declare_states_what_is_sent_and_release_keeps_the_price(sim_facto
         text = screen_text(app)
         assert f"Sent: max_gpus 8, max_price_per_gpu_hour $4.20/GPU-h, expected_version {version}." in text
         assert "No ssh key is registered: a node granted now lets nobody in" in text
-        assert "At most $33.60 per hour" in text
+        assert "at most $33.60 per node-hour at your limit" in text
         await pilot.press("y")
         await until(pilot, lambda: _vm(sim).max_gpus == 8, what="declared")
         assert _vm(sim).price == 4_200_000

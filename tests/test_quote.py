@@ -21,16 +21,12 @@ from ncui import memory
 from ncui import quote as Q
 from ncui.api import models as m
 from ncui.money import cost_ucredits, fmt_usd
-from ncui.screens.modals import CeilingModal, ConfirmModal
 
 from .apphelp import (
     app_for,
-    open_recipes,
-    open_something_else,
     screen_text,
-    through_sign_in,
     to_apply_question,
-    type_text,
+    to_recipe_question,
     until,
 )
 from .screentext import joined
@@ -116,45 +112,6 @@ async def test_the_train_quote_holds_what_the_run_then_costs_in_the_box_and_the_
 # ---- 80×24: the quote whole in every apply question -------------------------------------------------------
 
 
-async def _apply_question(pilot, app, sim, downs: int) -> None:
-    """Recipes, the recipe ``downs`` below Train, a (Something else: its form filled in and sent); a ceiling 50
-    cents over the price to win when asked, yes to it; up to the apply question."""
-    if downs == 4:
-        await open_something_else(pilot, app)
-        form = app.screen
-        form.query_one("#image").value = "ghcr.io/me/trainer:1.2"
-        form.query_one("#command").value = "python train.py"
-        form.query_one("#nodes").value = "1"
-        form._submit()
-    else:
-        await open_recipes(pilot, app)
-        for _ in range(downs):
-            await pilot.press("down")
-        await pilot.pause()
-        await pilot.press("a")
-
-    def asked() -> bool:
-        return isinstance(app.screen, CeilingModal) or (
-            isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app)
-        )
-
-    await through_sign_in(pilot, app, sim, (CeilingModal, ConfirmModal))
-    await until(pilot, asked, timeout=30, what="the ceiling or the apply question")
-    if isinstance(app.screen, CeilingModal):
-        ceiling = f"{app.store.value('ladder').rungs[0].price_per_gpu_hour / 1e6 + 0.5:.2f}"
-        await type_text(pilot, ceiling)
-        await until(pilot, lambda: "clears now" in screen_text(app))
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), what="the bid confirmation")
-        await pilot.press("y")
-        await until(
-            pilot,
-            lambda: isinstance(app.screen, ConfirmModal) and "Apply" in screen_text(app),
-            timeout=30,
-            what="the apply question",
-        )
-
-
 @pytest.mark.parametrize(
     ("scenario", "downs", "ends"),
     [
@@ -171,7 +128,7 @@ async def test_the_quote_fits_the_apply_question_at_80x24(sim_factory, scenario,
     sim = sim_factory(scenario)
     app = app_for(sim)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _apply_question(pilot, app, sim, downs)
+        await to_recipe_question(pilot, app, sim, downs)
         body = screen_text(app)  # the whole body, scrolled or not
         quote = body[body.index("Quote") : body.index("Create on")].strip()
         assert ends in quote, quote
@@ -263,6 +220,8 @@ def test_a_vm_declaration_quotes_per_node_hour_at_the_assessed_price_and_at_the_
     assert "Quote: $31.20 per node-hour: 8 GPUs × $3.90/GPU-h (assessed now);" in body
     assert "at most $33.60 per node-hour at your limit, until you release it." in body
     assert "Sent: max_gpus 16, max_price_per_gpu_hour $4.20/GPU-h, expected_version 3." in body
+    assert "2 nodes: at most $67.20 per hour in all." in body  # (one node: the quote's own figure, said once)
+    assert "nodes: at most" not in declare_question("tern-vm", 8, 8, 4_200_000, 3, assessed=3_900_000)
 
 
 def test_a_reclaimed_runs_cost_counts_its_replacement_node_and_says_no_quote_was_given(kube_factory, tmp_path):

@@ -83,9 +83,9 @@ def declare_question(
         f"Declare {gpus} GPUs ({nodes} node{'s' if nodes != 1 else ''}) at up to {fmt_price(price)} on {cluster}?\n\n"
         + quote
         + f"Sent: max_gpus {gpus}, max_price_per_gpu_hour {fmt_price(price)}, expected_version {version}.\n"
-        f"At most {fmt_usd(cost_ucredits(price, gpus, 1))} per hour while the nodes are held; you pay what winners "
-        "are assessed, never more than your limit. Nodes are granted as the market clears and billed until "
-        "you release the capacity (Lease)."
+        + (f"{nodes} nodes: at most {fmt_usd(cost_ucredits(price, gpus, 1))} per hour in all. " if nodes > 1 else "")
+        + "You pay what winners are assessed, never more than your limit. Nodes are granted as the market clears "
+        "and billed until you release the capacity (Lease)."
         + (
             "\n\n! No ssh key is registered: a node granted now lets nobody in, billed all the same (keys install "
             "on nodes granted after they are registered). Cancel, then k registers yours first."
