@@ -418,8 +418,13 @@ async def test_the_app_says_a_drift_once_in_a_line_and_in_help(tmp_path, tmux_fa
         said = "The service's contract changed: GET /api/k8s/market/ladder: no such path in /api/k8s/openapi.json"
         await term.until(lambda s: said in term.toasts(), what="the drift's notification")
         term.keys("?")
-        screen = await term.until(lambda s: "The service's contract" in s and "Help" in s, what="the help")
-    assert "GET /api/k8s/market/ladder: no such path" in " ".join(screen.split()), screen
+        screen = await term.until(lambda s: "The service's contract" in s and "Esc closes" in s, what="the help")
+        assert "GET /api/k8s/market/ladder: no such path" in " ".join(screen.split()), screen
+        term.keys("Escape")  # (alone: an Escape sent with the next key reads as Alt and that key)
+        await term.until(lambda s: "Esc closes" not in s, what="the help closed")
+        term.keys("2")  # the figure the moved path fed: unknown, with the reason, never an empty ladder
+        market = await term.until(lambda s: "Price to win" in s and "Unknown (could not read" in s, what="Market")
+    assert "Unknown (could not read: Not found while reading the price-to-win ladder" in " ".join(market.split())
     kept = json.loads((Path(env["XDG_STATE_HOME"]) / "ncui" / "contract-check.json").read_text())
     assert list(kept["services"]) == [sim.env["NC_API"]] and said in kept["services"][sim.env["NC_API"]]["line"]
 
