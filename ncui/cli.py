@@ -470,6 +470,8 @@ def run_quote(args: argparse.Namespace) -> int:
         print(f"{q.recipe} on {where}:")
         for line in q.lines():
             print(f"  {line}")
+        if q.kind in ("run", "serve", "hourly"):  # (reading the cluster's nodes needs kubectl's sign-in)
+            print("  Idle nodes you already hold are not counted here; the app's apply question counts them.")
     return 0
 
 

@@ -166,6 +166,7 @@ def test_ncui_quote_says_the_figures_of_the_box_ladder_and_catalog(sim):
     p = run_quote(sim, "kimi-k3", "--ceiling", "7.25")  # a serve: per hour until stopped
     assert p.returncode == 0, p.stderr
     assert f"at most {fmt_usd(cost_ucredits(7_250_000, 8, 1))}/h at your ceiling, until you stop it" in joined(p.stdout)
+    assert "Idle nodes you already hold are not counted here" in p.stdout  # (what the command does not look at)
 
     p = run_quote(sim, "nanogpt", "--ceiling", "4,10")
     assert p.returncode == 2 and "no thousands separators" in p.stderr and "Traceback" not in p.stderr
