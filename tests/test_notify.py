@@ -45,7 +45,9 @@ def test_inside_tmux_a_sequence_only_with_passthrough_else_the_bell():
     assert protocol({**env, "KITTY_WINDOW_ID": ""}, passthrough=lambda: True) == "bell"  # nothing known outside
 
 
-@pytest.mark.parametrize(("out", "rc", "want"), [("on\n", 0, True), ("all\n", 0, True), ("off\n", 0, False), ("", 1, False)])
+@pytest.mark.parametrize(
+    ("out", "rc", "want"), [("on\n", 0, True), ("all\n", 0, True), ("off\n", 0, False), ("", 1, False)]
+)
 def test_tmux_passthrough_is_what_tmux_says(out, rc, want):
     def run(argv, **kw):
         assert argv == ["tmux", "show", "-gv", "allow-passthrough"]
@@ -239,7 +241,9 @@ def test_the_store_moments_each_once_and_none_for_what_stood():
     store.set("k8s_deployments", {})
     store.set("k8s_deployments", {"inkling": _dep("inkling", 0), "web": _dep("web", 1, 2)})
     store.set("k8s_deployments", {"inkling": _dep("inkling", 1), "web": _dep("web", 2, 2)})
-    store.set("k8s_deployments", {"kimi-k3-worker": _dep("kimi-k3-worker", 1), "infera-router": _dep("infera-router", 1)})
+    store.set(
+        "k8s_deployments", {"kimi-k3-worker": _dep("kimi-k3-worker", 1), "infera-router": _dep("infera-router", 1)}
+    )
     assert [(m.kind, m.title) for m in got] == [
         ("job", "Job failed"),
         ("reclaim", "Reclaimed"),

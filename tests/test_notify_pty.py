@@ -152,7 +152,12 @@ def _held_pod(name: str, node: str) -> dict:
         "status": {
             "phase": "Failed",
             "conditions": [
-                {"type": "DisruptionTarget", "status": "True", "reason": "Reclaimed", "message": f"node {node} reclaimed"}
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "Reclaimed",
+                    "message": f"node {node} reclaimed",
+                }
             ],
         },
     }
@@ -163,7 +168,14 @@ def _held_deployment(name: str) -> dict:
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": name},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "x"}}, "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}}},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "x"}},
+            "template": {
+                "metadata": {"labels": {"app": "x"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]},
+            },
+        },
         "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
     }
 
@@ -192,7 +204,11 @@ def _no_raw_controls_from_names(raw: bytes) -> None:
 
 async def test_each_moment_once_in_order_while_the_terminal_is_not_focused(kc_factory, pty_factory, tmp_path):
     k, kc = kc_factory()
-    _hold(k, busybox_job("sentinel-done", "true") | {"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}})
+    _hold(
+        k,
+        busybox_job("sentinel-done", "true")
+        | {"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}},
+    )
     _limit_file(tmp_path, k, 10.0)
     term = pty_factory(_ncui(k.sim), _person(tmp_path, k.sim, cache=k.auth_cache))
     await _app_watching(k, term, "sentinel-done")
@@ -250,7 +266,11 @@ async def test_each_moment_once_in_order_while_the_terminal_is_not_focused(kc_fa
 @pytest.mark.parametrize("how", ["focused", "quiet"])
 async def test_none_while_focused_or_quiet(kc_factory, pty_factory, tmp_path, how):
     k, kc = kc_factory()
-    _hold(k, busybox_job("sentinel-done", "true") | {"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}})
+    _hold(
+        k,
+        busybox_job("sentinel-done", "true")
+        | {"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}},
+    )
     flags = ("--quiet",) if how == "quiet" else ()
     term = pty_factory(_ncui(k.sim, *flags), _person(tmp_path, k.sim, cache=k.auth_cache))
     await _app_watching(k, term, "sentinel-done")
@@ -265,3 +285,21 @@ async def test_none_while_focused_or_quiet(kc_factory, pty_factory, tmp_path, ho
     await term.until(lambda raw: b"pod-reclaimed" in raw, "the reclaim, in the app")
     assert term.notifications() == []
     assert b"\x1b]99;" not in term.bytes() and b"\x1b]777;" not in term.bytes()
+
+
+async def test_the_research_node_assigned_on_public_research(sim_factory, pty_factory, tmp_path):
+    """On a public research organization (no cluster): Marshall assigns the node (the box's control) while the
+    terminal is not focused: one notification, the research node's."""
+    sim = sim_factory("public-research")
+    headers = {"Authorization": f"Bearer {sim.token}"}
+    term = pty_factory(_ncui(sim), _person(tmp_path, sim))
+    await term.until(lambda raw: b"Puffin" in raw, "the app with its account")
+    term.send(b"4")
+    await term.until(lambda raw: b"queued for Marshall" in raw, "Workloads showing the node queued")
+    term.send(FOCUS_OUT)
+    r = httpx.post(f"{sim.api_url}/_sim/research/assign", headers=headers)
+    assert r.status_code == 200 and r.json()["state"] in ("assigning", "assigned"), r.text
+    term.send(b"r" + FOCUS_OUT)
+    await term.until(lambda raw: len(OSC9.findall(raw)) >= 1, "the research node's notification")
+    said = term.notifications()
+    assert [s.split(":", 1)[0] for s in said] == ["Research node assigned"], said

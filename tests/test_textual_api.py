@@ -13,7 +13,6 @@ import inspect
 import re
 from pathlib import Path
 
-import pytest
 import textual
 from textual.dom import DOMNode
 from textual.widget import Widget

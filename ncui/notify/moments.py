@@ -116,17 +116,38 @@ def changes(name: str, was: dict[str, Any], now: dict[str, Any], cluster: str = 
                 )
         elif name == "vm_capacity":
             if cur[1] == "active" and not (old and old[1] == "active"):
-                out.append(Moment("node", "A VM node is active", f"Allocation {cur[0]} ({cur[2]} GPUs) is active: ssh in; it bills from now."))
+                out.append(
+                    Moment(
+                        "node",
+                        "A VM node is active",
+                        f"Allocation {cur[0]} ({cur[2]} GPUs) is active: ssh in; it bills from now.",
+                    )
+                )
             elif cur[1] == "reclaimed" and old and old[1] != "reclaimed":
-                out.append(Moment("reclaim", "Reclaimed", f"Allocation {cur[0]} was reclaimed: its node and disk are gone.", "warning"))
+                out.append(
+                    Moment(
+                        "reclaim",
+                        "Reclaimed",
+                        f"Allocation {cur[0]} was reclaimed: its node and disk are gone.",
+                        "warning",
+                    )
+                )
         elif name == "research":
             if cur[1] == "assigned" and not (old and old[1] == "assigned"):
                 gpus = f" ({cur[2]}× {clean(str(cur[3]))})" if cur[2] and cur[3] else ""
-                out.append(Moment("research", "Research node assigned", f"{cur[0]}{gpus} is yours: ssh in (Workloads, 4)."))
+                out.append(
+                    Moment("research", "Research node assigned", f"{cur[0]}{gpus} is yours: ssh in (Workloads, 4).")
+                )
     if name == "slurm_jobs":
         for key, old in was.items():
             if key not in now:
-                out.append(Moment("job", "Slurm job ended", f"Slurm job {old[0]} ({old[1]}) left the queue (last {old[2]}): Workloads (4) shows its log."))
+                out.append(
+                    Moment(
+                        "job",
+                        "Slurm job ended",
+                        f"Slurm job {old[0]} ({old[1]}) left the queue (last {old[2]}): Workloads (4) shows its log.",
+                    )
+                )
     return out
 
 

@@ -10,7 +10,7 @@ a Textual upgrade moves it). A headless app (tests with Pilot, ``run_test``) wri
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..notify import Settings
 
 
-def write(app: App[object], text: str) -> bool:
+def write(app: App[Any], text: str) -> bool:
     """Write ``text`` (a whole escape sequence, or a BEL) to the terminal the app draws on; False when there is
     none (headless, not started, or gone)."""
     driver = app._driver  # (Textual's own bell writes through it: see the module's docstring)
