@@ -294,3 +294,27 @@ def test_the_vm_research_and_slurm_moments():
         ("job", "Slurm job ended"),
     ]
     assert not any(c in x.body for x in got for c in CONTROLS)  # cleaned where the moment is made, too
+
+
+async def test_the_palettes_notifications_toggle_a_kind_and_save_it(tmp_path, monkeypatch):
+    """Ctrl-P, Notifications: Space turns the highlighted kind off, Esc saves the file; a malformed file before it is
+    said on screen (the defaults used), never a traceback."""
+    from ncui.app import NCApp
+
+    from .apphelp import notes, until
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    (tmp_path / "ncui").mkdir()
+    (tmp_path / "ncui" / "notify.json").write_text("{broken")
+    app = NCApp(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.notifier is not None and all(app.notifier.settings.enabled(k) for k in KINDS)
+        await until(pilot, lambda: "is not JSON" in notes(app), what="the settings file's problem, said")
+        app.action_notify_settings()
+        await pilot.pause()
+        await pilot.press("space")  # the first kind: a node joined
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not app.notifier.settings.enabled("node") and app.notifier.settings.enabled("job")
+    assert notify.load().on == {k: k != "node" for k in KINDS}
