@@ -39,6 +39,7 @@ from .widgets.scrollbar import install as install_scrollbars
 if TYPE_CHECKING:
     from . import history
     from .flows.connect import Handoff
+    from .notify import Moment, Notifier
     from .pollers import Pollers
 
 log = logging.getLogger("ncui")
@@ -81,6 +82,7 @@ class NCApp(App[None]):
         mode: str = "",
         first_run: str = "",
         handoff: Handoff | None = None,
+        quiet: bool = False,
     ) -> None:
         from .config import in_workspace
 
@@ -99,6 +101,14 @@ class NCApp(App[None]):
         self.ui = ScreenUI(self, self.keyhold)  # how the flows ask, say and start work (screens/ui.py)
         self.ctx = Context(backend, self.store, self.ui)
         self.flows = Flows(self.ctx, self, handoff=handoff)  # each built at its first use (ncui/flows/wiring.py)
+        self.quiet = quiet  # --quiet: no desktop notification (in-app ones stay)
+        self.notifier: Notifier | None = None  # the moments (ncui/notify): made after the first frame
+
+    def desktop_out(self, text: str) -> None:
+        """A desktop notification's bytes to the terminal (screens/desktop.py, the one adapter)."""
+        from .screens.desktop import write
+
+        write(self, text)
 
     # ---- layout -------------------------------------------------------------------------------
 
@@ -128,11 +138,60 @@ class NCApp(App[None]):
         """After the first frame (bench/startup.py times it): the flows that follow the store from the start, then
         connecting (the first answers fill Account's cards)."""
         flows = self.flows
+        self._start_moments()
         flows.connect.start()  # the active cluster from whoami; --recipe chosen on Recipes once the catalog is read
         self._unsubs.append(self.store.subscribe(("bid", "vm_capacity"), flows.lease.on_standing, interested=False))
         # a defective tune, a serve on the previous model, the load test's end: said at once
         self._unsubs.append(flows.lifecycle.watch())
         self.ui.start(self._connect, name="connect")
+
+    def _start_moments(self) -> None:
+        """The moments (ncui/notify): in the app always; to the desktop while the terminal is not focused (Textual's
+        ``app_focus``, from the terminal's focus reports), when their kind is on and not ``--quiet``."""
+        import os
+
+        from . import notify
+        from .notify.escape import protocol
+        from .notify.moments import StoreMoments
+
+        settings = notify.load()
+        if settings.problem:
+            self.notify(settings.problem, title="Notification settings", severity="warning", timeout=15)
+        self.notifier = self.ctx.moments = notify.Notifier(
+            settings,
+            say=self._say_moment,
+            write=lambda text: self.desktop_out(text),
+            desktop_now=lambda: not self.app_focus,
+            protocol=lambda: protocol(os.environ),
+            quiet=self.quiet,
+            tmux=bool(os.environ.get("TMUX")),
+        )
+        self._unsubs.append(StoreMoments(self.store, self.notifier.moment).start())
+
+    def _say_moment(self, m: Moment) -> None:
+        self.notify(m.body, title=m.title, severity=m.severity, timeout=12 if m.severity == "information" else 20)
+
+    def action_notify_settings(self) -> None:
+        """The palette's Notifications: each kind on or off for the desktop, saved to the settings file."""
+        from . import notify
+        from .screens.desktop import NotifySettingsModal
+
+        if self.notifier is None:
+            return
+        notifier = self.notifier
+
+        def saved(new: notify.Settings | None) -> None:
+            if new is None or new.on == notifier.settings.on:
+                return
+            notifier.settings = new
+            try:
+                notify.save(new)
+            except OSError as e:
+                self.notify(f"Not saved ({e.strerror or e}): kept for this session.", severity="warning", timeout=10)
+                return
+            self.notify(f"Notification settings saved to {notify.settings_path()}.", timeout=5)
+
+        self.push_screen(NotifySettingsModal(notifier.settings, str(notify.settings_path()), self.quiet), saved)
 
     async def _connect(self) -> None:
         if self.backend is None:  # the first-run screen has no backend, and never connects

@@ -111,6 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--cluster", metavar="NAME", type=_name, help="make this cluster the active one")
     p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no desktop notification (through the terminal) for this session; in-app ones still show",
+    )
+    p.add_argument(
         "--debug",
         action="store_true",
         help="log at DEBUG, not only warnings and errors, to ncui's log file ($XDG_STATE_HOME/ncui/ncui.log, by "
@@ -321,7 +326,7 @@ def run_demo(args: argparse.Namespace) -> int:
     speed = 60.0 if args.speed is None else args.speed
     backend = Backend(demo=DemoOptions(args.scenario, speed, args.seed))
     _log_to_file(args, backend)
-    app = NCApp(backend, mode="demo", handoff=_handoff(args))
+    app = NCApp(backend, mode="demo", handoff=_handoff(args), quiet=args.quiet)
     try:
         app.run()
     finally:
@@ -377,7 +382,7 @@ def run_app(args: argparse.Namespace) -> int:
     endpoints = Endpoints(api=args.api or API_ORIGIN, access=args.access or ACCESS_ORIGIN)
     backend = Backend(endpoints, src.token, kube_home=KubeHome.default())  # ~/.kube, as the guide's Connect step
     _log_to_file(args, backend)
-    NCApp(backend, store=store, handoff=_handoff(args)).run()
+    NCApp(backend, store=store, handoff=_handoff(args), quiet=args.quiet).run()
     return 0
 
 

@@ -56,6 +56,13 @@ def state_dir() -> Path:
     return Path(base) / "ncui"
 
 
+def config_dir() -> Path:
+    """ncui's XDG config directory (settings a person may edit): ``$XDG_CONFIG_HOME/ncui``, by default
+    ``~/.config/ncui``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return Path(base) / "ncui"
+
+
 def kube_dir() -> Path:
     """Where kubectl looks: ``~/.kube`` (the guide's ``~/.kube/<cluster>.yaml`` and ``~/.kube/config``)."""
     return Path(os.path.expanduser("~/.kube"))

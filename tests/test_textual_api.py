@@ -31,6 +31,7 @@ KNOWN_PRIVATE_READS = {
         "_line_cache",
     },
     "ncui.widgets.field": {"_bindings", "_forward_event"},
+    "ncui.screens.desktop": {"_driver"},  # the desktop notification's bytes: the channel Textual's own bell takes
 }
 
 
@@ -251,3 +252,41 @@ async def test_patchtable_shows_a_change_patched_or_through_update_cell(monkeypa
             await pilot.pause()
             assert "Failed" in app.export_screenshot(), patching
             assert table.get_cell("pod-40", "STATUS") == "Failed"
+
+
+async def test_the_desktop_adapter_writes_through_the_drivers_channel():
+    """screens/desktop.py reads ``App._driver`` (no public way writes raw bytes; ``App.bell`` does the same): on
+    this Textual the app has that attribute, a Driver with ``write`` and ``flush``, set while it runs; the adapter
+    hands a whole sequence to it once (not headless) and writes nothing headless. A Textual that renames or drops
+    it fails here, not on a person's terminal."""
+    from textual.app import App
+    from textual.driver import Driver
+
+    from ncui.screens import desktop
+
+    assert "self._driver.write" in inspect.getsource(App.bell)  # the bell's own path: the same channel
+    assert callable(Driver.write) and callable(Driver.flush)
+    app = App()
+    assert app._driver is None
+    async with app.run_test() as pilot:
+        assert isinstance(app._driver, Driver)
+        assert desktop.write(app, "\x07") is False  # headless: nothing written
+        wrote: list[str] = []
+
+        class Recorder:  # a driver on a real terminal (not headless), recording what it is given
+            is_headless = False
+
+            def write(self, data: str) -> None:
+                wrote.append(data)
+
+            def flush(self) -> None:
+                wrote.append("<flush>")
+
+        real = app._driver
+        app._driver = Recorder()  # type: ignore[assignment]  # (no await until it is put back: no frame between)
+        try:
+            assert desktop.write(app, "\x1b]9;hi\x07") is True
+        finally:
+            app._driver = real
+        assert wrote == ["\x1b]9;hi\x07", "<flush>"]
+        await pilot.pause()

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..api.client import NCClient
     from ..backend import Backend
     from ..history import History
+    from ..notify import Moment, Notifier
     from ..pollers import Pollers
     from ..store import Store
 
@@ -38,6 +39,7 @@ class Context:
     ui: UI
     history: History | None = None
     pollers: Pollers | None = None
+    moments: Notifier | None = None  # the App's (ncui/notify): set after the first frame
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -73,6 +75,14 @@ class Flow:
         self, message: str, *, title: str = "", severity: Severity = "information", timeout: float | None = None
     ) -> None:
         self.ctx.ui.notify(message, title=title, severity=severity, timeout=timeout)
+
+    def moment(self, m: Moment, *, in_app: bool = True) -> None:
+        """A moment the human waits for (ncui/notify): said in the app (unless the caller shows it its own way:
+        ``in_app=False``), and on the desktop when it should be."""
+        if self.ctx.moments is not None:
+            self.ctx.moments.moment(m, in_app=in_app)
+        elif in_app:
+            self.notify(m.body, title=m.title, severity=m.severity, timeout=15)
 
     def client(self) -> NCClient | None:
         """The National Compute client; None (said on screen) before ncui has connected. (A flow starts from

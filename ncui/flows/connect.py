@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import history
 from ..api.errors import NCError
+from ..notify import Moment
 from ..textsafe import clean
 from .base import Context, Flow
 from .ui import Confirm, Question
@@ -362,6 +363,16 @@ class ConnectFlow(Flow):
             ref.name, board, reason=gate.reason if gate is not None else "", approve=self.box_approver()
         )
         self.ui.ask_then(question, lambda _ok: closed.set())
+        self.moment(
+            Moment(
+                "signin",
+                "Sign-in link waiting",
+                f"{ref.name}: approve the kubectl sign-in link in your browser"
+                + (" (the watches and the log wait on it)." if in_use else "."),
+                "warning",
+            ),
+            in_app=False,  # (the link's own window says it in the app)
+        )
         link = result.link
         while not closed.is_set():
             if await wait_event(closed, 2.0):

@@ -15,6 +15,7 @@ from rich.text import Text
 from .. import lifecycle as L
 from ..api.errors import NCError
 from ..lifecycle import stays, stop_list
+from ..notify import Moment
 from ..textsafe import clean
 from . import fresh
 from .base import Context, Flow
@@ -113,10 +114,13 @@ class LifecycleFlow(Flow):
                 timeout=15,
             )
         if now["kimi"] and not was["kimi"] and not (loadtest and loadtest[1] not in ("Complete", "Failed")):
-            self.notify(
-                f"Kimi K3 is up (READY 1/1): m on Workloads sends a request; L runs the optional load test "
-                f"(about {L.LOADTEST_MINUTES} minutes).",
-                timeout=12,
+            self.moment(
+                Moment(
+                    "ready",
+                    "Kimi K3 READY 1/1",
+                    f"Kimi K3 is up (READY 1/1): m on Workloads sends a request; L runs the optional load test "
+                    f"(about {L.LOADTEST_MINUTES} minutes).",
+                )
             )
         if (
             loadtest

@@ -20,6 +20,7 @@ from ..api.errors import NCError
 from ..lifecycle import stays, stop_list
 from ..limits import LIMIT_SLICE, limit_state
 from ..money import fmt_price, fmt_usd
+from ..notify import Moment
 from .base import Context, Flow
 from .ui import Question
 
@@ -107,6 +108,7 @@ class SpendingLimitFlow(Flow):
         self.key: str | None = None  # the organization's key in limits.json, once whoami is read
         self.counting = False  # the fresh read, the countdown or the withdrawal is under way
         self._warned: frozenset[tuple[int, datetime]] = frozenset()  # the limits warned at 80% (amount, set_at)
+        self._reached_told: frozenset[tuple[int, datetime]] = frozenset()  # the limits whose 100% was a moment
         self._looked: tuple[object, ...] | None = None  # what the last look at 100% saw (limit, charged, standing)
         self._nothing_told: frozenset[tuple[int, datetime]] = frozenset()
         self._last_assessment: tuple[int, object] | None = None
@@ -239,8 +241,30 @@ class SpendingLimitFlow(Flow):
                 severity="warning",
                 timeout=20,
             )
+            self.moment(
+                Moment(
+                    "limit",
+                    f"Spending limit {L.WARN_PERCENT}%",
+                    f"{fmt_usd(state.spent)} of {fmt_usd(state.limit.amount)} charged since "
+                    f"{state.limit.set_at:%H:%M} ({state.percent}%).",
+                    "warning",
+                ),
+                in_app=False,  # (said in full just above)
+            )
         if state.level != "reached":
             return
+        if ident not in self._reached_told:  # the desktop hears it once a limit; the app says what follows
+            self._reached_told |= {ident}
+            self.moment(
+                Moment(
+                    "limit",
+                    "Spending limit reached",
+                    f"{fmt_usd(state.spent)} of {fmt_usd(state.limit.amount)} charged since "
+                    f"{state.limit.set_at:%H:%M}: ncui acts now (Lease, 5).",
+                    "error",
+                ),
+                in_app=False,  # (the countdown, or the sentence on what stays billed, says it in the app)
+            )
         # Looked at again only when something moved (a new charge, what stands, the limit): each look reads what
         # stands fresh first, so a limit price already withdrawn is never counted down for (or PUT 0) again.
         looked = (ident, state.spent, state.limit.stop_runs, tuple((s.kind, s.cluster, s.price) for s in now_standing))

@@ -117,6 +117,10 @@ class RecallFlow(Flow):
         self.remember_job({"first_loss_lines": found} | ({"first_loss_pod": owner} if pod else {}))
         if not have:  # the first loss line: the node is there; the report remembers its arrival
             self.ui.start(self.read_report, name="report", group="report")
+            if found:
+                from ..notify import Moment
+
+                self.moment(Moment("loss", "First loss line", f"{owner}: {found[0]}"))
 
     def state_notices(self) -> None:
         """A state file set aside (corrupt, unreadable, another version): said once, as a warning."""

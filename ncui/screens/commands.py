@@ -28,6 +28,11 @@ def commands(app: NCApp, views: tuple[tuple[str, str, str, str], ...]) -> Iterat
     )
     for title, help_text, run in app.flows.connect.commands():
         yield SystemCommand(title, help_text, run)
+    yield SystemCommand(
+        "Notifications",
+        "Which moments reach your desktop while the terminal is not focused",
+        app.action_notify_settings,
+    )
     yield SystemCommand("Help for this screen", "What this screen shows and its keys (key ?)", app.action_help)
     yield SystemCommand("Last error", "The full text of the last failure said on screen", app.action_last_error)
     if app.backend is not None and app.mode != "demo":  # (the demo's box has no token for doctor to check)

@@ -70,6 +70,11 @@ class TopupBody(BaseModel):
     usd: float = Field(gt=0, le=1_000_000)
 
 
+class ChargeBody(BaseModel):
+    usd: float = Field(gt=0, le=1_000_000)
+    description: str = Field(default="Charge made by the box (/_sim/billing/charge)", max_length=300)
+
+
 class DemandBody(BaseModel):
     nodes: int = Field(ge=0, le=64)
 
@@ -501,6 +506,18 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
             amount = ucredits(body.usd)
             org.balance += amount
             org.transactions.append(TxState(world._id("tx"), world.now(), "topup", amount, "Credits purchased"))
+            return {"balance_ucredits": org.balance}
+
+    @app.post("/_sim/billing/charge", include_in_schema=False)
+    def sim_charge(body: ChargeBody, org: OrgState = Org) -> dict:
+        """A charge of ``usd`` now, as the meter's (naming no node): spend pushed past a spending limit's 80% or
+        100% on demand, for a test or a demo."""
+        from .world import TxState
+
+        with world.lock:
+            amount = ucredits(body.usd)
+            org.balance -= amount
+            org.transactions.append(TxState(world._id("tx"), world.now(), "charge", -amount, body.description))
             return {"balance_ucredits": org.balance}
 
     @app.post("/_sim/ssh/drop", include_in_schema=False)

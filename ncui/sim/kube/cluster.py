@@ -160,9 +160,11 @@ class Cluster(ClusterState):
         if resource == "jobs":
             tmpl = obj["spec"]["template"]["spec"]
             g = gpu_requests(tmpl).get(f"{self.spec.gpu_vendor}.com/gpu", 0)
-            self.jobs[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = JobCtl(
-                obj["metadata"]["namespace"], obj["metadata"]["name"], obj["metadata"]["uid"], g
-            )
+            ctl = JobCtl(obj["metadata"]["namespace"], obj["metadata"]["name"], obj["metadata"]["uid"], g)
+            if self.defaults.get("fail_jobs", 0) > 0:  # /_sim/k8s/fail: the next N Jobs fail
+                self.defaults["fail_jobs"] -= 1
+                ctl.doomed = True
+            self.jobs[(obj["metadata"]["namespace"], obj["metadata"]["name"])] = ctl
         self.dirty = True
 
     HOLDABLE = ("pods", "jobs", "deployments", "replicasets", "nodes")

@@ -182,6 +182,13 @@ class Kubelet:
         if r.profile == "generic" and spec.get("restartPolicy", "Always") == "Always" and plan.end() is not None:
             plan.steps = plan.steps[:-1]  # a Deployment's (or `kubectl run`'s) server keeps running
             plan.logs = {k: v[:-1] for k, v in plan.logs.items()}  # no "done"
+        ctl = self.s.jobs.get((r.ns, r.owner)) if r.owner_kind == "Job" else None
+        end = plan.end()
+        if ctl is not None and ctl.doomed and end is not None:  # /_sim/k8s/fail: this Job's pods exit 1
+            plan.steps[-1] = (end, "failed")
+            plan.exit_code = 1
+            for lines in plan.logs.values():
+                lines.append((end, "[ncui sim] exit 1: a failure the box was asked for (/_sim/k8s/fail)"))
         r.plan = plan
         self.pod_event(
             r,

@@ -89,6 +89,7 @@ class JobCtl:
     attempts: int = 0
     done: bool = False
     said: str | None = None  # the last WaitingForNode words
+    doomed: bool = False  # every pod of it fails (exit 1): ``/_sim/k8s/fail`` marked it
 
 
 class ClusterState:

@@ -140,6 +140,18 @@ async def tune(kube: Kube, request: Request, cluster: str) -> Response:
         return JSONResponse({"defective": kube.defaults["tune_defective"], "count": kube.defaults["tune_defects"]})
 
 
+async def fail(kube: Kube, request: Request, cluster: str) -> Response:
+    """The next ``count`` Jobs created (default 1) fail: every pod of each exits 1 where it would have succeeded,
+    until the Job's backoffLimit gives up (the moment a researcher waits for, on demand)."""
+    b = await _body(request)
+    count = b.get("count", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise KubeError(422, "Invalid", '"count" is a whole number of Jobs')
+    with kube.world.lock:
+        kube.defaults["fail_jobs"] = count
+    return JSONResponse({"fail_jobs": count})
+
+
 async def logcut(kube: Kube, request: Request, cluster: str) -> Response:
     """Cut the next log-follow stream after ``after`` lines (``count`` streams, once each)."""
     b = await _body(request)
@@ -226,4 +238,5 @@ CONTROLS: tuple[tuple[str, Control], ...] = (
     ("/_sim/k8s/compact", compact),
     ("/_sim/k8s/hold", hold),
     ("/_sim/k8s/tune", tune),
+    ("/_sim/k8s/fail", fail),
 )
