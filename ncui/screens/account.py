@@ -11,11 +11,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import DataTable, Static
 
 from ..formatting import COVER_HOURS, clip_words, fmt_rate, fmt_runway, plan_sentence
 from ..money import fmt_price, fmt_usd, ucredits_to_dollars
-from ..widgets.chart import Chart, ChartData, Series
 from .base import View, fit_columns, show_text
 from .connect import kube_files_text
 
@@ -84,24 +84,51 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             return
         self.ncapp.flows.slurm.demo_login()
 
+    tables = False  # the clusters' and transactions' tables and the chart are mounted (just after the first frame)
+
     def compose(self) -> ComposeResult:
+        # The first frame has the cards (who you are, the money: "Loading…" until read); the two tables and the
+        # chart, most of Account's cost to build (~35 ms, bench/startup.py), are mounted just after it.
         with Horizontal(classes="row"):
-            with Vertical(classes="col"):
+            with Vertical(classes="col", id="account-left"):
                 yield Static(id="identity", classes="card")
-                yield DataTable(id="clusters", cursor_type="row", zebra_stripes=False, show_cursor=True)
                 yield Static(id="clusters-note", classes="note")
             yield Static(id="money", classes="card col")
         yield Static(id="wide", classes="card")  # a Slurm cluster's sign-in steps, at full width
-        with Horizontal(classes="row"):
-            yield DataTable(id="transactions", cursor_type="none", classes="col")
-            yield Chart(id="balance-chart", classes="col")
+        yield Horizontal(classes="row", id="account-lower")
 
     def mounted(self) -> None:
-        t = self.query_one("#clusters", DataTable)
-        t.add_column("cluster", width=16)
-        t.add_column("kind", width=10)
-        self._tx_columns()
         self.set_interval(1.0, self._tick)
+        # (once the first frame is drawn, and after the callbacks that waited for it: the bench's among them)
+        self.call_after_refresh(self.call_later, self._mount_tables)
+
+    async def _mount_tables(self) -> None:
+        """The tables and the chart, after the first frame; nothing when the app is already quitting."""
+        from textual.widget import MountError
+
+        from ..widgets.chart import Chart
+
+        if self.tables or not self.is_attached or self.app.return_code is not None or not self.app.is_running:
+            return
+        clusters: DataTable[Text] = DataTable(id="clusters", cursor_type="row", zebra_stripes=False, show_cursor=True)
+        try:
+            await self.query_one("#account-left").mount(clusters, after="#identity")
+            await self.query_one("#account-lower").mount(
+                DataTable(id="transactions", cursor_type="none", classes="col"),
+                Chart(id="balance-chart", classes="col"),
+            )
+            clusters.add_column("cluster", width=16)
+            clusters.add_column("kind", width=10)
+            self.tables = True
+            self._tx_columns()
+            self.refresh_view()
+            self.call_after_refresh(self.on_resize)  # (the columns fit again once the new table has its width)
+        except (NoMatches, MountError):
+            # The app quit while they were mounted (Textual mounts nothing under a closing widget): nothing to show
+            # them on. At any other time it is a bug, raised.
+            self.tables = False
+            if self.app.return_code is None and self.app.is_running:
+                raise
 
     def _tick(self) -> None:
         """A Slurm certificate's "… left" counts down by its clock (the card is redrawn only when it changed)."""
@@ -167,6 +194,8 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             show_text(wide, slurm_card(self.store, active, demo=demo, now=self.ncapp.flows.slurm.cert_now()))
 
     def _clusters(self, who: m.Whoami | None) -> None:
+        if not self.tables:
+            return
         table = self.query_one("#clusters", DataTable)
         note = self.query_one("#clusters-note", Static)
         rows = [] if who is None else [(c.name, c.kind if c.known else f"{c.kind} ?") for c in who.clusters]
@@ -317,12 +346,14 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         return False
 
     def on_resize(self) -> None:
-        if not self.query("#transactions"):  # (mounted as the app quits, without its cards: View.on_mount)
+        if not self.tables:
             return
         if self._tx_columns():
             self._transactions()
 
     def _transactions(self) -> None:
+        if not self.tables:
+            return
         table = self.query_one("#transactions", DataTable)
         txs = self.store.value("transactions") or ()
         rows = [
@@ -346,6 +377,8 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         self._chart(txs)
 
     def _chart(self, txs: Sequence[m.Transaction]) -> None:
+        from ..widgets.chart import Chart, ChartData, Series
+
         chart = self.query_one("#balance-chart", Chart)
         bal = self.store.value("balance")
         if bal is None or not txs:
