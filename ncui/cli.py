@@ -496,12 +496,12 @@ async def _quote(endpoints: object, token: object, name: str, ceiling: int | Non
         want = cluster or mem.get("active_cluster")
         ref = next((c for c in who.clusters if c.name == want), None)
         if ref is None and cluster is not None:
-            raise ValueError(f"{clean(cluster)} is not one of {clean(who.org_name)}'s clusters")
+            raise ValueError(f"{clean(cluster)} is not one of {clean(who.org_said)}'s clusters")
         ref = ref or next(
             (c for c in who.clusters if c.kind == "kubernetes"), who.clusters[0] if who.clusters else None
         )
         if ref is None:
-            raise ValueError(f"{clean(who.org_name)} has no cluster to quote a recipe on")
+            raise ValueError(f"{clean(who.org_said)} has no cluster to quote a recipe on")
         remembered = (mem.get("ceiling") or {}) if isinstance(mem.get("ceiling"), dict) else {}
         if ref.kind == "vm":
             cap = await nc.vm_capacity()

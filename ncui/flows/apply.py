@@ -167,6 +167,15 @@ class ApplyFlow(Flow):
         if cluster is None or ref is None:
             self.notify("Still loading the cluster and the balance; try again in a moment.")
             return
+        if cluster.market is None:  # (not sent: whether to bid is never guessed)
+            await self.ui.ask(
+                Results(
+                    f"{plan.title}: nothing was applied",
+                    f"{cluster.unknown('market')}: ncui applies nothing "
+                    "without knowing whether the cluster's market grants its nodes.",
+                )  # fmt: skip
+            )
+            return
         ready = await self._before_apply(plan)  # (lifecycle) a failed Job run again; another serve recipe stopped
         if ready is None:
             return

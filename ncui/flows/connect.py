@@ -673,7 +673,7 @@ class ConnectFlow(Flow):
         if found is None:
             have = ", ".join(f"{clean(c.name)} ({c.kind})" for c in who.clusters) or "none"
             self.notify(
-                f"No cluster named {clean(want)} in {clean(who.org_name)}. Its clusters: {have}.",
+                f"No cluster named {clean(want)} in {clean(who.org_said)}. Its clusters: {have}.",
                 severity="error",
                 timeout=20,
             )
