@@ -47,9 +47,18 @@ def _sim_args(p: argparse.ArgumentParser) -> None:
 
 
 def _drifts() -> list[str]:
-    from .sim.drift import DRIFTS
+    from .sim.drift import DRIFTS, DROPPED
 
-    return sorted(DRIFTS)
+    return [*sorted(DRIFTS), f"{DROPPED}:PATH:FIELD"]
+
+
+def _drift(text: str) -> str:
+    from .sim.drift import named
+
+    try:
+        return named(text).name
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _speed(text: str) -> float:
@@ -129,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--contract-drift",
         metavar="NAME",
-        choices=_drifts(),
+        type=_drift,
         help="serve a contract that drifted, in its OpenAPI documents and its answers alike (for ncui doctor and "
         "rehearsal): " + ", ".join(_drifts()),
     )
@@ -225,7 +234,7 @@ def _world(args: argparse.Namespace, default_speed: float) -> World:
 
 def run_sim(args: argparse.Namespace) -> int:
     from .sim.app import SimConfig
-    from .sim.drift import DRIFTS
+    from .sim.drift import named
     from .sim.server import SimServer
 
     try:
@@ -242,7 +251,7 @@ def run_sim(args: argparse.Namespace) -> int:
         f"speed {server.world.clock.speed:g}x. Ctrl-C stops it."
     )
     if args.contract_drift:
-        print(f"# Contract drift {args.contract_drift}: {DRIFTS[args.contract_drift].what}")
+        print(f"# Contract drift {args.contract_drift}: {named(args.contract_drift).what}")
     print('# Try: curl -H "Authorization: Bearer $NC_TOKEN" $NC_API/api/whoami')
     k8s = [c.name for c in server.world.main_org.spec.clusters if c.kind == "kubernetes"]
     if k8s:

@@ -204,14 +204,14 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
             t.append("no nodes")
         else:
             t.append(f"{spend.nodes_held} node{'s' if spend.nodes_held > 1 else ''} ({spend.gpus_held} GPUs)")
-            if spend.spend_ucredits_hr is None:  # (not sent: never a rate from a guess)
-                t.append(f"; spend per hour unknown: {spend.unknown('spend_ucredits_hr')}", style="bold red")
-            elif spend.price_per_gpu_hour is not None:
+            if spend.spend_ucredits_hr is not None and spend.price_per_gpu_hour is not None:  # (not sent: below)
                 t.append(f" at {fmt_price(spend.price_per_gpu_hour)} = ")
                 t.append(fmt_rate(spend.spend_ucredits_hr), style="bold")
                 t.append(" live", style="dim")
-            else:
+            elif spend.spend_ucredits_hr is not None:
                 t.append(" (reserved: no market rate)", style="dim")
+        if spend is not None and spend.spend_ucredits_hr is None:  # (not sent: never a rate from a guess)
+            t.append(f"\nSpend per hour unknown: {spend.unknown('spend_ucredits_hr')}", style="bold red")
         problem = self.problem("bid", "spend", "ticks")
         if problem:
             t.append("\n")
