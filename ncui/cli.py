@@ -521,7 +521,9 @@ async def _quote(endpoints: object, token: object, name: str, ceiling: int | Non
                 raise ValueError(f"{clean(ref.name)} does not say how many GPUs a node has: no per-node quote")
             return Q.vm_quote(gpn, win, ceiling or cap.max_price_per_gpu_hour or None), ref.name
         if ref.kind != "kubernetes":
-            raise ValueError(f"{clean(ref.name)} is a {ref.kind} cluster: ncui quotes recipes on Kubernetes clusters")
+            raise ValueError(
+                f"{clean(ref.name)} is a {clean(ref.kind_said)} cluster: ncui quotes recipes on Kubernetes clusters"
+            )
         info = await nc.k8s_cluster(ref.name)
         catalog = await nc.catalog()
         recipe = R.find(catalog, name, "kubernetes")

@@ -876,9 +876,9 @@ async def collect(
     remembered = memory.recall(key)
     org = {f: clean(v) if (v := getattr(who, f)) is not None else None for f in ("org_name", "org_kind")}
     r["organization"] = {"id": clean(who.org_id), "name": org["org_name"], "kind": org["org_kind"]}
-    for f, key in (("org_name", "organization.name"), ("org_kind", "organization.kind")):
+    for f, label in (("org_name", "organization.name"), ("org_kind", "organization.kind")):
         if who.unknown(f):
-            un.setdefault(key, who.unknown(f))
+            un.setdefault(label, who.unknown(f))
     names = [c.name for c in who.clusters]
     want = cluster or remembered.get("active_cluster")
     ref = next((c for c in who.clusters if c.name == want), None)

@@ -327,6 +327,10 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
 
             model = vm_gpu_model(st)
             ticks = [x for x in (st.value("ticks") or ()) if x.gpu_model == model]
+            if ticks and ticks[-1].price_per_gpu_hour is None:  # (not sent: never a price from a guess)
+                t.append("VM market: ", style="bold")
+                t.append(f"what {model} winners are assessed is unknown ({ticks[-1].unknown('price_per_gpu_hour')}).")
+                return t
             if ticks:
                 t.append("VM market: ", style="bold")
                 t.append(f"{model} winners were last assessed {fmt_price(ticks[-1].price_per_gpu_hour)}.")
