@@ -171,7 +171,7 @@ class Backend:
 
         def kind() -> str:
             c = active()
-            return c.kind if c else ""
+            return (c.kind or "") if c else ""
 
         def k8s() -> bool:
             return kind() == "kubernetes"

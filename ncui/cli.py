@@ -47,9 +47,18 @@ def _sim_args(p: argparse.ArgumentParser) -> None:
 
 
 def _drifts() -> list[str]:
-    from .sim.drift import DRIFTS
+    from .sim.drift import DRIFTS, DROPPED
 
-    return sorted(DRIFTS)
+    return [*sorted(DRIFTS), f"{DROPPED}:PATH:FIELD"]
+
+
+def _drift(text: str) -> str:
+    from .sim.drift import named
+
+    try:
+        return named(text).name
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _speed(text: str) -> float:
@@ -134,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--contract-drift",
         metavar="NAME",
-        choices=_drifts(),
+        type=_drift,
         help="serve a contract that drifted, in its OpenAPI documents and its answers alike (for ncui doctor and "
         "rehearsal): " + ", ".join(_drifts()),
     )
@@ -230,7 +239,7 @@ def _world(args: argparse.Namespace, default_speed: float) -> World:
 
 def run_sim(args: argparse.Namespace) -> int:
     from .sim.app import SimConfig
-    from .sim.drift import DRIFTS
+    from .sim.drift import named
     from .sim.server import SimServer
 
     try:
@@ -247,7 +256,7 @@ def run_sim(args: argparse.Namespace) -> int:
         f"speed {server.world.clock.speed:g}x. Ctrl-C stops it."
     )
     if args.contract_drift:
-        print(f"# Contract drift {args.contract_drift}: {DRIFTS[args.contract_drift].what}")
+        print(f"# Contract drift {args.contract_drift}: {named(args.contract_drift).what}")
     print('# Try: curl -H "Authorization: Bearer $NC_TOKEN" $NC_API/api/whoami')
     k8s = [c.name for c in server.world.main_org.spec.clusters if c.kind == "kubernetes"]
     if k8s:
@@ -503,12 +512,12 @@ async def _quote(endpoints: object, token: object, name: str, ceiling: int | Non
         want = cluster or mem.get("active_cluster")
         ref = next((c for c in who.clusters if c.name == want), None)
         if ref is None and cluster is not None:
-            raise ValueError(f"{clean(cluster)} is not one of {clean(who.org_name)}'s clusters")
+            raise ValueError(f"{clean(cluster)} is not one of {clean(who.org_said)}'s clusters")
         ref = ref or next(
             (c for c in who.clusters if c.kind == "kubernetes"), who.clusters[0] if who.clusters else None
         )
         if ref is None:
-            raise ValueError(f"{clean(who.org_name)} has no cluster to quote a recipe on")
+            raise ValueError(f"{clean(who.org_said)} has no cluster to quote a recipe on")
         remembered = (mem.get("ceiling") or {}) if isinstance(mem.get("ceiling"), dict) else {}
         if ref.kind == "vm":
             cap = await nc.vm_capacity()
@@ -519,7 +528,9 @@ async def _quote(endpoints: object, token: object, name: str, ceiling: int | Non
                 raise ValueError(f"{clean(ref.name)} does not say how many GPUs a node has: no per-node quote")
             return Q.vm_quote(gpn, win, ceiling or cap.max_price_per_gpu_hour or None), ref.name
         if ref.kind != "kubernetes":
-            raise ValueError(f"{clean(ref.name)} is a {ref.kind} cluster: ncui quotes recipes on Kubernetes clusters")
+            raise ValueError(
+                f"{clean(ref.name)} is a {clean(ref.kind_said)} cluster: ncui quotes recipes on Kubernetes clusters"
+            )
         info = await nc.k8s_cluster(ref.name)
         catalog = await nc.catalog()
         recipe = R.find(catalog, name, "kubernetes")

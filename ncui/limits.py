@@ -121,9 +121,18 @@ def charged_since(transactions: Iterable[m.Transaction], since: datetime) -> tup
     """What the meter charged after ``since`` (µcredits, positive), and whether the list may be missing older
     charges (a full page whose oldest entry is still after ``since``)."""
     txs = list(transactions)
-    total = sum(-t.amount_ucredits for t in txs if t.kind == "charge" and _aware(t.at) > since)
+    total = sum(-(t.amount_ucredits or 0) for t in txs if t.kind == "charge" and _aware(t.at) > since)
     partial = len(txs) >= PAGE and min(_aware(t.at) for t in txs) > since
     return max(0, total), partial
+
+
+def unread_charge(transactions: Iterable[m.Transaction], since: datetime) -> str:
+    """Why a charge after ``since`` has no amount ncui could read (the service's answer left it out or retyped
+    it): a count with it missing is unknown, never a smaller figure ("" when every charge was read)."""
+    return next(
+        (t.unknown("amount_ucredits") for t in transactions if t.amount_ucredits is None and _aware(t.at) > since),
+        "",
+    )
 
 
 def evaluate(limit: Limit, transactions: Slice, now: datetime, store_now: float | None = None) -> LimitState:
@@ -134,6 +143,8 @@ def evaluate(limit: Limit, transactions: Slice, now: datetime, store_now: float 
     problem = transactions.staleness(store_now)
     if transactions.value is None:
         return LimitState(limit, "unknown", None, None, problem=problem)
+    if why := unread_charge(transactions.value, limit.set_at):
+        return LimitState(limit, "unknown", None, None, problem=why)
     spent, partial = charged_since(transactions.value, limit.set_at)
     percent = spent * 100 // limit.amount
     level: Level = "ok"
@@ -228,7 +239,7 @@ def spent_since_start(store: Store) -> tuple[int | None, bool, datetime | None]:
     """What the meter charged since ncui started (charge transactions after it connected), whether older
     charges may be missing, and the start (the service's clock); None when not read."""
     start, txs = store.meta.get("session_start"), store.value("transactions")
-    if start is None or txs is None:
+    if start is None or txs is None or unread_charge(txs, start):
         return None, False, start
     spent, partial = charged_since(txs, start)
     return spent, partial, start
@@ -294,6 +305,7 @@ __all__ = [
     "WARN_PERCENT",
     "COUNTDOWN_S",
     "charged_since",
+    "unread_charge",
     "evaluate",
     "parse_until",
     "scope_words",

@@ -307,6 +307,22 @@ def _k8s_nodes(store: Store, cluster: str, market: bool, reserved: int) -> list[
 
 def _vm(store: Store, cluster: str) -> list[Meter]:
     cap = store.value("vm_capacity")
+    if cap is not None and (cap.max_gpus is None or cap.max_price_per_gpu_hour is None):
+        why = cap.unknown("max_gpus") or cap.unknown("max_price_per_gpu_hour")
+        return [  # (a field not sent: never "nothing declared"; what it bills is unknown, and why)
+            Meter(
+                "vm",
+                cluster,
+                "VM capacity unknown",
+                f"The VM capacity declared on {cluster} is unknown ({why}): it may go on granting and billing nodes.",
+                None,
+                f"unknown: {why}",
+                "nodes may go on being granted and billed",
+                "released (max_gpus 0 with the same price): every node is destroyed with its disk",
+                cap.max_price_per_gpu_hour or 0,
+                unknown=True,
+            )
+        ]
     if cap is None or not cap.max_gpus:
         return []
     held = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]

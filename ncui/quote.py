@@ -276,6 +276,8 @@ def spent(
         if at < start or (until is not None and at > until):
             continue
         node, where = getattr(t, "node", None), getattr(t, "cluster", None)
+        if t.amount_ucredits is None:  # (not sent: the report says the cost is at least the rest, and why)
+            continue
         amount = -t.amount_ucredits
         if node in want and (where is None or cluster is None or where == cluster):
             tied += amount

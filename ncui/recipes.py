@@ -43,7 +43,9 @@ def fit(recipe: m.Recipe, cluster: m.K8sCluster) -> Fit:
         reasons.append("needs a shared volume at /mnt/shared; this cluster has none")
     if "cpu_worker" in needs and not cluster.cpu_worker:
         reasons.append("needs a CPU worker; this cluster has none")
-    if recipe.category == "serve" and cluster.gpu_vendor not in recipe.vendor_variants:
+    if cluster.gpu_vendor is None:  # (not sent: which files to apply is never guessed)
+        reasons.append(f"its GPU vendor is unknown ({cluster.unknown('gpu_vendor')}): ncui cannot pick its files")
+    elif recipe.category == "serve" and cluster.gpu_vendor not in recipe.vendor_variants:
         reasons.append(f"not offered on {cluster.gpu_vendor} GPUs (no {cluster.gpu_vendor} variant)")
     skipped: list[str] = []
     for s in recipe.steps:
@@ -180,7 +182,9 @@ def stop_commands(recipe: m.Recipe, cluster: m.K8sCluster, catalog_url: str | No
     fetched it (the box's catalog in the demo: the file that was applied)."""
     home = ACCESS_ORIGIN + "/first-job/"
     return tuple(
-        c.replace("<cluster>", cluster.name).replace(VENDOR, cluster.gpu_vendor).replace(home, catalog_url or home)
+        c.replace("<cluster>", cluster.name)
+        .replace(VENDOR, cluster.gpu_vendor or VENDOR)  # (not sent: the placeholder stays, never a guessed vendor)
+        .replace(home, catalog_url or home)
         for c in recipe.stop
     )
 
@@ -211,7 +215,7 @@ def parse_manifests(text: str, name: str = "manifest") -> list[dict[str, Any]]:
     return docs
 
 
-def gpus_of(docs: Iterable[dict[str, Any]], vendor: str) -> int:
+def gpus_of(docs: Iterable[dict[str, Any]], vendor: str | None) -> int:
     """GPUs the documents ask for at once: each pod template's ``kinds.spec_gpus`` × pods (Job parallelism,
     Deployment replicas).
 
@@ -422,7 +426,7 @@ def judge_ceiling(ceiling: int, ladder: m.Ladder, nodes_needed: int) -> CeilingV
         )
     won = 0
     for r in ladder.rungs:
-        if ceiling >= r.price_per_gpu_hour:
+        if r.price_per_gpu_hour is not None and ceiling >= r.price_per_gpu_hour:  # (questions ask on whole ladders)
             won = max(won, r.nodes)
     if won < nodes_needed:
         need = next((r.price_per_gpu_hour for r in ladder.rungs if r.nodes >= nodes_needed), None)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from . import memory
 from .kube.kinds import spec_gpus
 from .kube.status import owned_by
-from .limits import charged_since
+from .limits import charged_since, unread_charge
 from .logfollow import parse_loss
 from .money import dollars_text, fmt_price, fmt_usd
 from .textsafe import clean
@@ -87,6 +87,9 @@ def _withdraw_bid(api: str, cluster: str, auth: str) -> str:
 
 
 def _release_vm(api: str, cap: m.VmCapacity, auth: str) -> str:
+    if cap.max_price_per_gpu_hour is None or cap.version is None:  # (the PUT needs both: never a guessed one)
+        why = cap.unknown("max_price_per_gpu_hour") or cap.unknown("version")
+        return f"unknown: {why}; release it on Lease (5, R) once ncui can read it"
     body = json.dumps(
         {
             "max_gpus": 0,
@@ -260,6 +263,8 @@ async def _kubernetes(
             "as_of": memory.iso(spend.as_of),
             "source": "GET /api/k8s/market/spend (live)",
         }
+        if spend.spend_ucredits_hr is None:
+            un.setdefault("rate.market.ucredits_per_hour", spend.unknown("spend_ucredits_hr"))
     if info is not None and not info.market:  # what the apply checked the balance against (no limit price here)
         gpu_model = info.gpu_model
         ticks = await _try(un, "rate.class_price", lambda: nc.ticks(gpu_model=gpu_model, limit=1))
@@ -569,6 +574,8 @@ async def _vm(
     live = [a for a in cap.allocations if a.state == "active"]
     alloc = live[0] if live else next((a for a in cap.allocations if a.state not in ("released", "reclaimed")), None)
     r["gpu_class"] = (alloc.gpu_model if alloc else None) or cap.gpu_model
+    if cap.max_gpus is None:  # (not sent: whether capacity stands, and what it bills, is unknown)
+        un.setdefault("standing", cap.unknown("max_gpus"))
     if cap.max_gpus:
         r["standing"].append(
             {
@@ -586,7 +593,7 @@ async def _vm(
         # ncui's run was on a node since released (or reclaimed): the node and its disk are gone, and what ncui saw
         # of the run (its node's arrival, its first loss lines) is what is left of it
         node_id = str(mem["node"])
-        was = next((a.state for a in cap.allocations if a.id == node_id), "released")
+        was = next((a.state_said for a in cap.allocations if a.id == node_id), "released")
         r["job"] = _container_job(str(mem["container"]), mem, node_id, f"ended: its node was {clean(was)}")
         if mem.get("node_arrived_at"):
             r["node"] = {"name": clean(node_id), "arrived_at": mem["node_arrived_at"], "source": mem.get("node_source")}
@@ -605,11 +612,14 @@ async def _vm(
             "source": "the allocation's granted_at",
         }
     else:
-        un.setdefault("node", f"{clean(alloc.id)} is {clean(alloc.state)}")
+        un.setdefault("node", f"{clean(alloc.id)} is {clean(alloc.state_said)}")
     if not alloc.public_ip or alloc.state != "active":
-        un.setdefault("job", f"{clean(alloc.id)} is {clean(alloc.state)}: nothing runs on it yet")
+        un.setdefault("job", f"{clean(alloc.id)} is {clean(alloc.state_said)}: nothing runs on it yet")
         return {}
     user = cap.environment.ssh_user
+    if user is None:  # (not sent: ncui cannot sign in to read the job)
+        un.setdefault("job", cap.environment.unknown("ssh_user"))
+        return {}
     learned = await _node_job(r, node, (alloc.id, alloc.public_ip, alloc.ssh_port, user, ""), mine, un)
     if r["job"] is not None:
         r["job"]["gpus"] = alloc.gpus
@@ -622,12 +632,15 @@ async def _ticks_rate(r: dict[str, Any], nc: NCClient, gpu_model: str | None, gp
     if not gpu_model:
         return
     ticks = await _try(un, "rate.market", lambda: nc.ticks(gpu_model=gpu_model, limit=1))
-    if ticks is not None and ticks.ticks:
+    if ticks is not None and ticks.ticks and ticks.ticks[-1].price_per_gpu_hour is None:
+        un.setdefault("rate.market", ticks.ticks[-1].unknown("price_per_gpu_hour"))
+    elif ticks is not None and ticks.ticks:
         t = ticks.ticks[-1]
+        price = t.price_per_gpu_hour or 0  # (read: the branch above)
         r["rate"]["market"] = {
             "price_per_gpu_hour_ucredits": t.price_per_gpu_hour,
             "gpus": gpus or None,
-            "ucredits_per_hour": t.price_per_gpu_hour * gpus if gpus else None,
+            "ucredits_per_hour": price * gpus if gpus else None,
             "as_of": memory.iso(t.at),
             "source": "GET /api/market/ticks (what winners are assessed now)",
         }
@@ -861,13 +874,17 @@ async def collect(
         return r
     key = memory.key_for(nc.endpoints.api, who.org_id)
     remembered = memory.recall(key)
-    r["organization"] = {"id": clean(who.org_id), "name": clean(who.org_name), "kind": clean(who.org_kind)}
+    org = {f: clean(v) if (v := getattr(who, f)) is not None else None for f in ("org_name", "org_kind")}
+    r["organization"] = {"id": clean(who.org_id), "name": org["org_name"], "kind": org["org_kind"]}
+    for f, label in (("org_name", "organization.name"), ("org_kind", "organization.kind")):
+        if who.unknown(f):
+            un.setdefault(label, who.unknown(f))
     names = [c.name for c in who.clusters]
     want = cluster or remembered.get("active_cluster")
     ref = next((c for c in who.clusters if c.name == want), None)
     if cluster is not None and ref is None:
         un["cluster"] = (
-            f"{clean(cluster)} is not one of {clean(who.org_name)}'s clusters ({', '.join(names) or 'none'})"
+            f"{clean(cluster)} is not one of {clean(who.org_said)}'s clusters ({', '.join(names) or 'none'})"
         )
     elif ref is None:
         ref = next((c for c in who.clusters if c.kind == "kubernetes"), who.clusters[0] if who.clusters else None)
@@ -876,6 +893,8 @@ async def collect(
     learned: dict[str, Any] = {}
     if ref is not None:
         r["cluster"] = {"name": clean(ref.name), "kind": ref.kind}
+        if ref.kind is None:
+            un.setdefault("cluster.kind", ref.unknown("kind"))
         if ref.kind == "kubernetes":
             name = ref.name
             client = await _try(un, "job", lambda: kube(name)) if kube is not None else None
@@ -889,7 +908,7 @@ async def collect(
     elif who.org_kind == "public_research":
         learned = await _research(r, nc, mem, node, un)
     else:
-        un.setdefault("cluster", f"{clean(who.org_name)} has no cluster")
+        un.setdefault("cluster", f"{clean(who.org_said)} has no cluster")
     if ref is None or ref.kind != "kubernetes":  # read over ssh where it could be; else what ncui's follower saw
         kept = list((mem or {}).get("first_loss_lines") or ()) if learned and not learned.get("_new") else []
         if len(kept) > len(r["first_loss_lines"]):
@@ -920,7 +939,9 @@ async def collect(
     since = _t((r["job"] or {}).get("applied_at")) or _t((r["node"] or {}).get("arrived_at"))
     if txs is not None and since is not None:
         spent, some = charged_since(txs.transactions, since)
-        r["spend_so_far"] = {"ucredits": spent, "since": memory.iso(since), "at_least": some}
+        if why := unread_charge(txs.transactions, since):  # (a charge without its amount: a floor, and why)
+            un.setdefault("spend_so_far", why)
+        r["spend_so_far"] = {"ucredits": spent, "since": memory.iso(since), "at_least": some or bool(why)}
         priced = [t for t in txs.transactions if t.kind == "charge" and t.price_per_gpu_hour]
         last = max((t for t in priced if t.at >= since), key=lambda t: t.at, default=None)
         if last is not None:  # what the meter charged per GPU hour last (a job that ended keeps its figure)
@@ -976,12 +997,14 @@ def _cost(
     lag = timedelta(minutes=METER_MINUTES + Q.RELEASE_MAX_MINUTES)
     got = Q.spent(txs, (r["cluster"] or {}).get("name"), nodes, start, end, lag)
     _, partial = charged_since(txs, start)
+    if why := unread_charge(txs, start):  # a charge without its amount: the rest is a floor, said with why
+        un.setdefault("cost", why)
     r["cost"] = {
         **got,
         "nodes": nodes,
         "from": memory.iso(start),
         "to": memory.iso(end + lag) if end is not None else None,
-        "at_least": partial,
+        "at_least": partial or bool(why),
         "quote": quoted,
         "source": "the meter's charges naming the run's nodes (GET /api/billing/transactions)",
     }

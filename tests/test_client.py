@@ -264,8 +264,10 @@ async def test_truncated_json_is_malformed(sim):
 
 
 async def test_wrong_shape_is_malformed():
+    """A field ncui cannot do without (whoami's user: not one that degrades) of the wrong shape fails the answer."""
+
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, json={"balance_ucredits": "lots"})
+        return httpx.Response(200, json={"user": "lots", "org_id": "o", "org_name": "Org", "org_kind": "research"})
 
     from ncui.config import Endpoints
 
@@ -273,8 +275,26 @@ async def test_wrong_shape_is_malformed():
         Endpoints("http://nc.test", "http://nc.test"), SecretStr("t"), transport=httpx.MockTransport(handler)
     ) as nc:
         with pytest.raises(E.MalformedResponse) as ei:
-            await nc.billing_summary()
-    assert "balance_ucredits" in str(ei.value)
+            await nc.whoami()
+    assert "user" in str(ei.value)
+
+
+async def test_a_retyped_field_that_degrades_reads_unknown_with_the_reason():
+    """A degrading field of the wrong type (the balance as a string) is dropped, said why; the rest is read."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"balance_ucredits": "lots", "purchases": True})
+
+    from ncui.config import Endpoints
+
+    async with NCClient(
+        Endpoints("http://nc.test", "http://nc.test"), SecretStr("t"), transport=httpx.MockTransport(handler)
+    ) as nc:
+        summary = await nc.billing_summary()
+    assert summary.balance_ucredits is None and summary.purchases is True
+    assert summary.unknown("balance_ucredits") == (
+        "National Compute's answer has balance_ucredits as string, not integer (its contract changed: ncui doctor)"
+    )
 
 
 async def test_dropped_connection_is_retried(sim):

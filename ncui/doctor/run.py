@@ -141,7 +141,7 @@ async def _account(nc: NCClient | None, kubectl: str | None) -> list[Check]:
     if nc is not None:
         try:
             who = await nc.whoami()
-            checks.append(Check("sign-in", OK, f"GET /api/whoami: 200, {who.user.email} of {who.org_name}"))
+            checks.append(Check("sign-in", OK, f"GET /api/whoami: 200, {who.user.email} of {who.org_said}"))
         except Unauthorized:
             checks.append(
                 Check(
@@ -174,7 +174,9 @@ async def _account(nc: NCClient | None, kubectl: str | None) -> list[Check]:
     registered: set[str] | None = None
     if vm and who is not None and nc is not None:
         try:
-            registered = {k.fingerprint for k in (await nc.ssh_keys(who.org_id)).keys}
+            got = (await nc.ssh_keys(who.org_id)).keys
+            # a fingerprint not sent: which keys are registered is unknown (never "not registered")
+            registered = {k.fingerprint for k in got if k.fingerprint} if all(k.fingerprint for k in got) else None
         except NCError:
             registered = None
     checks.append(keys_check(keys, registered, vm))

@@ -101,6 +101,14 @@ def market_price(store: Store, gpu_model: str) -> int | None:
     return ticks[-1].price_per_gpu_hour if ticks else None
 
 
+def market_price_why(store: Store) -> str:
+    """Why ``market_price`` is None for the active cluster's class: the newest tick came without its price (its
+    reason), or no tick was read yet."""
+    info = store.value("cluster")
+    ticks = [t for t in (store.value("ticks") or ()) if info is not None and t.gpu_model == info.gpu_model]
+    return (ticks[-1].unknown("price_per_gpu_hour") if ticks else "") or "no market tick read yet"
+
+
 class ApplyFlow(Flow):
     """Apply a plan: what comes first (``before_apply``), the money check, the ceiling and the limit price
     (``lease``), then the create in order through ``kube_client()``; what was applied is remembered
@@ -166,6 +174,15 @@ class ApplyFlow(Flow):
         cluster, ref = st.value("cluster"), st.meta.get("cluster")
         if cluster is None or ref is None:
             self.notify("Still loading the cluster and the balance; try again in a moment.")
+            return
+        if cluster.market is None:  # (not sent: whether to bid is never guessed)
+            await self.ui.ask(
+                Results(
+                    f"{plan.title}: nothing was applied",
+                    f"{cluster.unknown('market')}: ncui applies nothing "
+                    "without knowing whether the cluster's market grants its nodes.",
+                )  # fmt: skip
+            )
             return
         ready = await self._before_apply(plan)  # (lifecycle) a failed Job run again; another serve recipe stopped
         if ready is None:
@@ -435,7 +452,7 @@ class ApplyFlow(Flow):
                     "Nothing was applied",
                     Text(
                         f"ncui cannot check that the balance covers two hours of {plan.gpus} GPUs: {what} is "
-                        "unknown (no market tick read yet). Try again in a moment."
+                        f"unknown ({market_price_why(self.store)}). Try again in a moment."
                     ),
                 )
             )

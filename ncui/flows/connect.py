@@ -682,9 +682,9 @@ class ConnectFlow(Flow):
             (c for c in who.clusters if c.name.lower() == want.lower()), None
         )
         if found is None:
-            have = ", ".join(f"{clean(c.name)} ({c.kind})" for c in who.clusters) or "none"
+            have = ", ".join(f"{clean(c.name)} ({clean(c.kind_said)})" for c in who.clusters) or "none"
             self.notify(
-                f"No cluster named {clean(want)} in {clean(who.org_name)}. Its clusters: {have}.",
+                f"No cluster named {clean(want)} in {clean(who.org_said)}. Its clusters: {have}.",
                 severity="error",
                 timeout=20,
             )
@@ -718,7 +718,8 @@ class ConnectFlow(Flow):
         if ref is not None and recipe.cluster_kind != ref.kind:
             other = next((c for c in who.clusters if c.kind == recipe.cluster_kind), None)
             if named_cluster or other is None:
-                where = f"{ref.name} is a {ref.kind} cluster" if named_cluster else "no cluster here runs it"
+                kind = ref.kind or f"kind-unknown ({ref.unknown('kind')})"
+                where = f"{ref.name} is a {kind} cluster" if named_cluster else "no cluster here runs it"
                 self.notify(
                     f"{clean(recipe.title)} is a {recipe.cluster_kind} recipe and {where}: it is not chosen.",
                     severity="error",

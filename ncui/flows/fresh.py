@@ -50,6 +50,30 @@ _MEANS = {
 }
 
 
+# The fields each figure's question judges (in the answer itself, or in each of its rows): when the service's
+# answer left one out or sent it retyped (api/models.py: ``Model.unknown``), the figure is unknown, with that
+# reason, however recently it was read: nothing is judged on it and nothing is sent.
+_NEEDS: dict[str, tuple[str | None, tuple[str, ...]]] = {
+    "balance": (None, ("balance_ucredits",)),
+    "summary": (None, ("balance_ucredits",)),
+    "ladder": ("rungs", ("price_per_gpu_hour",)),
+    "ticks": ("ticks", ("price_per_gpu_hour",)),
+    "vm_capacity": (None, ("version", "max_gpus", "max_price_per_gpu_hour")),
+}
+
+
+def unread(name: str, value: Any) -> str:
+    """Why figure ``name``, read, is still unknown: a field it is judged on that the answer did not give ("" when
+    every one was read)."""
+    rows, fields = _NEEDS.get(name, (None, ()))
+    for row in getattr(value, rows, ()) if rows else (value,):
+        for f in fields:
+            why = row.unknown(f) if hasattr(row, "unknown") else ""
+            if why:
+                return why
+    return ""
+
+
 @dataclass(frozen=True)
 class Figure:
     """One figure a question judges, as it was when read: its value and its freshness."""
@@ -97,6 +121,8 @@ def figure(store: Store, name: str, interval: float | None) -> Figure:
         return Figure(name, None, UNKNOWN, None, s.error or "not read yet")
     if s.failing:
         return Figure(name, s.value, STALE, age, s.error)
+    if why := unread(name, s.value):
+        return Figure(name, s.value, UNKNOWN, age, why)
     if interval is not None and age is not None and age > interval:
         return Figure(name, s.value, STALE, age, "not read again since")
     return Figure(name, s.value, FRESH, age)
@@ -132,12 +158,12 @@ async def read(
 def _what(f: Figure, cluster: str) -> str:
     """The figure as it was last read, in words: "you have $187.03"."""
     v, on = f.value, f" on {cluster}" if cluster else ""
-    if f.name == "balance" and v is not None:
+    if f.name == "balance" and v is not None and v.balance_ucredits is not None:
         return f"you have {fmt_usd(v.balance_ucredits)}"
     if f.name == "bid" and v is not None:
         p = v.max_price_per_gpu_hour
         return f"the standing limit price{on} is {fmt_price(p)}" if p else f"no limit price stands{on}"
-    if f.name == "vm_capacity" and v is not None:
+    if f.name == "vm_capacity" and v is not None and not unread(f.name, v):
         return f"{v.max_gpus} GPUs are declared{on} at up to {fmt_price(v.max_price_per_gpu_hour)}"
     return _LABEL.get(f.name, f.name)
 
@@ -202,7 +228,19 @@ def changes(
     return out
 
 
-__all__ = ["Figure", "Snapshot", "figure", "snapshot", "read", "sentence", "changes", "FRESH", "STALE", "UNKNOWN"]
+__all__ = [
+    "Figure",
+    "Snapshot",
+    "figure",
+    "snapshot",
+    "read",
+    "sentence",
+    "changes",
+    "unread",
+    "FRESH",
+    "STALE",
+    "UNKNOWN",
+]
 
 
 # ---- the two steps of a money question, asked through the flow's UI (flows/base.py) ------------------------

@@ -320,6 +320,14 @@ class LeaseFlow(Flow):
                 severity="warning",
                 timeout=15,
             )
+        elif s.name == "vm_capacity" and s.value.max_gpus is None:
+            self.notify(
+                f"The VM capacity on {ref.name} is unknown ({s.value.unknown('max_gpus')}): it may still be declared, "
+                "granting and billing nodes. Lease (5) shows it.",
+                title="Still standing?",
+                severity="warning",
+                timeout=15,
+            )
         elif s.name == "vm_capacity" and s.value.max_gpus:
             self.notify(
                 f"VM capacity of {s.value.max_gpus} GPUs at up to "

@@ -530,6 +530,9 @@ class LifecycleFlow(Flow):
         if L.TUNE_SERVE not in deps or ref is None or info is None:
             self.notify(f"R restarts deploy/{L.TUNE_SERVE} (Post-train's serve); it is not on the cluster.", timeout=6)
             return
+        if info.market is None:  # (not sent: whether a bid funds the pod is never guessed)
+            self.notify(f"Nothing was restarted: {info.unknown('market')}.", severity="error", timeout=10)
+            return
         # The new pod is admitted like any GPU workload (two hours of its GPUs covered): checked and said first.
         names = ("balance", "bid") if info.market else ("balance",)
         snap = await fresh.figures(self.ctx, names, "Nothing was restarted.")

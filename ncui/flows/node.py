@@ -161,7 +161,8 @@ def vm_rows(store: Store) -> list[NodeRow] | None:
     cap = store.value("vm_capacity")
     if cap is None:
         return None
-    user = clean(cap.environment.ssh_user)
+    user = clean(cap.environment.ssh_user or "")
+    gone = cap.environment.unknown("ssh_user")  # (not sent: no node is reached as a guessed user; said why)
     out = []
     for a in cap.allocations:
         if a.state in ("released", "reclaimed"):
@@ -170,13 +171,14 @@ def vm_rows(store: Store) -> list[NodeRow] | None:
         out.append(
             NodeRow(
                 clean(a.id),
-                clean(a.state),
+                clean(a.state_said),
                 a.gpus,
                 clean(a.gpu_model),
-                clean(a.public_ip) if a.public_ip else None,
+                clean(a.public_ip) if a.public_ip and not gone else None,
                 a.ssh_port,
                 user,
                 since,
+                note=f"its ssh login is unknown: {gone}" if gone else "",
             )
         )
     return out

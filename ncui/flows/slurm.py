@@ -65,7 +65,10 @@ def money_statement(store: Store, cluster: str) -> str:
         "National Compute's market. ncui cannot show a price for it before it runs.",
     ]
     if balance is None:
-        why = store.get("balance").staleness(store.now()) or "not read yet"
+        read = bal if bal is not None else summary
+        why = (read.unknown("balance_ucredits") if read is not None else "") or (
+            store.get("balance").staleness(store.now()) or "not read yet"
+        )
         lines.append(f"The organization's balance: unknown ({why}).")
     else:
         said = f"The organization's balance is {fmt_usd(balance)}"

@@ -27,6 +27,17 @@ if TYPE_CHECKING:
 
 MAX_CONFLICTS = 3  # version races in a row before ncui stops asking and says so
 BALANCE = ("balance",)  # the figure a declare judges, read for its question
+# What a declaration is sent with and judged on; a release sends 0 GPUs with the same price and version. A field
+# the service's answer did not give (api/models.py: Model.unknown) is never guessed: nothing is sent, and why.
+DECLARE_NEEDS = ("version", "max_gpus", "max_price_per_gpu_hour")
+RELEASE_NEEDS = ("version", "max_price_per_gpu_hour")
+
+
+def cap_unknown(cap: m.VmCapacity, needs: tuple[str, ...]) -> str:
+    """Why a figure ``needs`` names is unknown in ``cap`` ("" when each was read)."""
+    return next((cap.unknown(f) for f in needs if cap.unknown(f)), "")
+
+
 DECLINED = "Nothing was declared."
 
 
@@ -145,10 +156,14 @@ class VmFlow(Flow):
         if nc is None or who is None:
             return
         try:
-            registered = {k.fingerprint for k in (await nc.ssh_keys(who.org_id)).keys}
+            got = (await nc.ssh_keys(who.org_id)).keys
         except NCError as e:
             await self.ui.ask(Results("Cannot read the registered keys", str(e)))
             return
+        if why := next((k.unknown("fingerprint") for k in got if k.fingerprint is None), ""):
+            await self.ui.ask(Results("Cannot read the registered keys", f"{why}: which are registered is unknown."))
+            return
+        registered = {k.fingerprint for k in got if k.fingerprint is not None}
         keys = await local_keys()
         if not keys:
             await self.ui.ask(
@@ -187,10 +202,11 @@ class VmFlow(Flow):
     async def declare(self) -> None:
         from .. import recipes as R
 
-        opened = await self._read()
+        opened = await self._read(DECLARE_NEEDS, DECLINED)
         if opened is None:
             return
         nc, ref, cap = opened
+        assert cap.max_gpus is not None and cap.max_price_per_gpu_hour is not None  # (_read: each was read)
         gpn = cap.gpus_per_node
         gpus = await self.ui.ask(
             AskGpus(
@@ -254,6 +270,7 @@ class VmFlow(Flow):
 
             def body(_now: Snapshot) -> str:
                 keyless = self.store.value("ssh_keys") == ()
+                assert cap.version is not None  # (read with it: DECLARE_NEEDS)
                 return declare_question(ref.name, gpus, gpn, price, cap.version, keyless, assessed)
 
             asked = await fresh.confirm(
@@ -286,7 +303,7 @@ class VmFlow(Flow):
     async def release(self) -> None:
         from .ui import Confirm
 
-        opened = await self._read()
+        opened = await self._read(RELEASE_NEEDS, "Nothing was released.")
         if opened is None:
             return
         nc, ref, cap = opened
@@ -296,8 +313,11 @@ class VmFlow(Flow):
         async def ask(cap: m.VmCapacity) -> tuple[int, int] | None:
             nonlocal live
             live = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
-            if not cap.max_gpus and not live:
+            if cap.max_gpus == 0 and not live:  # (max_gpus not sent: asked all the same, the price and version read)
                 self.notify("No VM capacity is declared: nothing to release.")
+                return None
+            if (why := cap_unknown(cap, RELEASE_NEEDS)) or cap.max_price_per_gpu_hour is None:
+                await self.ui.ask(Results("Nothing was released", f"{why}: ncui sends nothing on a guess."))
                 return None
             nodes = ", ".join(f"{a.id} ({a.public_ip or a.state})" for a in live) or "none yet"
             if not await self.ui.ask(
@@ -315,7 +335,7 @@ class VmFlow(Flow):
                 return None
             return 0, cap.max_price_per_gpu_hour
 
-        if await self._ask_and_put(nc, cap, ask, "Nothing was released") is None:
+        if await self._ask_and_put(nc, cap, ask, "Nothing was released", RELEASE_NEEDS) is None:
             return
         for a in live:  # their connections and followers go with them
             await self.node_sessions().forget(a.id)
@@ -324,9 +344,11 @@ class VmFlow(Flow):
 
     # ---- the common steps -------------------------------------------------------------------------------
 
-    async def _read(self) -> tuple[NCClient, m.ClusterRef, m.VmCapacity] | None:
-        """The start of a VM flow: the client, the active VM cluster and its capacity read now; None (said on
-        screen when the read failed) otherwise."""
+    async def _read(
+        self, needs: tuple[str, ...] = (), nothing: str = DECLINED
+    ) -> tuple[NCClient, m.ClusterRef, m.VmCapacity] | None:
+        """The start of a VM flow: the client, the active VM cluster and its capacity read now, with each field
+        ``needs`` names; None (said on screen when the read failed or a field was not sent) otherwise."""
         nc, ref = self.client(), self.store.meta.get("cluster")
         if nc is None or ref is None or ref.kind != "vm":
             return None
@@ -334,6 +356,14 @@ class VmFlow(Flow):
             cap: m.VmCapacity = await nc.vm_capacity()
         except NCError as e:
             await self.ui.ask(Results("Cannot read the VM capacity", str(e)))
+            return None
+        if why := cap_unknown(cap, needs):
+            await self.ui.ask(
+                Results(
+                    "The VM capacity is unknown",
+                    Text(f"{why}.\n\nncui does not declare or release on a guess: {nothing[0].lower()}{nothing[1:]}"),
+                )
+            )
             return None
         return nc, ref, cap
 
@@ -343,6 +373,7 @@ class VmFlow(Flow):
         cap: m.VmCapacity,
         ask: Callable[[m.VmCapacity], Awaitable[tuple[int, int] | None]],
         nothing: str,
+        needs: tuple[str, ...] = DECLARE_NEEDS,
     ) -> m.VmCapacity | None:
         """Ask against ``cap`` (``ask``: the GPUs and price to send, or None when the human said no, said), send
         them with its version; after a version race, say what changed and ask again against what stands, up to
@@ -351,7 +382,7 @@ class VmFlow(Flow):
             sent = await ask(cap)
             if sent is None:
                 return None
-            new, again = await self._put(nc, cap, *sent, nothing)
+            new, again = await self._put(nc, cap, *sent, nothing, needs)
             if again is None:
                 if new is not None:
                     self.store.set("vm_capacity", new)
@@ -361,26 +392,32 @@ class VmFlow(Flow):
         return None
 
     async def _put(
-        self, nc: NCClient, cap: m.VmCapacity, gpus: int, price: int, nothing: str
+        self, nc: NCClient, cap: m.VmCapacity, gpus: int, price: int, nothing: str, needs: tuple[str, ...]
     ) -> tuple[m.VmCapacity | None, m.VmCapacity | None]:
         """Send ``gpus`` at ``price`` with ``cap``'s version: (what stands now, None) when it was taken; (None, the
         capacity read again) after a version race, to ask again against; (None, None) when refused (said)."""
+        assert cap.version is not None  # (_read and _after_race send nothing on a capacity without it)
         try:
             return await nc.set_vm_capacity(gpus, price, cap.version), None
         except VersionConflict:
-            return None, await self._after_race(nc, cap, nothing)
+            return None, await self._after_race(nc, cap, nothing, needs)
         except NCError as e:
             floor = isinstance(e, BidTooLow) and gpus > 0  # (a declare under the floor; a release sends 0 GPUs)
             await self.ui.ask(Results("The price is under the market's floor" if floor else nothing, str(e)))
             return None, None
 
-    async def _after_race(self, nc: NCClient, cap: m.VmCapacity, nothing: str) -> m.VmCapacity | None:
+    async def _after_race(
+        self, nc: NCClient, cap: m.VmCapacity, nothing: str, needs: tuple[str, ...]
+    ) -> m.VmCapacity | None:
         """A 409: read the capacity again and say what the other writer changed (nothing of ours was sent
         over it); the fresh capacity to ask against, or None (said) when it cannot be read."""
         try:
             again: m.VmCapacity = await nc.vm_capacity()
         except NCError as e:
             await self.ui.ask(Results(nothing, str(e)))
+            return None
+        if why := cap_unknown(again, needs):
+            await self.ui.ask(Results(nothing, Text(f"{why}: nothing was sent over it on a guess.")))
             return None
         await self.ui.ask(
             Results(

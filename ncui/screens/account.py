@@ -145,8 +145,11 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         else:
             t = Text()
             t.append(who.user.email, style="bold")
-            t.append(f"\n{who.org_name}")
-            t.append(f" · {who.org_kind.replace('_', ' ')}", style="dim")
+            if who.org_name is None:  # (not sent: the header says unknown, this says why)
+                t.append(f"\nOrganization unknown: {who.unknown('org_name')}", style="bold red")
+            else:
+                t.append(f"\n{who.org_name}")
+            t.append(f" · {who.kind_said}", style="dim" if who.org_kind is not None else "bold red")
             active = self.store.meta.get("cluster")
             if active is not None and active.kind == "kubernetes":
                 t.append("\nkubectl  ", style="dim")
@@ -198,7 +201,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             return
         table = self.query_one("#clusters", DataTable)
         note = self.query_one("#clusters-note", Static)
-        rows = [] if who is None else [(c.name, c.kind if c.known else f"{c.kind} ?") for c in who.clusters]
+        rows = [] if who is None else [(c.name, c.kind_short) for c in who.clusters]
         active = self.store.meta.get("cluster")
         shown = [
             tuple(str(c.plain if isinstance(c, Text) else c) for c in table.get_row_at(i))
@@ -229,7 +232,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             said = Text()
             for c in who.clusters if who is not None else ():
                 if not c.known:  # (whoami is still read: only this cluster is one ncui cannot show)
-                    said.append(f"{c.name} is a {c.kind} cluster, a kind ncui does not know.\n", style="bold")
+                    said.append(f"{c.not_known}.\n", style="bold")
             said.append("↑/↓ and Enter: choose the active cluster" if len(rows) > 1 else "", style="dim")
             show_text(note, said)
         else:
@@ -249,11 +252,17 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
         if bal is None and summary is None:
             show_text(money, self.problem("balance", "summary") or Text("Loading the balance…", style="dim"))
             return
-        balance = bal.balance_ucredits if bal else summary.balance_ucredits
+        read = bal if bal is not None else summary
+        balance = read.balance_ucredits
         t = Text()
         t.append("Balance  ", style="dim")
-        t.append(fmt_usd(balance), style="bold")
-        if summary is not None:
+        if balance is None:  # (a field the service no longer sends: the figures it feeds read unknown, and why)
+            t.append(f"unknown: {read.unknown('balance_ucredits')}", style="bold red")
+        else:
+            t.append(fmt_usd(balance), style="bold")
+        if summary is not None and summary.purchases is None:
+            t.append(f"\nTop-up   unknown: {summary.unknown('purchases')}", style="bold red")
+        elif summary is not None:
             t.append("  (can top up)" if summary.purchases else "  (no purchases)", style="dim")
         if bal is not None:
             t.append("\nBurn     ", style="dim")
@@ -264,14 +273,15 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             if bal.assessed_at:
                 t.append(f"  assessed {bal.assessed_at:%H:%M}, ~10 min behind", style="dim")
             t.append("\nRunway   ", style="dim")
-            t.append(fmt_runway(balance, bal.burn_ucredits_hr) if bal.burn_ucredits_hr is not None else "unknown")
+            known = bal.burn_ucredits_hr is not None and balance is not None
+            t.append(fmt_runway(balance, bal.burn_ucredits_hr) if known else "unknown")
             if bal.burn_ucredits_hr:
                 t.append(" at that burn", style="dim")
         problem = self.problem("balance", "summary", "transactions")
         if problem:
             t.append("\n")
             t.append_text(problem)
-        plan = self._plan(balance, summary.purchases if summary else False)
+        plan = self._plan(balance, bool(summary.purchases) if summary else False)
         if plan is not None:
             t.append("\n\n")
             if any(self.store.get(n).failing for n in ("balance", "summary")):  # never "covered" on a stale read
@@ -288,8 +298,9 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
                 t.append_text(problem)
         show_text(money, t)
 
-    def _plan(self, balance: int, purchases: bool) -> Text | None:
-        """The guide's money check for a first job on the active cluster."""
+    def _plan(self, balance: int | None, purchases: bool) -> Text | None:
+        """The guide's money check for a first job on the active cluster (never on a figure not sent: the
+        check says which is unknown and why)."""
         st = self.store
         active = st.meta.get("cluster")
         info, bid, ladder = st.value("cluster"), st.value("bid"), st.value("ladder")
@@ -298,9 +309,19 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             from .research import research_org, research_text
 
             return research_text(st, short=True) if research_org(st) else None
+
+        def unknown(what: str, why: str) -> Text:
+            t.append("First job: ", style="bold")
+            t.append(f"its cover cannot be judged: {what} is unknown ({why}).", style="bold red")
+            return t
+
+        if balance is None:
+            return None  # (the Balance line above says unknown, and why)
         if active.kind == "kubernetes":
             if info is None or info.name != active.name:
                 return None
+            if info.market is None:
+                return unknown(f"whether {active.name} is a market cluster", info.unknown("market"))
             if not info.market:
                 t.append("First job: ", style="bold")
                 t.append(
@@ -313,6 +334,8 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
                 ceiling, basis = bid.max_price_per_gpu_hour, "at your limit price"
             elif ladder is not None and ladder.rungs:
                 ceiling, basis = ladder.rungs[0].price_per_gpu_hour, "at today's price to win one node"
+                if ceiling is None:
+                    return unknown("today's price to win one node", ladder.rungs[0].unknown("price_per_gpu_hour"))
             else:
                 return None
             sentence, short = plan_sentence(gpus, ceiling, balance, purchases)
@@ -321,7 +344,10 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             return t
         if active.kind == "vm":
             cap = st.value("vm_capacity")
-            if cap is not None and cap.max_gpus:
+            gone = next((f for f in ("max_gpus", "max_price_per_gpu_hour") if cap is not None and cap.unknown(f)), "")
+            if cap is not None and gone:
+                return unknown("the declared capacity", cap.unknown(gone))
+            if cap is not None and cap.max_gpus and cap.max_price_per_gpu_hour is not None:
                 sentence, short = plan_sentence(cap.max_gpus, cap.max_price_per_gpu_hour, balance, purchases)
                 t.append("Declared capacity for two hours:\n", style="bold")
                 t.append(sentence, style="bold red" if short else "green")
@@ -330,6 +356,10 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
 
             model = vm_gpu_model(st)
             ticks = [x for x in (st.value("ticks") or ()) if x.gpu_model == model]
+            if ticks and ticks[-1].price_per_gpu_hour is None:  # (not sent: never a price from a guess)
+                t.append("VM market: ", style="bold")
+                t.append(f"what {model} winners are assessed is unknown ({ticks[-1].unknown('price_per_gpu_hour')}).")
+                return t
             if ticks:
                 t.append("VM market: ", style="bold")
                 t.append(f"{model} winners were last assessed {fmt_price(ticks[-1].price_per_gpu_hour)}.")
@@ -363,7 +393,9 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
                     fmt_usd(t.amount_ucredits, sign=True),
                     style="green" if t.amount_ucredits > 0 else "red",
                     justify="right",
-                ),
+                )
+                if t.amount_ucredits is not None
+                else Text("unknown", style="bold red", justify="right"),  # (the chart says why)
                 Text(t.description),
             )
             for t in txs[:50]
@@ -388,6 +420,11 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
                     empty=f"Balance over time: {problem.plain}" if problem else "Balance over time: no transactions yet"
                 )
             )
+            return
+        gone = next((t for t in txs if t.amount_ucredits is None), None)
+        why = bal.unknown("balance_ucredits") or (gone.unknown("amount_ucredits") if gone is not None else "")
+        if why:  # a figure the walk needs was not sent: no line drawn from a guess
+            chart.set_data(ChartData(empty=f"Balance over time: unknown: {why}"))
             return
         # Walk back from the balance now through the transactions (newest first).
         points: list[tuple[datetime, int]] = []

@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from ..formatting import fmt_rate
-from ..limits import LIMIT_SLICE, limit_kind, limit_state, spent_since_start, stops
+from ..limits import LIMIT_SLICE, limit_kind, limit_state, spent_since_start, stops, unread_charge
 from ..money import fmt_price, fmt_usd
 from .base import View
 from .market import nodes_won
@@ -147,11 +147,13 @@ class LeaseView(View):
             if who.org_kind == "public_research":
                 from .research import research_text
 
-                t.append(f"{who.org_name} is a public research organization: nothing stands here that ncui sets or "
+                t.append(f"{who.org_said} is a public research organization: nothing stands here that ncui sets or "
                          "withdraws.\n")  # fmt: skip
                 t.append_text(research_text(st))
             else:
-                t.append(f"{who.org_name} has no cluster: nothing stands that costs money here.")
+                t.append(f"{who.org_said} has no cluster: nothing stands that costs money here.")
+        elif ref.kind is None:
+            t.append(f"{ref.not_known} (ncui doctor says what else changed).")
         elif not ref.known:
             t.append(
                 f"{ref.name} is of a kind ncui does not know ({ref.kind}): ncui shows nothing of it and sets nothing "
@@ -166,6 +168,8 @@ class LeaseView(View):
             self._vm(t, ref.name)
         elif info is None or info.name != ref.name:
             t.append_text(self.problem("cluster") or Text(f"Loading {ref.name}…", style="dim"))
+        elif info.market is None:
+            t.append(f"Whether {info.name} has a market is unknown: {info.unknown('market')}", style="bold red")
         elif not info.market:
             t.append(
                 f"{info.name} is a fixed cluster: there is no limit price to set or withdraw, and nothing is bid. "
@@ -223,7 +227,9 @@ class LeaseView(View):
                 else "no nodes"
             )
             self._row(t, "Market rate")
-            if spend.price_per_gpu_hour is not None and spend.gpus_held:
+            if spend.spend_ucredits_hr is None:  # (not sent: never a rate from a guess)
+                t.append(f"unknown: {spend.unknown('spend_ucredits_hr')}", style="bold red")
+            elif spend.price_per_gpu_hour is not None and spend.gpus_held:
                 t.append(fmt_rate(spend.spend_ucredits_hr), style="bold")
                 t.append(
                     f" live: {spend.gpus_held} GPUs at {fmt_price(spend.price_per_gpu_hour)}, as of {spend.as_of:%H:%M}"
@@ -268,7 +274,10 @@ class LeaseView(View):
             self._stale(t, "balance")
         self._row(t, "Since start")  # ncui's start, on the service's clock
         spent, partial, start = spent_since_start(st)
-        if spent is None:
+        why = unread_charge(st.value("transactions") or (), start) if spent is None and start is not None else ""
+        if why:  # a charge the service sent without its amount: never a smaller figure
+            t.append(f"unknown: {why}", style="bold red")
+        elif spent is None:
             t.append_text(self.problem("transactions") or Text("…", style="dim"))
         else:
             t.append(f"{'at least ' if partial else ''}{fmt_usd(spent)}", style="bold")

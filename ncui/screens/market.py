@@ -34,7 +34,7 @@ def nodes_won(ladder: m.Ladder, price: int) -> int:
     """How many nodes a limit price would win now, read off the ladder."""
     won = 0
     for r in ladder.rungs:
-        if price >= r.price_per_gpu_hour:
+        if r.price_per_gpu_hour is not None and price >= r.price_per_gpu_hour:  # (a price not sent wins nothing)
             won = max(won, r.nodes)
     return won
 
@@ -100,6 +100,11 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
             title.update(self.problem("cluster") or Text("Loading the cluster…", style="dim"))
             table.display = chart.display = status.display = False
             return
+        if info.market is None:
+            said = f"Whether {info.name} has a market is unknown: {info.unknown('market')}"
+            title.update(Text(said, style="bold red"))
+            table.display = chart.display = status.display = False
+            return
         if not info.market:
             title.update(
                 Text(
@@ -132,6 +137,9 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
         if problem:
             t.append("\n")
             t.append_text(problem)
+        gone = next((r for r in ladder.rungs if r.price_per_gpu_hour is None), None) if ladder is not None else None
+        if gone is not None:  # (a rung's price not sent: its row reads unknown, and this says why)
+            t.append(f"\nPrice unknown: {gone.unknown('price_per_gpu_hour')}", style="bold red")
         title.update(t)
         if ladder is None:
             return
@@ -139,6 +147,10 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
         rows: list[tuple[Text, ...]] = []
         for r in ladder.rungs:
             p = r.price_per_gpu_hour
+            if p is None:
+                unknown = Text("unknown", style="bold red", justify="right")
+                rows.append((Text(str(r.nodes), justify="right"), unknown, unknown, unknown, Text("")))
+                continue
             node_h = p * ladder.gpus_per_node
             cover = cost_ucredits(p, ladder.gpus_per_node * r.nodes, COVER_HOURS)
             mark = Text("✓ your limit wins", style="green") if limit and limit >= p else Text("")
@@ -175,6 +187,11 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
                     n = nodes_won(ladder, limit)
                     if n:
                         t.append(f"  clears now: wins up to {n} node{'s' if n > 1 else ''}", style="green")
+                    elif ladder.rungs[0].price_per_gpu_hour is None:
+                        t.append(
+                            f"  whether it clears is unknown: {ladder.rungs[0].unknown('price_per_gpu_hour')}",
+                            style="bold red",
+                        )
                     else:
                         t.append(
                             f"  does not clear now: one node takes {fmt_price(ladder.rungs[0].price_per_gpu_hour)}",
@@ -187,12 +204,14 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
             t.append("no nodes")
         else:
             t.append(f"{spend.nodes_held} node{'s' if spend.nodes_held > 1 else ''} ({spend.gpus_held} GPUs)")
-            if spend.price_per_gpu_hour is not None:
+            if spend.spend_ucredits_hr is not None and spend.price_per_gpu_hour is not None:  # (not sent: below)
                 t.append(f" at {fmt_price(spend.price_per_gpu_hour)} = ")
                 t.append(fmt_rate(spend.spend_ucredits_hr), style="bold")
                 t.append(" live", style="dim")
-            else:
+            elif spend.spend_ucredits_hr is not None:
                 t.append(" (reserved: no market rate)", style="dim")
+        if spend is not None and spend.spend_ucredits_hr is None:  # (not sent: never a rate from a guess)
+            t.append(f"\nSpend per hour unknown: {spend.unknown('spend_ucredits_hr')}", style="bold red")
         problem = self.problem("bid", "spend", "ticks")
         if problem:
             t.append("\n")
@@ -202,13 +221,17 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
     def _ticks(self, chart: Chart, model: str | None) -> None:
         ticks = [t for t in (self.store.value("ticks") or ()) if model is None or t.gpu_model == model]
         bid = self.store.value("bid")
+        gone = next((t for t in ticks if t.price_per_gpu_hour is None), None)
+        if gone is not None:  # (a price not sent: no line drawn through a guess)
+            chart.set_data(ChartData(empty=f"Ticks: unknown: {gone.unknown('price_per_gpu_hour')}"))
+            return
         if not ticks:
             problem = self.problem("ticks")
             chart.set_data(ChartData(empty=f"Ticks: {problem.plain}" if problem else "Ticks: loading…"))
             return
         t_end = ticks[-1].at
         xs = tuple((t.at - t_end).total_seconds() / 3600 for t in ticks)
-        ys = tuple(ucredits_to_dollars(t.price_per_gpu_hour) for t in ticks)
+        ys = tuple(ucredits_to_dollars(t.price_per_gpu_hour or 0) for t in ticks)  # (each read: gone above)
         hlines: tuple[HLine, ...] = ()
         if bid is not None and bid.max_price_per_gpu_hour:
             hlines = (HLine(ucredits_to_dollars(bid.max_price_per_gpu_hour), "yellow", "your limit"),)
@@ -239,7 +262,10 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
             s.append_text(self.problem("vm_capacity") or Text("Loading VM capacity…", style="dim"))
         else:
             s.append("Declared ", style="dim")
-            if cap.max_gpus:
+            why = cap.unknown("max_gpus") or cap.unknown("max_price_per_gpu_hour")
+            if why:  # (not sent: never "nothing")
+                s.append(f"unknown: {why}", style="bold red")
+            elif cap.max_gpus:
                 s.append(
                     f" {cap.max_gpus} GPUs at most {fmt_price(cap.max_price_per_gpu_hour)} ",
                     style="bold black on yellow",
@@ -248,6 +274,6 @@ The market prices capacity per GPU hour. Only a market cluster has a limit price
                 s.append("nothing")
             live = [a for a in cap.allocations if a.state not in ("released", "reclaimed")]
             s.append("\nAllocations ", style="dim")
-            s.append(", ".join(f"{a.id} {a.state}" for a in live) or "none")
+            s.append(", ".join(f"{a.id} {a.state_said}" for a in live) or "none")
         status.update(s)
         self._ticks(chart, model)

@@ -129,6 +129,8 @@ def research_text(store: Store, *, short: bool = False) -> Text:
         )
         if bal is None:
             t.append("The balance is not read yet.", style="dim")
+        elif bal.balance_ucredits is None:  # (not sent: the cover is never judged on a guess)
+            t.append(f"Whether the balance covers it is unknown: {bal.unknown('balance_ucredits')}", style="bold red")
         elif bal.balance_ucredits >= need:
             t.append(f"The balance {fmt_usd(bal.balance_ucredits)} covers it.", style="green")
         else:
@@ -145,7 +147,7 @@ def research_text(store: Store, *, short: bool = False) -> Text:
         t.append(
             "its price and length are not published where ncui can read them (Marshall's request card shows them), "
             "so ncui cannot tell whether the balance"
-            + (f" ({fmt_usd(bal.balance_ucredits)})" if bal is not None else "")
+            + (f" ({fmt_usd(bal.balance_ucredits)})" if bal is not None and bal.balance_ucredits is not None else "")
             + " covers it."
         )
     if short:

@@ -174,7 +174,10 @@ def vm_lease_text(store: Store) -> Text:
     stale = cap_slice.staleness(store.now())
     if stale:
         t.append(f"⚠ {stale}\n", style="bold red")
-    if cap.max_gpus:
+    why = next((cap.unknown(f) for f in ("max_gpus", "max_price_per_gpu_hour", "version") if cap.unknown(f)), "")
+    if why:  # (a field not sent: never "nothing declared")
+        t.append(f"Declared capacity unknown: {why}\n", style="bold red")
+    elif cap.max_gpus:
         t.append("Declared ")
         t.append(
             f" {cap.max_gpus} GPUs at up to {fmt_price(cap.max_price_per_gpu_hour)} ", style="bold black on yellow"
@@ -187,11 +190,14 @@ def vm_lease_text(store: Store) -> Text:
     for a in live:
         when = a.granted_at.astimezone(timezone.utc).strftime("%H:%M") if a.granted_at else "—"
         t.append(f"\n{a.id}  ", style="bold")
-        t.append(f"{a.state}", style="green" if a.state == "active" else "yellow")
+        t.append(a.state_said, style="green" if a.state == "active" else "yellow")
         t.append(f"  {a.gpus}× {a.gpu_model}  granted {when}")
         if a.state == "active" and a.public_ip:
             port = f" -p {a.ssh_port}" if a.ssh_port != 22 else ""
-            t.append(f"\n  ssh{port} {user}@{a.public_ip}", style="bold")
+            if user is None:  # (not sent: never a guessed login)
+                t.append(f"\n  ssh login unknown: {cap.environment.unknown('ssh_user')}", style="bold red")
+            else:
+                t.append(f"\n  ssh{port} {user}@{a.public_ip}", style="bold")
     keys = keys_slice.value
     t.append("\n\nKeys ", style="bold")
     if keys is None:

@@ -26,7 +26,7 @@ from starlette.routing import Match
 
 from ..api import models as m
 from . import catalog
-from .drift import DRIFTS, DriftMiddleware, move_routes
+from .drift import DriftMiddleware, move_routes, named
 from .middleware import DateMiddleware, FaultMiddleware, FaultRule, Faults, JournalMiddleware
 from .money import dollars, ucredits
 from .world import OrgState, SimError, World
@@ -93,7 +93,7 @@ class ExecBody(BaseModel):
 @dataclass
 class SimConfig:
     access_prefix: str = "/access"
-    drift: str | None = None  # a name of drift.DRIFTS: the contract served drifts so (documents and answers alike)
+    drift: str | None = None  # a drift's name (drift.named): the contract served drifts so (documents and answers)
 
 
 def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
@@ -398,7 +398,7 @@ def create_app(world: World, config: SimConfig | None = None) -> FastAPI:
     # ---- openapi ----------------------------------------------------------------------------
 
     docs: dict[str, dict] = {}
-    drifted = DRIFTS[config.drift] if config.drift else None
+    drifted = named(config.drift) if config.drift else None
 
     def openapi_for(area: str | None) -> dict:
         key = area or "all"

@@ -3,7 +3,9 @@ one release and the next. A drift changes the OpenAPI documents and the answers 
 
 - ``field-renamed``: ``GET /api/billing/balance`` says ``burn_ucredits_per_hour`` instead of ``burn_ucredits_hr``;
 - ``enum-added``: a cluster's ``kind`` may be ``tpu``, and whoami lists a ``tpu`` cluster;
-- ``path-moved``: the price-to-win ladder moves from ``/api/k8s/market/ladder`` to ``/api/market/ladder``.
+- ``path-moved``: the price-to-win ladder moves from ``/api/k8s/market/ladder`` to ``/api/market/ladder``;
+- ``field-dropped:PATH:FIELD`` (any path and field): ``GET PATH``'s answers leave ``FIELD`` out wherever it is
+  in them (at any depth: a ladder's rungs, a capacity's environment), and its schemas no longer have it.
 
 It knows nothing of ncui's client: it edits what the box serves (its routes, its documents, its answers' JSON).
 """
@@ -86,6 +88,62 @@ DRIFTS: dict[str, Drift] = {
         ),
     )
 }
+
+
+DROPPED = "field-dropped"
+
+
+def named(name: str) -> Drift:
+    """The drift called ``name``: one of ``DRIFTS``, or ``field-dropped:PATH:FIELD``. ValueError (what to type)
+    for any other name."""
+    if name in DRIFTS:
+        return DRIFTS[name]
+    kind, _, rest = name.partition(":")
+    path, _, fld = rest.rpartition(":")
+    if kind != DROPPED or not path.startswith("/") or not fld:
+        raise ValueError(f"{name!r}: a drift is one of {', '.join(sorted(DRIFTS))}, or {DROPPED}:PATH:FIELD")
+    return Drift(
+        name,
+        f"GET {path}: no field {fld}",
+        doc=lambda doc: _drop_doc(doc, path, fld),
+        answers={path: lambda body: _drop(body, fld)},
+    )
+
+
+def _drop(body: Any, fld: str) -> Any:
+    if isinstance(body, dict):
+        return {k: _drop(v, fld) for k, v in body.items() if k != fld}
+    if isinstance(body, list):
+        return [_drop(v, fld) for v in body]
+    return body
+
+
+def _drop_doc(doc: dict, path: str, fld: str) -> None:
+    """``fld`` out of every schema ``GET path``'s 200 answer reaches (its own, and those it refers to)."""
+    answer = doc.get("paths", {}).get(path, {}).get("get", {}).get("responses", {}).get("200", {})
+    seen: set[str] = set()
+
+    def walk(schema: Any) -> None:
+        if isinstance(schema, list):
+            for s in schema:
+                walk(s)
+            return
+        if not isinstance(schema, dict):
+            return
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref not in seen:
+            seen.add(ref)
+            walk(_schema(doc, ref.rsplit("/", 1)[-1]))
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            props.pop(fld, None)
+            if isinstance(schema.get("required"), list):
+                schema["required"] = [r for r in schema["required"] if r != fld]
+        for key, value in schema.items():
+            if key not in ("$ref", "required"):
+                walk(value)
+
+    walk(answer.get("content", {}).get("application/json", {}).get("schema"))
 
 
 def move_routes(app: Any, drift: Drift) -> None:

@@ -114,11 +114,15 @@ class StatusHeader(Static):
                 where.append(f" · {cluster_ref.name} ({cluster_ref.kind_said}")
                 if info is not None and info.name == cluster_ref.name:
                     where.append(f", {info.gpu_model}")
-                    where.append(", market" if info.market else ", fixed")
+                    where.append(", market" if info.market else ", fixed" if info.market is not None else ", market?")
                 where.append(")")
             elif who.org_kind == "public_research":
                 where.append(" · public research (no clusters)")
-            org = Text(who.org_name, style="bold", no_wrap=True, overflow="ellipsis")
+            org = (  # (not sent: Account says why)
+                Text(who.org_name, style="bold", no_wrap=True, overflow="ellipsis")
+                if who.org_name is not None
+                else Text("organization unknown", style="bold red", no_wrap=True, overflow="ellipsis")
+            )
             spare = room - top.cell_len - where.cell_len
             if who.org_kind == "public_research" and cluster_ref is None and 0 < room and spare < org.cell_len:
                 where = Text(" · public research")  # (Account says it has no clusters) before the name is cut
@@ -153,17 +157,22 @@ class StatusHeader(Static):
             return f" {text} " if padded else text
 
         line = Text(no_wrap=True, overflow="ellipsis")
-        balance = bal.balance_ucredits if bal else (summary.balance_ucredits if summary else None)
+        read = bal if bal is not None else summary  # (the balance's own answer first, the summary's until then)
+        balance = read.balance_ucredits if read is not None else None
         burn = bal.burn_ucredits_hr if bal else None
         line.append("balance ", style="dim")
-        line.append(fmt_usd(balance), style="bold")
+        if read is not None and balance is None:  # not sent (Account says why): never a guess
+            line.append("unknown", style="bold red")
+        else:
+            line.append(fmt_usd(balance), style="bold")
         line.append(f"{sep}burn ", style="dim")
-        if bal is not None and burn is None:  # not sent (Account says why): never a guess
+        if bal is not None and burn is None:
             line.append("unknown", style="bold red")
         else:
             line.append(fmt_rate(burn))
         line.append(f"{sep}runway ", style="dim")
-        line.append("unknown" if bal is not None and burn is None else fmt_runway(balance, burn))
+        gone = (bal is not None and burn is None) or (read is not None and balance is None)
+        line.append("unknown" if gone else fmt_runway(balance, burn))
         bid_failing = st.get("bid").failing
         if bid is not None and bid.max_price_per_gpu_hour:
             line.append(sep)
