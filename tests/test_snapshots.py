@@ -38,11 +38,20 @@ def test_screen(snap_compare, sim, screen, size):
         await until(pilot, lambda: loaded(app, *needs))
         await pilot.press(key)
         await until(pilot, lambda: all(s in screen_text(app) for s in shows))
+        if screen == "account":  # (its tables are mounted after the first frame: their columns fit once laid out)
+            await until(pilot, lambda: _columns_fit(app.query_one("#transactions")), what="the columns fitted")
         await pilot.pause()
         await pilot.wait_for_scheduled_animations()
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+def _columns_fit(table) -> bool:
+    from ncui.screens.base import fitted_columns
+
+    want = getattr(table, "_ncui_columns", None)
+    return table.size.width > 0 and want is not None and want == fitted_columns(table, tuple(want))
 
 
 def test_help(snap_compare, sim):

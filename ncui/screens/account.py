@@ -122,7 +122,7 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             self.tables = True
             self._tx_columns()
             self.refresh_view()
-            self.call_after_refresh(self.on_resize)  # (the columns fit again once the new table has its width)
+            self.call_after_refresh(self._fit_when_sized)
         except (NoMatches, MountError):
             # The app quit while they were mounted (Textual mounts nothing under a closing widget): nothing to show
             # them on. At any other time it is a bug, raised.
@@ -374,6 +374,16 @@ that your own kubectl works beside it (Ctrl-P → kubectl context asks again).
             self._tx_sig = None  # the rows went with the columns
             return True
         return False
+
+    def _fit_when_sized(self) -> None:
+        """The transactions' columns fit again once the new table has its width (a refresh or more after it is
+        mounted: a loaded machine may lay it out later)."""
+        if not self.tables or not self.is_attached:
+            return
+        if self.query_one("#transactions", DataTable).size.width == 0:
+            self.call_after_refresh(self._fit_when_sized)
+            return
+        self.on_resize()
 
     def on_resize(self) -> None:
         if not self.tables:
