@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import warnings
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 
@@ -54,8 +56,21 @@ def _kube_cache(tmp_path, monkeypatch) -> None:
 def _state_home(tmp_path, monkeypatch) -> None:
     """Every test keeps ncui's state (the spending limit) in its own temporary XDG state dir, never the user's."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # (the notification settings: the defaults)
     monkeypatch.setenv("KUBERC", str(tmp_path / "kuberc"))  # (the human's kuberc policy: none unless a test writes it)
     monkeypatch.delenv("MARSHALL_WORKSPACE", raising=False)  # (a test inside one would see Account say so)
+
+
+@pytest.fixture(autouse=True)
+def _no_socket_left_open() -> Iterator[None]:
+    """A socket a test leaves open fails that test, here at its end, not a later test that happens to run when the
+    garbage collector finds it (its ResourceWarning is raised inside whatever code runs then: "error:::ncui")."""
+    yield
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        gc.collect()
+    left = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning) and "socket" in str(w.message)]
+    assert not left, f"this test left sockets open: {left}"
 
 
 @pytest.fixture
