@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 
 from ncui.logfollow import parse_loss
 from ncui.sim.kube import podlogs
 
+from .kc_support import recipe
 from .ptyterm import FOCUS_OUT, ncui_argv, no_raw_controls, person
 
 pytestmark = pytest.mark.peers("kubectl")
@@ -101,3 +103,104 @@ async def test_the_first_train_job_on_the_market_as_it_runs(kc_factory, pty_fact
     assert first in said[1] and said[1].startswith("First loss line: nanogpt-")
     assert "job/nanogpt on halcyon succeeded." in said[2]
     no_raw_controls(term.bytes())
+
+
+def _running_on(k, job: str) -> str | None:
+    """The node the Job's pod runs on, once it runs (the box's API)."""
+    _tick(k)
+    for p in k.api("/api/v1/namespaces/default/pods")["items"]:
+        labels = p["metadata"].get("labels") or {}
+        if labels.get("job-name") == job and p.get("status", {}).get("phase") == "Running":
+            return p["spec"].get("nodeName")
+    return None
+
+
+async def test_a_reclaim_of_the_running_node_and_its_replacement(kc_factory, pty_factory, tmp_path):
+    """Train applied as the guide does it (kubectl apply of the catalog's file, another client); the market's node
+    joins and the pod runs; the box's market takes the node back (its reclaim control): Reclaimed, naming the pod
+    and the node; the Job replaces its pod, the standing limit pulls a new node: it joins."""
+    k, kc = kc_factory()
+    k.set_bid(6.0)
+    term = pty_factory(ncui_argv(k.sim), person(tmp_path, k.sim, cache=k.auth_cache))
+    await term.drawing("Halcyon")
+    m = term.mark()
+    term.send(b"4")
+    await term.drawing("NAME", m)
+    term.send(FOCUS_OUT)
+    docs = recipe(k, "nanogpt-job-nvidia.yaml")
+    assert [r.error for r in await kc.apply(docs)] == [None]
+
+    node = (await _advance(k, lambda: _gpu_nodes_ready(k), "the market's node Ready"))[0]
+    await term.notified(1, "the node joined")
+    assert await _advance(k, lambda: _running_on(k, "nanogpt"), "the pod running", step=10) == node
+    r = k.sim_post(f"/_sim/k8s/reclaim?cluster={k.cluster}", {"node": node})
+    assert r.status_code == 200 and r.json()["reclaimed"] == [node], r.text
+    await term.notified(2, "the reclaim")
+    again = await _advance(k, lambda: [n for n in _gpu_nodes_ready(k) if n != node], "the replacement node Ready")
+    await term.notified(3, "the replacement node joined")
+
+    said = term.notifications()
+    assert term.titles() == ["A node joined", "Reclaimed", "A node joined"], said
+    assert said[1].startswith("Reclaimed: Pod nanogpt-") and f" on {node} was stopped" in said[1]
+    assert f"Node {again[0]} is Ready" in said[2]
+    no_raw_controls(term.bytes())
+
+
+def _vm(sim, method: str, path: str, **kw):
+    r = httpx.request(method, sim.api_url + path, headers={"Authorization": f"Bearer {sim.token}"}, **kw)
+    assert r.status_code < 300, r.text
+    return r.json()
+
+
+def _declare(sim, gpus: int, price: float) -> dict:
+    version = _vm(sim, "GET", "/api/vm/capacity")["version"]
+    body = {"max_gpus": gpus, "max_price_per_gpu_hour": price, "expected_version": version}
+    return _vm(sim, "PUT", "/api/vm/capacity", json=body)
+
+
+def _allocations(sim, state: str) -> list[str]:
+    return [a["id"] for a in _vm(sim, "GET", "/api/vm/capacity")["allocations"] if a["state"] == state]
+
+
+async def test_a_vm_node_active_then_reclaimed(sim_factory, pty_factory, tmp_path):
+    """On a VM cluster: a key registered and capacity declared through the API (as the guide's curl does); the box's
+    clock moves until the allocation is active: A VM node is active. Then the market takes it back (the declaration
+    outbid at the floor: the box's market reclaims at its next step): Reclaimed."""
+    sim = sim_factory("vm")
+    org = _vm(sim, "GET", "/api/whoami")["org_id"]
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl ada@laptop"
+    _vm(sim, "POST", f"/api/vm/orgs/{org}/ssh-keys", json={"name": "laptop", "public_key": key})
+    term = pty_factory(ncui_argv(sim), person(tmp_path, sim))
+    await term.drawing("Tern")
+    m = term.mark()
+    term.send(b"4")
+    await term.drawing("No node: declare capacity", m)
+    term.send(FOCUS_OUT)
+    _declare(sim, 8, 4.5)
+
+    def active() -> list[str]:
+        return _allocations(sim, "active")
+
+    (alloc,) = await asyncio.to_thread(_advance_world, sim, active, 60, "the allocation active")
+    await term.notified(1, "the VM node active")
+    vm = next(iter(sim.world.main_org.vm.values()))
+    _declare(sim, 8, sim.world.markets[vm.spec.gpu_model].floor / 1e6)  # outbid: the market takes the node back
+    assert await asyncio.to_thread(_advance_world, sim, lambda: _allocations(sim, "reclaimed"), 60, "the reclaim") == [
+        alloc
+    ]
+    await term.notified(2, "the reclaim")
+
+    said = term.notifications()
+    assert term.titles() == ["A VM node is active", "Reclaimed"], said
+    assert f"Allocation {alloc} (8 GPUs) is active" in said[0]
+    assert f"Allocation {alloc} was reclaimed" in said[1]
+    no_raw_controls(term.bytes())
+
+
+def _advance_world(sim, pred, step: float, what: str, steps: int = 60):
+    for _ in range(steps):
+        v = pred()
+        if v:
+            return v
+        sim.world.advance(step)
+    raise AssertionError(f"never happened: {what}")
