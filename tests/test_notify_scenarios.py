@@ -204,3 +204,62 @@ def _advance_world(sim, pred, step: float, what: str, steps: int = 60):
             return v
         sim.world.advance(step)
     raise AssertionError(f"never happened: {what}")
+
+
+def _slurm_job(sim, name: str = "nanogpt"):
+    """The human's job ``name`` as the box's login node holds it (read in-process, synced to the box's clock), its
+    state (None once slurmctld forgot it) and the loss lines it has written to its output file."""
+    login = sim.ssh._nodes[f"slurm:{sim.world.main_org.spec.clusters[0].name}"].sim
+    login.sync()
+    q = login.queue
+    job = next((j for j in q.jobs.values() if j.name == name and j.user == login.spec.user), None)
+    if job is None:
+        return None, None, []
+    out = login.local(job.out_path())
+    lines = out.read_text().splitlines() if out.is_file() else []
+    state = None if job.gone(q.now()) else job.state(q.now())
+    return job.id, state, [x for x in lines if parse_loss(x) is not None]
+
+
+@pytest.mark.peers("ssh")
+async def test_a_slurm_job_leaving_the_queue(sim_factory, pty_factory, tmp_path):
+    """The box's Slurm cluster (its login node over real ssh, the box's certificate signed as slurm-login does): the
+    first job submitted through the app (Workloads, n, y); its first loss line followed from the node's file; it
+    leaves the queue: Slurm job ended, saying what squeue last said (not that it succeeded: squeue --me cannot
+    tell)."""
+    sim = sim_factory("slurm")
+    sim.ssh.sign("plover")
+    term = pty_factory(ncui_argv(sim), person(tmp_path, sim, ("NC_SSH_CONFIG", str(sim.ssh.config_path))))
+    await term.drawing("host key")  # the login node's, first use: asked wherever the human is
+    term.send(b"y")
+    m = term.mark()
+    term.send(b"4")
+    await term.drawing("No job of yours in the queue", m)
+    m = term.mark()
+    term.send(b"n")
+    await term.drawing("sbatch --nodes=1 ~/first-job/nanogpt.sbatch", m)
+    m = term.mark()
+    term.send(b"y")
+    await term.drawing("Submitted batch job", m)
+    term.send(FOCUS_OUT)
+    m = term.mark()
+
+    def losses():
+        return _slurm_job(sim)[2]
+
+    first = (await asyncio.to_thread(_advance_world, sim, losses, 30, "the first loss line"))[0]
+    await term.notified(1, "the first loss line")
+    jid, state, _ = _slurm_job(sim)
+    assert state == "RUNNING"
+    await term.drawing("RUNNING", m)  # (squeue --me read while it runs, as in the minutes a real run takes)
+    await asyncio.to_thread(_advance_world, sim, lambda: _slurm_job(sim)[1] is None, 60, "the job gone", 120)
+    await term.notified(2, "the job leaving the queue")
+
+    said = term.notifications()
+    assert term.titles() == ["First loss line", "Slurm job ended"], said
+    assert said[1] == (
+        f"Slurm job ended: Slurm job {jid} (nanogpt) left the queue (last RUNNING): Workloads (4) shows its log."
+    ), said
+    assert first in said[0]
+    assert "succeeded" not in said[1] and "failed" not in said[1]
+    no_raw_controls(term.bytes())
