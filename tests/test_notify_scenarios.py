@@ -11,6 +11,8 @@ Textual reads it: ``ESC [ O`` is sent again after keys."""
 from __future__ import annotations
 
 import asyncio
+import re
+import subprocess
 
 import httpx
 import pytest
@@ -18,7 +20,7 @@ import pytest
 from ncui.logfollow import parse_loss
 from ncui.sim.kube import podlogs
 
-from .kc_support import recipe
+from .kc_support import busybox_job, recipe
 from .ptyterm import FOCUS_OUT, ncui_argv, no_raw_controls, person
 
 pytestmark = pytest.mark.peers("kubectl")
@@ -263,3 +265,52 @@ async def test_a_slurm_job_leaving_the_queue(sim_factory, pty_factory, tmp_path)
     assert first in said[0]
     assert "succeeded" not in said[1] and "failed" not in said[1]
     no_raw_controls(term.bytes())
+
+
+_OSC_ANY = re.compile(rb"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+
+def _bells(raw: bytes) -> int:
+    """BELs on their own (not the end of an OSC)."""
+    return _OSC_ANY.sub(b"", raw).count(b"\x07")
+
+
+@pytest.mark.peers("tmux")
+@pytest.mark.parametrize("passthrough", ["on", "off"])
+async def test_inside_a_real_tmux_the_sequence_passes_through_only_when_allowed(
+    kc_factory, pty_factory, tmp_path, passthrough
+):
+    """ncui inside a real tmux (3.3+) that runs on a pty, as in a WezTerm: the outer terminal's bytes are read.
+    With ``allow-passthrough on`` the job's failure reaches it as the OSC 9 ncui wrapped (tmux unwraps it); with it
+    off, a bell (tmux passes it on) and no OSC 9. The focus-out is the outer terminal's, through tmux's focus-events."""
+    k, kc = kc_factory()
+    sock, conf = str(tmp_path / "tmux.sock"), tmp_path / "tmux.conf"
+    conf.write_text(
+        f"set -g allow-passthrough {passthrough}\nset -g focus-events on\nset -g status off\n"
+        'set -g default-terminal "screen-256color"\nset -g bell-action any\nset -g visual-bell off\n'
+    )
+    env = person(tmp_path, k.sim, ("WEZTERM_PANE", "0"), cache=k.auth_cache)
+    argv = ["tmux", "-S", sock, "-f", str(conf), "new-session", "-s", "t", "-x", "120", "-y", "40"]
+    term = pty_factory([*argv, "env", "-u", "COLUMNS", "-u", "LINES", *ncui_argv(k.sim)], env)
+    try:
+        await term.drawing("Halcyon")
+        m = term.mark()
+        term.send(b"4")
+        await term.drawing("NAME", m)
+        term.send(FOCUS_OUT)
+        before = term.mark()
+        assert k.sim_post("/_sim/k8s/fail", {"count": 1}).status_code == 200
+        assert [r.error for r in await kc.apply([busybox_job("train-fails", "echo step 1: loss 2.5")])] == [None]
+        await _advance(k, lambda: _job_done(k, "train-fails", "Failed"), "the job's failure", step=30)
+        if passthrough == "on":
+            await term.notified(1, "the job's failure, through tmux")
+            assert term.titles() == ["Job failed"], term.notifications()
+            assert "job/train-fails on halcyon failed." in term.notifications()[0]
+        else:
+            await term.drawing("Job failed", before)  # the in-app toast: the moment came
+            await term.until(lambda raw: _bells(raw[before:]) >= 1, "the bell, through tmux")
+            assert term.notifications() == []
+        assert b"\x1bPtmux;" not in term.bytes()  # (tmux's own wrapping never reaches the outer terminal)
+        no_raw_controls(term.bytes())
+    finally:
+        subprocess.run(["tmux", "-S", sock, "kill-server"], capture_output=True, timeout=30)
