@@ -34,7 +34,7 @@ def make_world(
 
 
 # The Kubernetes fixtures (kube_factory, kc_factory) for every test module, without importing them in each.
-pytest_plugins = ("tests.kube_support", "tests.kc_support", "tests.tmuxterm", "tests.sshd_support")
+pytest_plugins = ("tests.kube_support", "tests.kc_support", "tests.tmuxterm", "tests.sshd_support", "tests.ptyterm")
 
 
 @pytest.hookimpl(tryfirst=True)

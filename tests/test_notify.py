@@ -43,6 +43,9 @@ def test_inside_tmux_a_sequence_only_with_passthrough_else_the_bell():
     assert protocol(env, passthrough=lambda: True) == "osc99"
     assert protocol(env, passthrough=lambda: False) == "bell"
     assert protocol({**env, "KITTY_WINDOW_ID": ""}, passthrough=lambda: True) == "bell"  # nothing known outside
+    # WezTerm inside tmux: TERM_PROGRAM is tmux's; WezTerm's own variable, which the tmux server keeps, says it
+    wez = {"TMUX": env["TMUX"], "TERM": "tmux-256color", "TERM_PROGRAM": "tmux", "WEZTERM_PANE": "0"}
+    assert protocol(wez, passthrough=lambda: True) == "osc9"
 
 
 @pytest.mark.parametrize(

@@ -1,21 +1,13 @@
-"""Desktop notifications on a real terminal: ``ncui --api … --access …`` on a pty (``os.openpty``: the raw bytes the
-app writes, every OSC in them; tmux's capture-pane would drop them) against the box, with TERM_PROGRAM=WezTerm (OSC
-9). The terminal reports focus-out (``ESC [ O``, as a terminal with mode 1004 does); the box makes each moment on
-demand; the test reads one OSC 9 per moment, in order, with no raw control character from server text (hostile
-names held in the cluster). With the focus in (``ESC [ I``): none. With ``--quiet``: none (in-app ones stay)."""
+"""Desktop notifications on a real terminal: ``ncui --api … --access …`` on a pty (tests/ptyterm.py: the raw bytes
+the app writes, every OSC in them; tmux's capture-pane would drop them) against the box, with TERM_PROGRAM=WezTerm
+(OSC 9). The terminal reports focus-out (``ESC [ O``, as a terminal with mode 1004 does); the box makes each moment
+on demand (objects held in the cluster: tests/test_notify_scenarios.py makes them by the path a researcher walks);
+the test reads one OSC 9 per moment, in order, with no raw control character from server text (hostile names held
+in the cluster). With the focus in (``ESC [ I``): none. With ``--quiet``: none (in-app ones stay)."""
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
-import os
-import re
-import signal
-import struct
-import subprocess
-import sys
-import termios
-import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,109 +17,11 @@ import pytest
 from ncui import limits as L
 
 from .kc_support import busybox_job
-from .waits import until
+from .ptyterm import FOCUS_IN, FOCUS_OUT, OSC9, Pty, ncui_argv, no_raw_controls, person
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.peers("kubectl")
 
-FOCUS_OUT, FOCUS_IN = b"\x1b[O", b"\x1b[I"
-OSC9 = re.compile(rb"\x1b\]9;([^\x07\x1b]*)\x07")
 HOSTILE = "evil\x1b]0;PWNED\x07\x9b2J\u202e"  # in a name a cluster holds: ESC, BEL, an 8-bit CSI, a bidi override
-
-
-class Pty:
-    """A program on a pty of its own (120×40): every byte it writes, kept; bytes typed to it, as a terminal does."""
-
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        self.master = master
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
-        os.close(slave)
-        self.raw = bytearray()
-        self._lock = threading.Lock()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            with self._lock:
-                self.raw += data
-
-    def bytes(self) -> bytes:
-        with self._lock:
-            return bytes(self.raw)
-
-    def send(self, data: bytes) -> None:
-        os.write(self.master, data)
-
-    def notifications(self) -> list[str]:
-        return [m.decode("utf-8", "replace") for m in OSC9.findall(self.bytes())]
-
-    async def until(self, cond, what: str, timeout: float = 60.0):
-        def say() -> str:
-            raw = self.bytes()
-            if os.environ.get("NCUI_PTY_DUMP"):
-                Path(os.environ["NCUI_PTY_DUMP"]).write_bytes(raw)
-            return f"notifications so far: {self.notifications()}"
-
-        return await until(lambda: cond(self.bytes()), timeout, what, 0.05, say=say)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        os.close(self.master)
-        self._reader.join(5)
-
-
-def _person(tmp: Path, sim, *extra_env: tuple[str, str], cache: Path | None = None) -> dict[str, str]:
-    token = tmp / ".config" / "nationalcompute" / "token"
-    token.parent.mkdir(parents=True, exist_ok=True)
-    token.write_text(sim.token + "\n")
-    os.chmod(token, 0o600)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp),
-        "XDG_STATE_HOME": str(tmp / "state"),
-        "XDG_CONFIG_HOME": str(tmp / "config"),
-        "PYTHONPATH": str(ROOT),
-        "TERM": "xterm-256color",
-        "TERM_PROGRAM": "WezTerm",
-        "COLORTERM": "truecolor",
-        "LANG": "C.UTF-8",
-        **dict(extra_env),
-    }
-    if cache is not None:
-        env["NCUI_KUBE_CACHE"] = str(cache)
-    return env
-
-
-def _ncui(sim, *flags: str) -> list[str]:
-    return [sys.executable, "-m", "ncui.cli", "--api", sim.api_url, "--access", sim.access_url, *flags]
-
-
-@pytest.fixture
-def pty_factory():
-    made: list[Pty] = []
-
-    def make(argv: list[str], env: dict[str, str]) -> Pty:
-        made.append(Pty(argv, env))
-        return made[-1]
-
-    yield make
-    for p in made:
-        p.close()
 
 
 def _hold(k, *objects: dict) -> None:
@@ -195,13 +89,6 @@ async def _app_watching(k, term: Pty, sentinel: str) -> None:
     await term.until(lambda raw: sentinel.encode() in raw, "Workloads drawing the cluster's jobs")
 
 
-def _no_raw_controls_from_names(raw: bytes) -> None:
-    assert b"PWNED" not in raw
-    assert "\u202e".encode() not in raw and "\x9b".encode() not in raw
-    for text in OSC9.findall(raw):
-        assert not re.search(rb"[\x00-\x1f\x7f]", text), text
-
-
 async def test_each_moment_once_in_order_while_the_terminal_is_not_focused(kc_factory, pty_factory, tmp_path):
     k, kc = kc_factory()
     _hold(
@@ -210,7 +97,7 @@ async def test_each_moment_once_in_order_while_the_terminal_is_not_focused(kc_fa
         | {"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}},
     )
     _limit_file(tmp_path, k, 10.0)
-    term = pty_factory(_ncui(k.sim), _person(tmp_path, k.sim, cache=k.auth_cache))
+    term = pty_factory(ncui_argv(k.sim), person(tmp_path, k.sim, cache=k.auth_cache))
     await _app_watching(k, term, "sentinel-done")
     term.send(FOCUS_OUT)
 
@@ -260,7 +147,7 @@ async def test_each_moment_once_in_order_while_the_terminal_is_not_focused(kc_fa
     ], said
     assert "job/train-fails on halcyon failed." in said[2]
     assert "pod-evil" in said[3] and "gpu-node-9" in said[3]
-    _no_raw_controls_from_names(term.bytes())
+    no_raw_controls(term.bytes())
 
 
 @pytest.mark.parametrize("how", ["focused", "quiet"])
@@ -272,7 +159,7 @@ async def test_none_while_focused_or_quiet(kc_factory, pty_factory, tmp_path, ho
         | {"status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}},
     )
     flags = ("--quiet",) if how == "quiet" else ()
-    term = pty_factory(_ncui(k.sim, *flags), _person(tmp_path, k.sim, cache=k.auth_cache))
+    term = pty_factory(ncui_argv(k.sim, *flags), person(tmp_path, k.sim, cache=k.auth_cache))
     await _app_watching(k, term, "sentinel-done")
     term.send(FOCUS_IN if how == "focused" else FOCUS_OUT)
     assert k.sim_post("/_sim/k8s/fail", {"count": 1}).status_code == 200
@@ -292,7 +179,7 @@ async def test_the_research_node_assigned_on_public_research(sim_factory, pty_fa
     terminal is not focused: one notification, the research node's."""
     sim = sim_factory("public-research")
     headers = {"Authorization": f"Bearer {sim.token}"}
-    term = pty_factory(_ncui(sim), _person(tmp_path, sim))
+    term = pty_factory(ncui_argv(sim), person(tmp_path, sim))
     await term.until(lambda raw: b"Puffin" in raw, "the app with its account")
     term.send(b"4")
     await term.until(lambda raw: b"queued for Marshall" in raw, "Workloads showing the node queued")

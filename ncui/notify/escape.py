@@ -1,7 +1,8 @@
 """The bytes of a desktop notification, by terminal (no Textual, no I/O but the one tmux question).
 
 ``protocol(env, passthrough)`` picks how this terminal is told: OSC 99 (kitty), OSC 777 ``notify`` (VTE terminals,
-foot, urxvt), OSC 9 (iTerm2, WezTerm, Windows Terminal), else the bell. Inside tmux a sequence reaches the outer
+foot, urxvt), OSC 9 (iTerm2, WezTerm, Windows Terminal), else the bell: by the variables each terminal sets, those
+that a tmux started in it keeps too (tmux sets its own ``TERM_PROGRAM``). Inside tmux a sequence reaches the outer
 terminal only through tmux's passthrough (``ESC P tmux; … ESC \\``, each ESC inside doubled), which tmux forwards
 only when its ``allow-passthrough`` option is on (or ``all``): else the bell, which tmux passes on by itself.
 
@@ -51,7 +52,12 @@ def protocol(env: Mapping[str, str], passthrough: Callable[[], bool] = tmux_pass
     term, program = env.get("TERM", ""), env.get("TERM_PROGRAM", "")
     if env.get("KITTY_WINDOW_ID") or term == "xterm-kitty":
         found: Protocol = "osc99"
-    elif program in ("iTerm.app", "WezTerm") or env.get("LC_TERMINAL") == "iTerm2" or env.get("WT_SESSION"):
+    elif (
+        program in ("iTerm.app", "WezTerm")
+        or env.get("LC_TERMINAL") == "iTerm2"
+        or env.get("WT_SESSION")
+        or env.get("WEZTERM_PANE")  # (WezTerm's own: inside tmux, TERM_PROGRAM says tmux)
+    ):
         found = "osc9"
     elif env.get("VTE_VERSION") or term.startswith(("foot", "rxvt")):
         found = "osc777"
