@@ -249,6 +249,10 @@ DRIFTS = {
         "no field burn_ucredits_hr; the header's burn will read unknown",
     ),
     "enum-added": ("GET /api/whoami", "clusters[].kind may be 'tpu', a value ncui does not know"),  # a warning
+    "field-dropped:/api/billing/balance:balance_ucredits": (
+        "GET /api/billing/balance",
+        "no field balance_ucredits; the header's balance will read unknown",
+    ),
     "path-moved": (
         "GET /api/k8s/market/ladder",
         "no such path in /api/k8s/openapi.json (the documents have GET /api/market/ladder: moved?)",
@@ -270,6 +274,8 @@ def test_doctor_names_each_drift_the_box_serves(drift, tmp_path):
         elif drift == "enum-added":
             kinds = [c["kind"] for c in httpx.get(api + "/api/whoami", headers=auth).json()["clusters"]]
             assert "tpu" in kinds
+        elif drift.startswith("field-dropped:"):
+            assert "balance_ucredits" not in httpx.get(api + "/api/billing/balance", headers=auth).json()
         else:
             assert httpx.get(api + "/api/k8s/market/ladder", headers=auth).status_code == 404
             assert httpx.get(api + "/api/market/ladder", headers=auth).status_code == 200
@@ -395,6 +401,22 @@ async def test_the_app_reads_only_the_drifted_figure_as_unknown_with_the_reason(
     header = next(line for line in screen.splitlines() if "burn unknown" in line)
     assert "runway unknown" in header and "balance $" in header, screen
     assert "National Compute's answer has no burn_ucredits_hr" in " ".join(screen.split()), screen
+
+
+async def test_the_app_reads_a_dropped_balance_as_unknown_with_the_reason(tmp_path, tmux_factory):  # noqa: F811
+    """The balance's own figure left out: the header's balance and runway read unknown, Account says why, the rest
+    of the answer (the burn) and the transactions are still shown."""
+    with SimProcess("--contract-drift", "field-dropped:/api/billing/balance:balance_ucredits") as sim:
+        env = person(tmp_path, sim.env["NC_TOKEN"])
+        term = tmux_factory({k: env[k] for k in ("HOME", "XDG_STATE_HOME", "PYTHONPATH", "PATH")}, width=160)
+        term.run(sys.executable, "-m", "ncui.cli", "--api", sim.env["NC_API"], "--access", sim.env["NC_ACCESS"])
+        screen = await term.until(
+            lambda s: "balance unknown" in s and "Credits purchased" in s and "has no balance_ucredits" in s,
+            what="the balance unknown, with why",
+        )
+    header = next(line for line in screen.splitlines() if "balance unknown" in line)
+    assert "runway unknown" in header and "burn $0.00/h" in header, screen
+    assert "National Compute's answer has no balance_ucredits" in " ".join(screen.split()), screen
 
 
 async def test_the_app_says_a_cluster_kind_it_does_not_know(tmp_path, tmux_factory):  # noqa: F811
