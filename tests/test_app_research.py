@@ -346,6 +346,12 @@ def test_snapshot_workloads_on_the_research_node(snap_compare, box):
         await until(pilot, lambda: "ssh -p 2222 ubuntu@" in screen_text(app), what="the fixed port")
         chart = app.query_one("#node-loss-chart")
         await until(pilot, lambda: not chart.pending, what="the loss chart drawn with the last points")
+        # the first loss line is a moment (ncui/notify): said once, maybe after the chart; no part of this screen
+        await until(
+            pilot,
+            lambda: any(n.title == "First loss line" for n in list(app._notifications)),
+            what="the first loss line's notification",
+        )
         app.clear_notifications()
         await pilot.pause()
         await pilot.wait_for_scheduled_animations()

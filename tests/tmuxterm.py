@@ -12,7 +12,7 @@ import pytest
 
 from .peers import need_peer
 from .screentext import joined
-from .waits import until
+from .waits import until, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,6 +27,9 @@ class Tmux:
         flags = [x for k, v in env.items() for x in ("-e", f"{k}={v}")]
         self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), *flags, "sh")
         self.tmux("pipe-pane", "-o", "-t", "t", f"cat >> {shlex.quote(str(self.raw))}")
+        # The shell's prompt first: keys typed before it are echoed above it, and what the program then prints
+        # lands after the prompt, on its line (a loaded machine's test read "# EXIT=0", not "EXIT=0").
+        wait_until(lambda: self.screen().strip(), 30, "the shell's prompt", 0.02)
 
     def tmux(self, *args: str) -> str:
         return subprocess.run(
