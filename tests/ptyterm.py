@@ -95,6 +95,12 @@ class Pty:
         """Until ``text`` is drawn (after ``since``, a ``mark()``)."""
         await self.until(lambda raw: text in drawn(raw[since:]), f"{text!r} drawn", timeout)
 
+    async def press(self, keys: bytes, shows: str, timeout: float = 60.0) -> None:
+        """Type ``keys``, then until ``shows`` is drawn after them (a key answered by what it brings up)."""
+        since = self.mark()
+        self.send(keys)
+        await self.drawing(shows, since, timeout)
+
     async def notified(self, n: int, what: str, timeout: float = 60.0) -> None:
         """Until ``n`` desktop notifications (OSC 9) have come."""
         await self.until(lambda raw: len(OSC9.findall(raw)) >= n, what, timeout)
