@@ -13,7 +13,7 @@ active cluster changed: the slice cleared) is only looked at, never announced.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..textsafe import clean
@@ -54,12 +54,24 @@ def _dep_ready(dep: Mapping[str, Any]) -> bool:
     return isinstance(want, int) and isinstance(ready, int) and want >= 1 and ready >= want
 
 
+def _one(name: str, obj: dict[str, Any]) -> tuple[Any, ...]:
+    """The state of one object of a slice whose moments are each object's own (``PER_OBJECT``)."""
+    if name == "k8s_nodes":
+        return (_name(obj), _node_ready(obj))
+    if name == "k8s_pods":
+        return (_name(obj), _disruption(obj), (obj.get("spec") or {}).get("nodeName"))
+    from ..kube.status import job_status
+
+    return (_name(obj), job_status(obj))
+
+
+PER_OBJECT = ("k8s_nodes", "k8s_pods", "k8s_jobs")  # (a watch replaces the objects that changed, keeps the rest)
+
+
 def _state(name: str, value: Any) -> dict[str, Any]:
     """What of ``value`` (slice ``name``) a moment is made of: {identity: state}."""
-    if name == "k8s_nodes":
-        return {_uid(k, o): (_name(o), _node_ready(o)) for k, o in value.items()}
-    if name == "k8s_pods":
-        return {_uid(k, o): (_name(o), _disruption(o), (o.get("spec") or {}).get("nodeName")) for k, o in value.items()}
+    if name in PER_OBJECT:
+        return {_uid(k, o): _one(name, o) for k, o in value.items()}
     if name == "k8s_deployments":
         from ..kube.chat import ENDPOINTS, endpoint_ready
 
@@ -72,10 +84,6 @@ def _state(name: str, value: Any) -> dict[str, Any]:
             if k not in behind:
                 out[_uid(k, o)] = (f"deploy/{_name(o)}", _dep_ready(o), (o.get("status") or {}).get("readyReplicas"))
         return out
-    if name == "k8s_jobs":
-        from ..kube.status import job_status
-
-        return {_uid(k, o): (_name(o), job_status(o)) for k, o in value.items()}
     if name == "vm_capacity":
         return {a.id: (clean(a.id), a.state, a.gpus) for a in value.allocations}
     if name == "slurm_jobs":
@@ -85,12 +93,15 @@ def _state(name: str, value: Any) -> dict[str, Any]:
     return {}
 
 
-def changes(name: str, was: dict[str, Any], now: dict[str, Any], cluster: str = "") -> list[Moment]:
-    """The moments between two looks at slice ``name`` (``_state``'s), in a stable order."""
+def changes(
+    name: str, was: dict[str, Any], now: dict[str, Any], cluster: str = "", keys: Iterable[str] | None = None
+) -> list[Moment]:
+    """The moments between two looks at slice ``name`` (``_state``'s), in a stable order; ``keys``: only those
+    identities can have changed (the rest of ``now`` is ``was``'s)."""
     on = f" on {clean(cluster)}" if cluster else ""
     out: list[Moment] = []
-    for key, cur in now.items():
-        old = was.get(key)
+    for key in now if keys is None else keys:
+        cur, old = now[key], was.get(key)
         if name == "k8s_nodes":
             if cur[1] and not (old and old[1]):
                 out.append(Moment("node", "A node joined", f"Node {cur[0]} is Ready{on}: it bills from now."))
@@ -158,6 +169,9 @@ class StoreMoments:
         self.store = store
         self.moment = moment
         self._seen: dict[str, dict[str, Any]] = {}
+        # PER_OBJECT slices: each key's object as last looked at, its identity and state (a 1,000-pod watch that
+        # changes one pod looks again at that pod alone: the rest are the same objects)
+        self._objects: dict[str, dict[str, tuple[object, str, tuple[Any, ...]]]] = {}
 
     def start(self) -> Callable[[], None]:
         """Subscribe (counting as no interest: a slice polls as fast as its screens want); returns the unsubscribe."""
@@ -168,15 +182,35 @@ class StoreMoments:
     def _look(self, s: Slice, announce: bool = True) -> None:
         if s.value is None:
             self._seen.pop(s.name, None)  # cleared (another cluster): its next value is looked at afresh
+            self._objects.pop(s.name, None)
             return
         if s.failing and s.name in self._seen:
             return  # (a failed read keeps the last value: nothing changed)
-        now = _state(s.name, s.value)
+        keys: list[str] | None = None
+        if s.name in PER_OBJECT:
+            now, keys = self._per_object(s.name, s.value)
+        else:
+            now = _state(s.name, s.value)
         was = self._seen.get(s.name)
         self._seen[s.name] = now
         if was is None or not announce:
             return
         ref = self.store.meta.get("cluster")
         cluster = getattr(ref, "name", "") if s.name.startswith("k8s_") else ""
-        for m in changes(s.name, was, now, cluster):
+        for m in changes(s.name, was, now, cluster, keys):
             self.moment(m)
+
+    def _per_object(self, name: str, value: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """``_state`` of a PER_OBJECT slice, worked out again only for the objects that are not the ones last looked
+        at; and those objects' identities."""
+        last = self._objects.get(name, {})
+        kept: dict[str, tuple[object, str, tuple[Any, ...]]] = {}
+        changed: list[str] = []
+        for k, o in value.items():
+            hit = last.get(k)
+            if hit is None or hit[0] is not o:
+                hit = (o, _uid(k, o), _one(name, o))
+                changed.append(hit[1])
+            kept[k] = hit
+        self._objects[name] = kept
+        return {uid: state for _, uid, state in kept.values()}, changed
