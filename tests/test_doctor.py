@@ -385,6 +385,14 @@ def test_every_request_the_client_makes_is_in_its_table():
         assert f'_E["{name}"]' in inspect.getsource(getattr(NCClient, name))
 
 
+def app_in_tmux(sim, tmp_path, make_term):
+    """ncui against ``sim`` (a SimProcess) in a 160-column tmux pane, as a person with a token in ``tmp_path``."""
+    env = person(tmp_path, sim.env["NC_TOKEN"])
+    term = make_term({k: env[k] for k in ("HOME", "XDG_STATE_HOME", "PYTHONPATH", "PATH")}, width=160)
+    term.run(sys.executable, "-m", "ncui.cli", "--api", sim.env["NC_API"], "--access", sim.env["NC_ACCESS"])
+    return term, env
+
+
 # ---- the app, when a field drifted ----------------------------------------------------------------------------
 
 
@@ -392,9 +400,7 @@ async def test_the_app_reads_only_the_drifted_figure_as_unknown_with_the_reason(
     """The balance's burn renamed: the header's burn and runway read unknown, Account says why, and the balance
     itself (the same answer) is still shown."""
     with SimProcess("--contract-drift", "field-renamed") as sim:
-        env = person(tmp_path, sim.env["NC_TOKEN"])
-        term = tmux_factory({k: env[k] for k in ("HOME", "XDG_STATE_HOME", "PYTHONPATH", "PATH")}, width=160)
-        term.run(sys.executable, "-m", "ncui.cli", "--api", sim.env["NC_API"], "--access", sim.env["NC_ACCESS"])
+        term, env = app_in_tmux(sim, tmp_path, tmux_factory)
         screen = await term.until(
             lambda s: "burn unknown" in s and "has no burn_ucredits_hr" in s, what="the burn unknown, with why"
         )
@@ -407,9 +413,7 @@ async def test_the_app_reads_a_dropped_balance_as_unknown_with_the_reason(tmp_pa
     """The balance's own figure left out: the header's balance and runway read unknown, Account says why, the rest
     of the answer (the burn) and the transactions are still shown."""
     with SimProcess("--contract-drift", "field-dropped:/api/billing/balance:balance_ucredits") as sim:
-        env = person(tmp_path, sim.env["NC_TOKEN"])
-        term = tmux_factory({k: env[k] for k in ("HOME", "XDG_STATE_HOME", "PYTHONPATH", "PATH")}, width=160)
-        term.run(sys.executable, "-m", "ncui.cli", "--api", sim.env["NC_API"], "--access", sim.env["NC_ACCESS"])
+        term, env = app_in_tmux(sim, tmp_path, tmux_factory)
         screen = await term.until(
             lambda s: "balance unknown" in s and "Credits purchased" in s and "has no balance_ucredits" in s,
             what="the balance unknown, with why",
@@ -422,9 +426,7 @@ async def test_the_app_reads_a_dropped_balance_as_unknown_with_the_reason(tmp_pa
 async def test_the_app_says_a_cluster_kind_it_does_not_know(tmp_path, tmux_factory):  # noqa: F811
     """whoami lists a ``tpu`` cluster: it is read (the account is shown), and the cluster says what it is."""
     with SimProcess("--contract-drift", "enum-added") as sim:
-        env = person(tmp_path, sim.env["NC_TOKEN"])
-        term = tmux_factory({k: env[k] for k in ("HOME", "XDG_STATE_HOME", "PYTHONPATH", "PATH")}, width=160)
-        term.run(sys.executable, "-m", "ncui.cli", "--api", sim.env["NC_API"], "--access", sim.env["NC_ACCESS"])
+        term, env = app_in_tmux(sim, tmp_path, tmux_factory)
         screen = await term.until(lambda s: "a kind ncui does not know" in s, what="the unknown cluster said")
     assert "tpu-east is a tpu cluster, a kind ncui does not know." in " ".join(screen.split()), screen
 
@@ -434,9 +436,7 @@ async def test_the_app_says_a_cluster_kind_it_does_not_know(tmp_path, tmux_facto
 
 async def test_the_app_says_a_drift_once_in_a_line_and_in_help(tmp_path, tmux_factory):  # noqa: F811
     with SimProcess("--contract-drift", "path-moved") as sim:
-        env = person(tmp_path, sim.env["NC_TOKEN"])
-        term = tmux_factory({k: env[k] for k in ("HOME", "XDG_STATE_HOME", "PYTHONPATH", "PATH")}, width=160)
-        term.run(sys.executable, "-m", "ncui.cli", "--api", sim.env["NC_API"], "--access", sim.env["NC_ACCESS"])
+        term, env = app_in_tmux(sim, tmp_path, tmux_factory)
         said = "The service's contract changed: GET /api/k8s/market/ladder: no such path in /api/k8s/openapi.json"
         await term.until(lambda s: said in term.toasts(), what="the drift's notification")
         term.keys("?")
@@ -469,9 +469,7 @@ async def test_the_start_up_check_runs_once_a_day_per_service(tmp_path, monkeypa
 
 async def test_the_palette_runs_doctor(tmp_path, tmux_factory):  # noqa: F811
     with SimProcess("--contract-drift", "field-renamed") as sim:
-        env = person(tmp_path, sim.env["NC_TOKEN"])
-        term = tmux_factory({k: env[k] for k in ("HOME", "XDG_STATE_HOME", "PYTHONPATH", "PATH")}, width=160)
-        term.run(sys.executable, "-m", "ncui.cli", "--api", sim.env["NC_API"], "--access", sim.env["NC_ACCESS"])
+        term, env = app_in_tmux(sim, tmp_path, tmux_factory)
         await term.until(lambda s: "Halcyon" in s, what="the app with its account")
         term.keys("C-p")
         await term.until(lambda s: "Search for commands" in s or "Go to" in s, what="the palette")
