@@ -58,6 +58,7 @@ async def test_no_kube_frame_holding_the_session_token_shows_it(kc_factory, monk
     token = k.token()
     assert token.startswith("ncsk_")
     wire = _Refusing()
+    await kc._http._transport.aclose()  # (its kept-alive connection from the list above: closed, not dropped)
     kc._http._transport = wire
     with pytest.raises(Boom) as e:  # _request (list, get, apply, delete, proxy)
         await kc.list("pods")
