@@ -221,11 +221,12 @@ def test_chat(snap_compare, kube_factory, monkeypatch):
         a.ended = a.first_token + (a.tokens - 1) / 150
         chat.action_thinking()  # (twice: every turn drawn again, with the frozen timing)
         chat.action_thinking()
-        composer = chat.query_one(Composer)  # its cursor drawn, not caught mid-blink: focused, then blink off
-        composer.focus()
-        await until(pilot, lambda: composer.has_focus, what="the composer focused")
-        composer.cursor_blink = False  # (which shows the cursor again, as the composer has the focus)
-        await until(pilot, lambda: composer._cursor_visible, what="the composer's cursor drawn")
+        # the composer's cursor is no part of the screen drawn here: under load it was caught hidden even with its
+        # blink off and its focus kept (CI's red at stop 11), so the composer is drawn unfocused, without it
+        composer = chat.query_one(Composer)
+        composer.cursor_blink = False
+        composer.blur()
+        await until(pilot, lambda: not composer.has_focus, what="the composer unfocused")
         # the limit set before this session is pointed out at start; a toast is no part of the screen drawn here
         await until(pilot, lambda: len(app._notifications) > 0, what="the start-up notice")
         app.clear_notifications()
