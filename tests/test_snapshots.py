@@ -224,7 +224,6 @@ def test_chat(snap_compare, kube_factory, monkeypatch):
         # the composer's cursor is no part of the screen drawn here: under load it was caught hidden even with its
         # blink off and its focus kept (CI's red at stop 11), so the composer is drawn unfocused, without it
         composer = chat.query_one(Composer)
-        composer.cursor_blink = False
         composer.blur()
         await until(pilot, lambda: not composer.has_focus, what="the composer unfocused")
         # the limit set before this session is pointed out at start; a toast is no part of the screen drawn here
